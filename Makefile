@@ -1,0 +1,155 @@
+# hpml — plain, non-recursive GNU Makefile.
+#
+#   make [MPI=openmpi|mpich]       library, hpml binary and test programs into build/$(MPI)
+#   make test                      install deps, build and run every test on both MPIs
+#   make demo                      install deps, build and run the main job
+#   make SANITIZE=address,undefined   sanitizer build (separate build folder)
+#   make WERROR=1                  warnings are errors (CI)
+#   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall
+#   make format-check / make format
+#   make vec-report                show which loops of the reduction kernels vectorise
+#
+# Each layer lists its sources in src/<layer>/module.mk; objects go under $(O).
+
+MPI ?= openmpi
+ifeq ($(filter $(MPI),openmpi mpich),)
+$(error MPI must be openmpi or mpich (got '$(MPI)'))
+endif
+
+CC := mpicc.$(MPI)
+MPIRUN := mpirun.$(MPI)
+SANITIZE ?=
+O ?= build/$(MPI)$(if $(SANITIZE),-san)
+PREFIX ?= /usr/local
+DESTDIR ?=
+OPT ?= -O3
+
+VERSION := 0.1.0
+SOMAJOR := 0
+
+WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wformat=2 -Wvla
+ifneq ($(WERROR),)
+WARN += -Werror
+endif
+
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
+BLAS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
+
+CPPFLAGS := -Iinclude -Isrc -D_GNU_SOURCE -MMD -MP \
+            -DHPML_BUILD_MPI='"$(MPI)"' -DHPML_BUILD_CC='"$(CC)"' \
+            -DHPML_BUILD_OPT='"$(OPT)$(if $(SANITIZE), sanitize=$(SANITIZE))"'
+CFLAGS := $(OPT) -g -fPIC -pthread $(WARN) $(BLAS_CFLAGS) $(SAN_FLAGS)
+LDFLAGS := -pthread $(SAN_FLAGS)
+LDLIBS := $(BLAS_LIBS) -lz -lm
+
+LIB_SRCS :=
+TOOL_SRCS :=
+include src/core/module.mk
+-include src/comm/module.mk
+-include src/io/module.mk
+-include src/ml/module.mk
+-include src/nn/module.mk
+-include src/bench/module.mk
+TOOL_SRCS += $(wildcard tools/hpml/*.c)
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(O)/%.o)
+
+LIBA := $(O)/lib/libhpml.a
+LIBSO := $(O)/lib/libhpml.so.$(VERSION)
+HPML := $(O)/bin/hpml
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
+MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
+MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
+HARNESS_OBJ := $(O)/tests/mpi/harness.o
+TEST_HELPER_SRCS := $(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c))
+
+.PHONY: all lib tests test demo deps install uninstall clean format format-check vec-report
+all: lib $(HPML) tests
+
+lib: $(LIBA) $(LIBSO) $(O)/hpml.pc
+
+$(O)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBA): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIBSO): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libhpml.so.$(SOMAJOR) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	ln -sf libhpml.so.$(VERSION) $(O)/lib/libhpml.so.$(SOMAJOR)
+	ln -sf libhpml.so.$(SOMAJOR) $(O)/lib/libhpml.so
+
+$(HPML): $(TOOL_OBJS) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
+
+$(O)/hpml.pc: hpml.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@BLAS_LIBS@|$(BLAS_LIBS)|g' $< > $@
+
+tests: $(UNIT_BINS) $(MPIT_BINS)
+
+$(O)/tests/unit/%: $(O)/tests/unit/%.o $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)
+
+$(O)/tests/mpi/%: $(O)/tests/mpi/%.o $(HARNESS_OBJ) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $< $(HARNESS_OBJ) $(LIBA) $(LDLIBS)
+
+# Everything the README's two commands need is installed by the script, never by hand.
+deps:
+	scripts/install-deps.sh
+
+# `make test` builds and runs the whole suite on both MPIs; TESTS=pattern narrows it.
+test: deps
+	$(MAKE) MPI=openmpi all
+	$(MAKE) MPI=mpich all
+	tests/run.sh --mpi openmpi,mpich $(if $(TESTS),--filter '$(TESTS)')
+
+demo: deps
+	$(MAKE) MPI=$(MPI) all
+	scripts/demo.sh $(MPI)
+
+install: lib $(HPML)
+	install -d $(DESTDIR)$(PREFIX)/include/hpml $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	           $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/hpml/*.h $(DESTDIR)$(PREFIX)/include/hpml/
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libhpml.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR)
+	ln -sf libhpml.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libhpml.so
+	install -m 644 $(O)/hpml.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/hpml
+	rm -f $(DESTDIR)$(PREFIX)/lib/libhpml.a $(DESTDIR)$(PREFIX)/lib/libhpml.so \
+	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR) \
+	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(VERSION) \
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
+
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: clean"
+
+vec-report:
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fopt-info-vec-optimized -c src/core/reduce.c -o /dev/null 2>&1 \
+	    | grep -E 'reduce\.c' | sort -u
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d) $(MPIT_BINS:=.d) $(HARNESS_OBJ:.o=.d)

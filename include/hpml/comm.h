@@ -1,0 +1,160 @@
+/*
+ * hpml comm: collectives tuned for ML/DL on top of any MPI-3 library.
+ *
+ * An hpml_comm_t wraps a user communicator (duplicated, MPI_ERRORS_RETURN). Every
+ * collective here is collective over that communicator: all ranks call it with matching
+ * arguments in the same order. Set HPML_CHECK=1 to have mismatches reported as
+ * HPML_ERR_MISMATCH with a message naming the ranks, instead of a hang.
+ *
+ * Caller buffers are borrowed for the duration of a call (or until hpml_wait/hpml_test
+ * reports completion for nonblocking calls), never kept.
+ */
+#ifndef HPML_COMM_H
+#define HPML_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "hpml/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hpml_comm hpml_comm_t;
+typedef struct hpml_request hpml_request_t;
+
+/* Pass as sendbuf to reduce in place in recvbuf (like MPI_IN_PLACE). */
+#define HPML_IN_PLACE ((const void *)1)
+
+/* Collectives that have an algorithm choice. */
+typedef enum {
+    HPML_COLL_ALLREDUCE = 0,
+    HPML_COLL_BCAST,
+    HPML_COLL_REDUCE,
+    HPML_COLL_ALLGATHER,
+    HPML_COLL_REDUCE_SCATTER,
+    HPML_COLL_COUNT
+} hpml_coll_t;
+
+/* Algorithms. Not every algorithm applies to every collective: see hpml_algo_list. */
+typedef enum {
+    HPML_ALGO_AUTO = 0,           /* selection table (built-in or HPML_TUNING_FILE) */
+    HPML_ALGO_MPI,                /* the MPI library's own collective */
+    HPML_ALGO_RECURSIVE_DOUBLING, /* allreduce, allgather */
+    HPML_ALGO_RING,               /* allreduce, allgather, reduce_scatter */
+    HPML_ALGO_RABENSEIFNER,       /* allreduce */
+    HPML_ALGO_REDUCE_BCAST,       /* allreduce */
+    HPML_ALGO_SHM,                /* allreduce, bcast, reduce: node shared memory */
+    HPML_ALGO_HIER,               /* allreduce: shm intra-node + inter-node per slice */
+    HPML_ALGO_BINOMIAL,           /* bcast, reduce */
+    HPML_ALGO_SCATTER_ALLGATHER,  /* bcast */
+    HPML_ALGO_CHAIN,              /* bcast: pipelined chain */
+    HPML_ALGO_BRUCK,              /* allgather */
+    HPML_ALGO_COUNT
+} hpml_algo_t;
+
+/* Options for hpml_comm_create; NULL means "from the environment" (HPML_CHECK,
+ * HPML_RANKS_PER_NODE, HPML_TUNING_FILE, HPML_ALGO_<COLL>). */
+typedef struct hpml_comm_config {
+    int check;          /* 1: compare a signature of every collective across ranks */
+    int ranks_per_node; /* >0: consecutive groups of this many ranks act as nodes */
+} hpml_comm_config_t;
+
+/* Collective over `user`. Duplicates it; the caller keeps ownership of `user`. */
+int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t **out);
+/* Collective; NULL-safe; waits for outstanding nonblocking operations first. */
+void hpml_comm_destroy(hpml_comm_t *comm);
+
+int hpml_comm_rank(const hpml_comm_t *comm);
+int hpml_comm_size(const hpml_comm_t *comm);
+/* Number of (possibly virtual) nodes, this rank's node index and local rank/size. */
+int hpml_comm_nodes(const hpml_comm_t *comm);
+int hpml_comm_node(const hpml_comm_t *comm);
+int hpml_comm_local_rank(const hpml_comm_t *comm);
+int hpml_comm_local_size(const hpml_comm_t *comm);
+/* The duplicated MPI communicator (for benchmarks comparing with native MPI). */
+MPI_Comm hpml_comm_mpi(const hpml_comm_t *comm);
+
+/* Blocking collectives. count is in elements of dtype. */
+int hpml_allreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                   hpml_op_t op, hpml_comm_t *comm);
+int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
+                        hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
+int hpml_bcast(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm);
+int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtype, int root,
+                    hpml_comm_t *comm);
+int hpml_barrier(hpml_comm_t *comm);
+
+
+/* Reduce to `root`: recvbuf significant at root only (may be NULL elsewhere). */
+int hpml_reduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                hpml_op_t op, int root, hpml_comm_t *comm);
+int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
+                     hpml_dtype_t dtype, hpml_op_t op, int root, hpml_comm_t *comm);
+/* Gather `count` elements from every rank into recvbuf (size*count elements, rank
+ * order). sendbuf may be HPML_IN_PLACE: this rank's block is already in recvbuf. */
+int hpml_allgather(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                   hpml_comm_t *comm);
+int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
+                        hpml_dtype_t dtype, hpml_comm_t *comm);
+/* Reduce size*count elements and leave block `rank` (count elements) in recvbuf
+ * (MPI_Reduce_scatter_block semantics). HPML_IN_PLACE: input is recvbuf (size*count). */
+int hpml_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                        hpml_op_t op, hpml_comm_t *comm);
+int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf,
+                             size_t count, hpml_dtype_t dtype, hpml_op_t op,
+                             hpml_comm_t *comm);
+
+/* The algorithms implemented for a collective (HPML_ALGO_MPI first, AUTO excluded).
+ * *algos points to static storage. */
+int hpml_algo_list(hpml_coll_t coll, const hpml_algo_t **algos, size_t *n);
+/* The algorithm the selection table picks for `bytes` on this communicator. */
+hpml_algo_t hpml_algo_selected(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes);
+
+/* ---- registered buffers -------------------------------------------------------- */
+
+/* Memory in the node shared-memory segment; an allreduce whose buffers live there
+ * skips the copy into shared memory. Collective over the communicator (every rank asks
+ * for the same size). NULL on failure. Freed by hpml_comm_free_shared or destroy. */
+void *hpml_comm_alloc_shared(hpml_comm_t *comm, size_t bytes);
+void hpml_comm_free_shared(hpml_comm_t *comm, void *p);
+
+/* ---- nonblocking ---------------------------------------------------------------- */
+
+/* Start an allreduce/bcast; operations complete in submission order and progress in the
+ * background (a progress thread when MPI provides MPI_THREAD_MULTIPLE). The buffers must
+ * stay valid until hpml_wait returns or hpml_test reports done. */
+int hpml_iallreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                    hpml_op_t op, hpml_comm_t *comm, hpml_request_t **req);
+int hpml_ibcast(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm,
+                hpml_request_t **req);
+/* Wait for completion and free the request; returns the operation's result. */
+int hpml_wait(hpml_request_t *req);
+/* *done = 1 when complete (the request is then freed and its result returned). */
+int hpml_test(hpml_request_t *req, int *done);
+
+/* ---- tensor fusion -------------------------------------------------------------- */
+
+/* A fusion buffer: add many tensors, one allreduce over the packed buffer, the results
+ * are copied back into each tensor (Horovod's tensor fusion, DDP's buckets). */
+typedef struct hpml_fusion hpml_fusion_t;
+int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op,
+                       size_t capacity_bytes, hpml_fusion_t **out);
+void hpml_fusion_destroy(hpml_fusion_t *f);
+/* Register `count` elements at `tensor` (borrowed until execute returns). */
+int hpml_fusion_add(hpml_fusion_t *f, void *tensor, size_t count);
+/* Allreduce every added tensor in place (in as few operations as the capacity allows),
+ * then forget them. */
+int hpml_fusion_execute(hpml_fusion_t *f);
+
+/* Algorithm names ("ring", "rabenseifner", "mpi", "auto", ...) and parsing. */
+const char *hpml_algo_name(hpml_algo_t algo);
+int hpml_algo_parse(const char *name, hpml_algo_t *out);
+const char *hpml_coll_name(hpml_coll_t coll);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HPML_COMM_H */

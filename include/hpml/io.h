@@ -1,0 +1,67 @@
+/*
+ * hpml io: dataset readers and writers. .npy (NumPy), IDX (MNIST family, gzip or not),
+ * CSV. Arrays are 2-D row-major blocks of rows: a file of shape (n, d1, d2, ...) is read
+ * as n rows of d1*d2*... columns (an IDX image file 60000x28x28 is 60000 rows x 784).
+ *
+ * Readers read only the requested block of rows, never the whole file on every rank.
+ * No MPI here: the caller says which rows it wants (see hpml_io_partition).
+ * Errors return HPML_ERR_IO (cannot open/read), HPML_ERR_FORMAT (malformed file) or
+ * HPML_ERR_INVAL, with a detail message naming the file and the problem in
+ * hpml_last_error(). Writers write to a temporary name in the same folder, then rename.
+ */
+#ifndef HPML_IO_H
+#define HPML_IO_H
+
+#include <stddef.h>
+
+#include "hpml/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { HPML_FMT_AUTO = 0, HPML_FMT_NPY, HPML_FMT_IDX, HPML_FMT_CSV } hpml_format_t;
+
+/* A block of rows of a 2-D array; data is hpml_malloc'ed, owned by the array. */
+typedef struct hpml_array {
+    hpml_dtype_t dtype; /* element type of data */
+    size_t rows;        /* rows in this block */
+    size_t cols;        /* columns (product of the trailing dimensions) */
+    size_t row_offset;  /* index of the first row of this block in the file */
+    size_t total_rows;  /* rows in the whole file */
+    void *data;         /* rows*cols elements, row-major */
+} hpml_array_t;
+
+/* Rows [*begin, *end) of `rows` for `rank` of `nranks`: contiguous blocks, sizes
+ * differing by at most one, the first (rows % nranks) ranks one larger. */
+void hpml_io_partition(size_t rows, int rank, int nranks, size_t *begin, size_t *end);
+
+/* Shape of a file (format from the extension, or `fmt`): total rows, columns, and the
+ * stored element type. */
+int hpml_io_shape(const char *path, hpml_format_t fmt, size_t *rows, size_t *cols,
+                  hpml_dtype_t *stored);
+
+/* Read rows [begin, end) converted to `want` (HPML_F32, HPML_F64, HPML_I32, HPML_I64 or
+ * HPML_U8). Fails on NaN/Inf in float data only if `reject_nonfinite` is set. */
+int hpml_io_read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, size_t begin,
+                      size_t end, int reject_nonfinite, hpml_array_t *out);
+
+/* Read this rank's block (hpml_io_partition of the file's rows). */
+int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank,
+                       int nranks, int reject_nonfinite, hpml_array_t *out);
+
+/* Free the data of an array (the struct itself is the caller's); NULL-safe. */
+void hpml_array_free(hpml_array_t *a);
+
+/* Write a rows x cols array as .npy (C order) / CSV (optional header line, NULL for
+ * none), via a temporary file and rename. dtype: f32 f64 i32 i64 u8 (npy), any (CSV). */
+int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
+                   size_t cols);
+int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
+                   size_t cols, const char *header);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HPML_IO_H */

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Run hpml's test suite: unit tests (cmocka), multi-rank tests under mpirun at several
+# rank counts, and command-line tests (tests/cli/*.sh), for each MPI named.
+#
+#   tests/run.sh [--mpi openmpi,mpich] [--filter REGEX] [--build-root DIR]
+#
+# A multi-rank test may declare in its source, on a comment line:
+#   hpml-test: ranks=1 2 3 4        rank counts (default 1 2 3 4)
+#   hpml-test: mpich-ranks=1 2 3    rank counts under MPICH (busy-polling: keep small)
+#   hpml-test: timeout=300          seconds per run (default 300)
+# Ends with the line "N passed, N failed"; exit status 1 when anything failed.
+set -u
+
+mpis=openmpi
+filter=.
+root=build
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --mpi) mpis=$2; shift 2 ;;
+    --filter) filter=$2; shift 2 ;;
+    --build-root) root=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo" || exit 2
+# One BLAS/OpenMP thread per rank: threads spinning against MPI ranks on 2 cores make
+# runs several times slower and timings meaningless.
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+export HPML_TEST_REPO=$repo
+passed=0 failed=0 failed_names=()
+logdir=$root/test-logs
+mkdir -p "$logdir"
+
+directive() { # file key default
+    local v
+    v=$(grep -m1 -oE "hpml-test: $2=[0-9 ]+" "$1" 2>/dev/null | sed "s/.*$2=//")
+    echo "${v:-$3}"
+}
+
+run_one() { # name timeout command...
+    local name=$1 tmo=$2 log t0 t1 rc
+    shift 2
+    log=$logdir/$(echo "$name" | tr ' /:' '___').log
+    t0=$(date +%s.%N)
+    timeout -k 10 "$tmo" "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    t1=$(date +%s.%N)
+    local dt
+    dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+    if [ $rc -eq 0 ]; then
+        passed=$((passed + 1))
+        printf 'PASS  %-60s %6ss\n' "$name" "$dt"
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        [ $rc -eq 124 ] && echo "(timed out after ${tmo}s)" >>"$log"
+        printf 'FAIL  %-60s %6ss  (exit %d, log %s)\n' "$name" "$dt" "$rc" "$log"
+        tail -n 25 "$log" | sed 's/^/      | /'
+    fi
+}
+
+IFS=, read -r -a mpi_list <<<"$mpis"
+for mpi in "${mpi_list[@]}"; do
+    b=$root/$mpi
+    if [ ! -x "$b/bin/hpml" ]; then
+        echo "run.sh: $b/bin/hpml not built (make MPI=$mpi)" >&2
+        failed=$((failed + 1)); failed_names+=("$mpi build"); continue
+    fi
+    case "$mpi" in
+    openmpi) launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
+    mpich) launcher=(mpirun.mpich) ;;
+    *) echo "run.sh: unknown MPI '$mpi'" >&2; exit 2 ;;
+    esac
+    echo "== $mpi =="
+    for t in "$b"/tests/unit/test_*; do
+        [ -x "$t" ] || continue
+        n=$(basename "$t")
+        [[ "$mpi unit $n" =~ $filter ]] || continue
+        run_one "$mpi unit $n" 300 "$t"
+    done
+    for t in "$b"/tests/mpi/test_*; do
+        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
+        n=$(basename "$t")
+        src=tests/mpi/$n.c
+        ranks=$(directive "$src" ranks "1 2 3 4")
+        [ "$mpi" = mpich ] && ranks=$(directive "$src" mpich-ranks "$ranks")
+        tmo=$(directive "$src" timeout 300)
+        for np in $ranks; do
+            [[ "$mpi mpi $n np=$np" =~ $filter ]] || continue
+            run_one "$mpi mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
+        done
+    done
+    for t in tests/cli/*.sh; do
+        [ -f "$t" ] || continue
+        n=$(basename "$t" .sh)
+        [[ "$mpi cli $n" =~ $filter ]] || continue
+        tmo=$(directive "$t" timeout 300)
+        run_one "$mpi cli $n" "$tmo" env MPI="$mpi" HPML="$repo/$b/bin/hpml" BUILD="$repo/$b" \
+            MPIRUN="${launcher[*]}" bash "$t"
+    done
+done
+
+if [ $failed -gt 0 ]; then
+    echo "failed:"
+    printf '  %s\n' "${failed_names[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,37 @@
+/*
+ * Helpers shared by the hpml subcommands. A subcommand runs after MPI_Init on every
+ * rank, parses its options identically on every rank (so a usage error is seen by all
+ * ranks and none hangs) and returns the process exit status: 0 success, 1 failure,
+ * 2 usage error.
+ */
+#ifndef HPML_TOOLS_CLI_H
+#define HPML_TOOLS_CLI_H
+
+#include <stddef.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+int cli_rank(void);
+int cli_size(void);
+
+/* Rank 0 prints "hpml <cmd>: <message>" and "Try 'hpml <cmd> --help'." on stderr;
+ * returns CLI_EXIT_USAGE for the caller to return. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A failure only this rank may have seen (a file that will not open, an hpml error):
+ * print "hpml <cmd>: <message>" with the rank and abort the whole job with MPI_Abort,
+ * so that no other rank is left waiting in a collective. Does not return. */
+void cli_fatal(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* Number parsers: the whole string must be a number in range; return 0 or -1. */
+int cli_parse_long(const char *s, long min, long max, long *out);
+int cli_parse_double(const char *s, double *out);
+/* Sizes: "4096", "4K", "16M", "1G" (powers of 1024; "k"/"m"/"g" too). */
+int cli_parse_size(const char *s, size_t *out);
+
+/* The command to use in messages: "hpml" (argv[0] basename). */
+extern const char *cli_prog;
+
+#endif

@@ -1,0 +1,5 @@
+/*
+ * The hpml subcommands: one line each, HPML_COMMAND(name, one-line summary).
+ * Each is implemented as `int cmd_<name>(int argc, char **argv)` in cmd_<name>.c.
+ */
+HPML_COMMAND(info, "show hpml's build, the MPI library, nodes, shared memory, BLAS and CPU")

@@ -1,0 +1,71 @@
+/* The `hpml` command: initialise MPI, dispatch to a subcommand, finalise. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hpml/core.h"
+
+#define HPML_COMMAND(name, summary) int cmd_##name(int argc, char **argv);
+#include "commands.h"
+#undef HPML_COMMAND
+
+static const struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+#define HPML_COMMAND(name, summary) {#name, summary, cmd_##name},
+#include "commands.h"
+#undef HPML_COMMAND
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: hpml <command> [options]\n"
+               "       mpirun -np N hpml <command> [options]\n\n"
+               "High-performance machine learning, deep learning and data science on MPI.\n\n"
+               "Commands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'hpml <command> --help' describes a command's options.\n"
+               "Options: -h, --help  this text;  -V, --version  print the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, status = CLI_EXIT_USAGE;
+
+    /* THREAD_MULTIPLE lets comm run its progress thread; hpml falls back when the MPI
+     * library provides less. */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+    if (argc < 2) {
+        cli_usage_error(NULL, "missing command");
+    } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+               strcmp(argv[1], "help") == 0) {
+        if (rank == 0)
+            usage(stdout);
+        status = CLI_EXIT_OK;
+    } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        if (rank == 0)
+            printf("hpml %s\n", hpml_version());
+        status = CLI_EXIT_OK;
+    } else {
+        size_t i;
+
+        for (i = 0; i < NCOMMANDS; i++)
+            if (strcmp(argv[1], commands[i].name) == 0)
+                break;
+        if (i == NCOMMANDS)
+            cli_usage_error(NULL, "unknown command '%s'", argv[1]);
+        else
+            status = commands[i].run(argc - 1, argv + 1);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return status;
+}
