@@ -5,5 +5,6 @@
 #include "hpml/core.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
+#include "hpml/sysinfo.h"
 
 #endif /* HPML_H */

@@ -39,10 +39,15 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     if (cmd != NULL) {
         fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
-        fprintf(stderr, "Try '%s %s --help' for more information.\n", cli_prog, cmd);
+        fprintf(stderr, "Usage: %s %s [options]  (try '%s %s --help')\n", cli_prog, cmd,
+                cli_prog, cmd);
     } else {
         fprintf(stderr, "%s: %s\n", cli_prog, msg);
-        fprintf(stderr, "Try '%s --help' for more information.\n", cli_prog);
+        fprintf(stderr, "Usage: %s <command> [options]  (commands:", cli_prog);
+#define HPML_COMMAND(name, summary) fprintf(stderr, " %s", #name);
+#include "commands.h"
+#undef HPML_COMMAND
+        fprintf(stderr, "; try '%s --help')\n", cli_prog);
     }
     return CLI_EXIT_USAGE;
 }

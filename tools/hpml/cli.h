@@ -16,7 +16,7 @@
 int cli_rank(void);
 int cli_size(void);
 
-/* Rank 0 prints "hpml <cmd>: <message>" and "Try 'hpml <cmd> --help'." on stderr;
+/* Rank 0 prints "hpml <cmd>: <message>" and a usage line on stderr;
  * returns CLI_EXIT_USAGE for the caller to return. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -33,5 +33,10 @@ int cli_parse_size(const char *s, size_t *out);
 
 /* The command to use in messages: "hpml" (argv[0] basename). */
 extern const char *cli_prog;
+
+/* Every subcommand: int cmd_<name>(int argc, char **argv), listed in commands.h. */
+#define HPML_COMMAND(name, summary) int cmd_##name(int argc, char **argv);
+#include "commands.h"
+#undef HPML_COMMAND
 
 #endif

@@ -6,10 +6,6 @@
 #include "cli.h"
 #include "hpml/core.h"
 
-#define HPML_COMMAND(name, summary) int cmd_##name(int argc, char **argv);
-#include "commands.h"
-#undef HPML_COMMAND
-
 static const struct {
     const char *name;
     const char *summary;

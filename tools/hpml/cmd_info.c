@@ -1,0 +1,151 @@
+/* `hpml info`: hpml's build, the MPI library, nodes, shared memory, BLAS and CPU. */
+#include <getopt.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hpml/core.h"
+#include "hpml/sysinfo.h"
+
+static const char *usage_text =
+    "Usage: [mpirun -np N] hpml info [--json]\n\n"
+    "Print facts about this build of hpml and the job it runs in: hpml's version and build\n"
+    "options, the MPI library's own version string, the MPI standard version, the thread\n"
+    "level MPI provided, ranks, nodes and ranks per node (with host names), whether node\n"
+    "shared memory works, the BLAS in use and its thread count, and the CPU features\n"
+    "hpml's kernels use.\n\n"
+    "Options:\n"
+    "  --json      print the same facts as one JSON document\n"
+    "  -h, --help  this text\n";
+
+static void cpu_model(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+
+    snprintf(buf, len, "unknown");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *colon = strchr(line, ':');
+
+        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+            colon += 2;
+            colon[strcspn(colon, "\n")] = '\0';
+            snprintf(buf, len, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static const char *simd_name(hpml_simd_t s)
+{
+    return s == HPML_SIMD_AVX2 ? "avx2+f16c+fma" : "portable";
+}
+
+static void print_text(const hpml_sysinfo_t *si, const char *cpu)
+{
+    printf("hpml %s\n", hpml_version());
+    printf("  build:          MPI=%s  CC=%s  flags=%s\n", HPML_BUILD_MPI, HPML_BUILD_CC,
+           HPML_BUILD_OPT);
+    printf("MPI\n");
+    printf("  library:        %.*s\n", (int)strcspn(si->mpi_library, "\n"), si->mpi_library);
+    printf("  standard:       MPI %d.%d\n", si->mpi_version, si->mpi_subversion);
+    printf("  thread level:   %s\n", hpml_thread_level_name(si->thread_provided));
+    printf("Job\n");
+    printf("  ranks:          %d\n", si->ranks);
+    printf("  nodes:          %d\n", si->nodes);
+    for (int i = 0; i < si->nodes; i++)
+        printf("    %-20s %d rank%s\n", si->hostnames[i], si->node_ranks[i],
+               si->node_ranks[i] == 1 ? "" : "s");
+    printf("  shared memory:  %s%s%s\n", si->shm_works ? "works" : "does not work",
+           si->shm_works ? "" : ": ", si->shm_works ? "" : si->shm_detail);
+    printf("BLAS\n");
+    printf("  library:        %s\n", hpml_blas_config());
+    printf("  threads:        %d\n", hpml_blas_threads());
+    printf("CPU\n");
+    printf("  model:          %s\n", cpu);
+    printf("  online cores:   %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    printf("  features:       avx2=%s f16c=%s fma=%s\n", hpml_cpu_has_avx2() ? "yes" : "no",
+           hpml_cpu_has_f16c() ? "yes" : "no", hpml_cpu_has_fma() ? "yes" : "no");
+    printf("  kernels:        %s\n", simd_name(hpml_simd_active()));
+}
+
+static void print_json(const hpml_sysinfo_t *si, const char *cpu)
+{
+    printf("{\n  \"hpml\": {\"version\": ");
+    hpml_json_string(stdout, hpml_version());
+    printf(", \"mpi\": ");
+    hpml_json_string(stdout, HPML_BUILD_MPI);
+    printf(", \"cc\": ");
+    hpml_json_string(stdout, HPML_BUILD_CC);
+    printf(", \"flags\": ");
+    hpml_json_string(stdout, HPML_BUILD_OPT);
+    printf("},\n  \"mpi\": {\"library\": ");
+    hpml_json_string(stdout, si->mpi_library);
+    printf(", \"standard\": \"%d.%d\", \"thread_level\": ", si->mpi_version,
+           si->mpi_subversion);
+    hpml_json_string(stdout, hpml_thread_level_name(si->thread_provided));
+    printf("},\n  \"job\": {\"ranks\": %d, \"nodes\": [", si->ranks);
+    for (int i = 0; i < si->nodes; i++) {
+        printf("%s{\"host\": ", i ? ", " : "");
+        hpml_json_string(stdout, si->hostnames[i]);
+        printf(", \"ranks\": %d}", si->node_ranks[i]);
+    }
+    printf("], \"shared_memory\": %s, \"shared_memory_detail\": ",
+           si->shm_works ? "true" : "false");
+    hpml_json_string(stdout, si->shm_detail);
+    printf("},\n  \"blas\": {\"library\": ");
+    hpml_json_string(stdout, hpml_blas_config());
+    printf(", \"threads\": %d},\n  \"cpu\": {\"model\": ", hpml_blas_threads());
+    hpml_json_string(stdout, cpu);
+    printf(", \"cores\": %ld, \"avx2\": %s, \"f16c\": %s, \"fma\": %s, \"kernels\": ",
+           sysconf(_SC_NPROCESSORS_ONLN), hpml_cpu_has_avx2() ? "true" : "false",
+           hpml_cpu_has_f16c() ? "true" : "false", hpml_cpu_has_fma() ? "true" : "false");
+    hpml_json_string(stdout, simd_name(hpml_simd_active()));
+    printf("}\n}\n");
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    hpml_sysinfo_t si;
+    char cpu[256];
+    int json = 0, c, rc;
+
+    opterr = 0; /* we print our own one-line message, once, on rank 0 */
+    optind = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h':
+            if (cli_rank() == 0)
+                fputs(usage_text, stdout);
+            return CLI_EXIT_OK;
+        case ':': return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+
+    rc = hpml_sysinfo_gather(MPI_COMM_WORLD, &si);
+    if (rc != 0)
+        cli_fatal("info", "%s: %s", hpml_strerror(rc), hpml_last_error());
+    if (cli_rank() == 0) {
+        cpu_model(cpu, sizeof(cpu));
+        if (json)
+            print_json(&si, cpu);
+        else
+            print_text(&si, cpu);
+    }
+    hpml_sysinfo_free(&si);
+    return CLI_EXIT_OK;
+}
