@@ -1,0 +1,84 @@
+/*
+ * Run-time CPU feature detection and the choice between the portable and the
+ * F16C/AVX2 implementations of the fp16/bf16 conversions and reduction kernels.
+ * The choice is made once (AUTO: best available; HPML_SIMD=portable|avx2|auto in the
+ * environment overrides it) and can be forced by hpml_simd_select() for tests.
+ */
+#include <string.h>
+#include <stdlib.h>
+
+#include "core/simd_internal.h"
+#include "hpml/core.h"
+
+/* 0 = not resolved yet; otherwise an hpml_simd_t (PORTABLE or AVX2). Accessed with
+ * relaxed atomics: every thread computes the same value, so a race on the first call
+ * only repeats work. */
+static int simd_path;
+
+int hpml_cpu_has_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+
+int hpml_cpu_has_f16c(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("f16c") ? 1 : 0;
+}
+
+int hpml_cpu_has_fma(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") ? 1 : 0;
+}
+
+static int avx2_usable(void)
+{
+    return hpml_cpu_has_avx2() && hpml_cpu_has_f16c() && hpml_cpu_has_fma();
+}
+
+static hpml_simd_t resolve_auto(void)
+{
+    const char *env = getenv("HPML_SIMD");
+
+    if (env && strcmp(env, "portable") == 0)
+        return HPML_SIMD_PORTABLE;
+    /* "avx2" on a CPU without it falls back rather than crashing. */
+    return avx2_usable() ? HPML_SIMD_AVX2 : HPML_SIMD_PORTABLE;
+}
+
+hpml_simd_t hpml__simd_path(void)
+{
+    int p = __atomic_load_n(&simd_path, __ATOMIC_RELAXED);
+
+    if (p == 0) {
+        p = (int)resolve_auto();
+        __atomic_store_n(&simd_path, p, __ATOMIC_RELAXED);
+    }
+    return (hpml_simd_t)p;
+}
+
+int hpml_simd_select(hpml_simd_t which)
+{
+    switch (which) {
+    case HPML_SIMD_AUTO:
+        __atomic_store_n(&simd_path, (int)resolve_auto(), __ATOMIC_RELAXED);
+        return 0;
+    case HPML_SIMD_PORTABLE:
+        __atomic_store_n(&simd_path, (int)HPML_SIMD_PORTABLE, __ATOMIC_RELAXED);
+        return 0;
+    case HPML_SIMD_AVX2:
+        if (!avx2_usable())
+            return hpml_set_error(HPML_ERR_UNSUPPORTED,
+                                  "this CPU lacks AVX2, F16C or FMA");
+        __atomic_store_n(&simd_path, (int)HPML_SIMD_AVX2, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return hpml_set_error(HPML_ERR_INVAL, "unknown SIMD path %d", (int)which);
+}
+
+hpml_simd_t hpml_simd_active(void)
+{
+    return hpml__simd_path();
+}
