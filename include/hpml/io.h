@@ -57,6 +57,10 @@ void hpml_array_free(hpml_array_t *a);
  * none), via a temporary file and rename. dtype: f32 f64 i32 i64 u8 (npy), any (CSV). */
 int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
                    size_t cols);
+/* Write an N-D array (ndim 0..32, C order), e.g. a 1-D label vector: shape = {n}.
+ * dtype: f32 f64 f16 i8 u8 i32 i64. The file is byte-identical to np.save's. */
+int hpml_npy_write_nd(const char *path, const void *data, hpml_dtype_t dtype, int ndim,
+                      const size_t *shape);
 int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
                    size_t cols, const char *header);
 

@@ -1,0 +1,535 @@
+/*
+ * io front end: row partitioning, format detection and dispatch, the positioned reader
+ * over plain and gzip files, the dense-array block reader shared by .npy and IDX, and
+ * the temp-file-then-rename writer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "io/io_internal.h"
+
+void hpml_io_partition(size_t rows, int rank, int nranks, size_t *begin, size_t *end)
+{
+    size_t p, r, q, rem;
+
+    if (nranks < 1 || rank < 0 || rank >= nranks) {
+        *begin = *end = 0;
+        return;
+    }
+    p = (size_t)nranks;
+    r = (size_t)rank;
+    q = rows / p;
+    rem = rows % p;
+    *begin = r * q + (r < rem ? r : rem);
+    *end = *begin + q + (r < rem ? 1 : 0);
+}
+
+void hpml_array_free(hpml_array_t *a)
+{
+    if (a == NULL)
+        return;
+    hpml_free(a->data);
+    a->data = NULL;
+    a->rows = 0;
+}
+
+/* ---- positioned reader ---------------------------------------------------------- */
+
+int hpml__io_src_open(hpml__io_src_t *s, const char *path)
+{
+    unsigned char m[4];
+    struct stat st;
+    ssize_t n;
+
+    s->path = path;
+    s->fd = -1;
+    s->gz = NULL;
+    s->size = 0;
+    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (s->fd < 0)
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int rc = hpml_set_error(HPML_ERR_IO, "%s: not a regular file", path);
+        hpml__io_src_close(s);
+        return rc;
+    }
+    s->size = (uint64_t)st.st_size;
+    n = pread(s->fd, m, 2, 0);
+    if (n == 2 && m[0] == 0x1f && m[1] == 0x8b) {
+        /* gzip: ISIZE, the last four bytes, is the uncompressed size mod 2^32. A truncated
+         * file almost surely has a wrong one, which is how truncation is caught before
+         * decompressing everything. */
+        int fd2;
+        if (s->size < 18 || pread(s->fd, m, 4, (off_t)(s->size - 4)) != 4) {
+            hpml__io_src_close(s);
+            return hpml_set_error(HPML_ERR_FORMAT, "%s: truncated gzip file", path);
+        }
+        s->size = (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 |
+                  (uint64_t)m[3] << 24;
+        fd2 = dup(s->fd);
+        if (fd2 < 0 || (s->gz = gzdopen(fd2, "rb")) == NULL) {
+            if (fd2 >= 0)
+                close(fd2);
+            hpml__io_src_close(s);
+            return hpml_set_error(HPML_ERR_NOMEM, "%s: cannot start gzip decompression", path);
+        }
+        gzbuffer((gzFile)s->gz, 256 * 1024);
+    }
+    return 0;
+}
+
+void hpml__io_src_close(hpml__io_src_t *s)
+{
+    if (s->gz != NULL)
+        gzclose((gzFile)s->gz);
+    if (s->fd >= 0)
+        close(s->fd);
+    s->gz = NULL;
+    s->fd = -1;
+}
+
+int hpml__io_src_read(hpml__io_src_t *s, uint64_t off, void *buf, size_t len, const char *what)
+{
+    unsigned char *p = buf;
+    size_t got = 0;
+
+    if (s->gz != NULL) {
+        gzFile g = (gzFile)s->gz;
+        if (gzseek(g, (z_off_t)off, SEEK_SET) != (z_off_t)off)
+            goto short_read;
+        while (got < len) {
+            unsigned chunk = len - got > (1u << 30) ? (1u << 30) : (unsigned)(len - got);
+            int n = gzread(g, p + got, chunk);
+            if (n <= 0)
+                goto short_read;
+            got += (size_t)n;
+        }
+        return 0;
+    }
+    while (got < len) {
+        ssize_t n = pread(s->fd, p + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return hpml_set_error(HPML_ERR_IO, "%s: read error at byte %" PRIu64 ": %s", s->path,
+                                  off + got, strerror(errno));
+        if (n == 0)
+            goto short_read;
+        got += (size_t)n;
+    }
+    return 0;
+
+short_read:
+    if (s->gz != NULL) {
+        int zerr = Z_OK;
+        const char *msg = gzerror((gzFile)s->gz, &zerr);
+        if (zerr != Z_OK && zerr != Z_STREAM_END && msg != NULL && *msg)
+            return hpml_set_error(HPML_ERR_FORMAT,
+                                  "%s: truncated or corrupt gzip data reading %s at byte %" PRIu64
+                                  ": %s",
+                                  s->path, what, off + got, msg);
+    }
+    return hpml_set_error(HPML_ERR_FORMAT,
+                          "%s: truncated: %s needs %zu bytes at byte %" PRIu64 ", only %zu there",
+                          s->path, what, len, off, got);
+}
+
+/* ---- dense arrays (.npy, IDX) ---------------------------------------------------- */
+
+void hpml__io_shape_str(const hpml__io_dense_t *h, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i;
+
+    used += (size_t)snprintf(buf, len, "(");
+    for (i = 0; i < h->ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%" PRIu64, i ? ", " : "", h->dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, h->ndim == 1 ? ",)" : ")");
+}
+
+int hpml__io_dense_finish(const char *path, hpml__io_dense_t *h, uint64_t avail)
+{
+    uint64_t count = 1, cols = 1, es = hpml__io_stype_size(h->elem.type), need;
+    int i, overflow = 0;
+    char shape[256];
+
+    for (i = 0; i < h->ndim; i++) {
+        if (h->dims[i] != 0 && count > UINT64_MAX / h->dims[i])
+            overflow = 1;
+        else
+            count *= h->dims[i];
+        if (i > 0) {
+            if (h->dims[i] != 0 && cols > UINT64_MAX / h->dims[i])
+                overflow = 1;
+            else
+                cols *= h->dims[i];
+        }
+    }
+    hpml__io_shape_str(h, shape, sizeof(shape));
+    if (overflow || count > UINT64_MAX / es || count * es > (uint64_t)SIZE_MAX ||
+        (h->ndim > 0 && h->dims[0] > SIZE_MAX) || cols > SIZE_MAX)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: shape %s is too large", path, shape);
+    h->rows = h->ndim > 0 ? (size_t)h->dims[0] : 1;
+    h->cols = (size_t)cols;
+    need = count * es;
+    if (avail != need)
+        return hpml_set_error(HPML_ERR_FORMAT,
+                              "%s: shape %s needs %" PRIu64 " bytes of data but the file has %" PRIu64,
+                              path, shape, need, avail);
+    return 0;
+}
+
+/* Column c of the C-order flattening of the trailing dims, as its index in the
+ * Fortran-order flattening (first trailing dim fastest). */
+static uint64_t fortran_col(const hpml__io_dense_t *h, uint64_t c)
+{
+    uint64_t f = 0, stride = 1;
+    uint64_t idx[HPML_IO_MAX_DIMS];
+    int i;
+
+    for (i = h->ndim - 1; i >= 1; i--) {
+        idx[i] = c % h->dims[i];
+        c /= h->dims[i];
+    }
+    for (i = 1; i < h->ndim; i++) {
+        f += idx[i] * stride;
+        stride *= h->dims[i];
+    }
+    return f;
+}
+
+#define CHUNK_BYTES ((size_t)4 << 20)
+
+int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype_t want,
+                        size_t begin, size_t end, int reject_nonfinite, hpml_array_t *out)
+{
+    size_t es = hpml__io_stype_size(h->elem.type), ws = hpml_dtype_size(want);
+    size_t rows = end - begin, cols = h->cols, bad = 0;
+    unsigned char *scratch = NULL, *data = NULL;
+    char why[128];
+    int rc = 0;
+
+    if (rows != 0 && cols > SIZE_MAX / rows / (ws > es ? ws : es))
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: block of %zu rows is too large", s->path, rows);
+    data = hpml_malloc(rows * cols * ws);
+    if (data == NULL)
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: cannot allocate %zu x %zu %s", s->path, rows,
+                              cols, hpml_dtype_name(want));
+    if (rows == 0 || cols == 0)
+        goto done;
+
+    if (!h->fortran) {
+        size_t row_bytes = cols * es, chunk_rows = CHUNK_BYTES / row_bytes, r0;
+        if (chunk_rows == 0)
+            chunk_rows = 1;
+        if (chunk_rows > rows)
+            chunk_rows = rows;
+        scratch = hpml_malloc(chunk_rows * row_bytes);
+        if (scratch == NULL) {
+            rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", s->path);
+            goto out;
+        }
+        for (r0 = 0; r0 < rows; r0 += chunk_rows) {
+            size_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+            rc = hpml__io_src_read(s, h->data_offset + (uint64_t)(begin + r0) * row_bytes,
+                                   scratch, nr * row_bytes, "the data");
+            if (rc != 0)
+                goto out;
+            rc = hpml__io_convert(data + r0 * cols * ws, want, 1, scratch, h->elem, nr * cols,
+                                  reject_nonfinite, &bad, why, sizeof(why));
+            if (rc != 0) {
+                rc = hpml_set_error(rc, "%s: row %zu column %zu %s", s->path,
+                                    begin + r0 + bad / cols, bad % cols, why);
+                goto out;
+            }
+        }
+    } else {
+        /* Column-major: each column's block of rows is one contiguous segment. */
+        size_t chunk = CHUNK_BYTES / es < rows ? CHUNK_BYTES / es : rows, c, r0;
+        scratch = hpml_malloc(chunk * es);
+        if (scratch == NULL) {
+            rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", s->path);
+            goto out;
+        }
+        for (c = 0; c < cols; c++) {
+            uint64_t f = fortran_col(h, c);
+            for (r0 = 0; r0 < rows; r0 += chunk) {
+                size_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+                uint64_t off = h->data_offset + (f * h->rows + begin + r0) * es;
+                rc = hpml__io_src_read(s, off, scratch, nr * es, "the data");
+                if (rc != 0)
+                    goto out;
+                rc = hpml__io_convert(data + (r0 * cols + c) * ws, want, cols, scratch, h->elem,
+                                      nr, reject_nonfinite, &bad, why, sizeof(why));
+                if (rc != 0) {
+                    rc = hpml_set_error(rc, "%s: row %zu column %zu %s", s->path,
+                                        begin + r0 + bad, c, why);
+                    goto out;
+                }
+            }
+        }
+    }
+done:
+    out->dtype = want;
+    out->rows = rows;
+    out->cols = cols;
+    out->row_offset = begin;
+    out->total_rows = h->rows;
+    out->data = data;
+    data = NULL;
+out:
+    hpml_free(scratch);
+    hpml_free(data);
+    return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+/* AUTO: the content's magic bytes first (.npy magic, gzip, IDX's 0 0 type ndim), then
+ * the name (so a damaged .npy still gets the .npy parser's message), else CSV. */
+static int detect(const char *path, hpml_format_t fmt, hpml_format_t *out)
+{
+    unsigned char m[6] = {0};
+    ssize_t n = 0;
+    int fd;
+
+    if (fmt == HPML_FMT_NPY || fmt == HPML_FMT_IDX || fmt == HPML_FMT_CSV) {
+        *out = fmt;
+        return 0;
+    }
+    if (fmt != HPML_FMT_AUTO)
+        return hpml_set_error(HPML_ERR_INVAL, "%s: unknown format %d", path, (int)fmt);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    n = pread(fd, m, sizeof(m), 0);
+    close(fd);
+    if (n == 6 && memcmp(m, "\x93NUMPY", 6) == 0)
+        *out = HPML_FMT_NPY;
+    else if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b)
+        *out = HPML_FMT_IDX;
+    else if (n >= 4 && m[0] == 0 && m[1] == 0 &&
+             (m[2] == 0x08 || m[2] == 0x09 || (m[2] >= 0x0b && m[2] <= 0x0e)) && m[3] >= 1)
+        *out = HPML_FMT_IDX;
+    else if (ends_with(path, ".npy"))
+        *out = HPML_FMT_NPY;
+    else if (ends_with(path, "-ubyte") || ends_with(path, ".idx") || ends_with(path, ".gz") ||
+             strstr(path, "-idx") != NULL)
+        *out = HPML_FMT_IDX;
+    else
+        *out = HPML_FMT_CSV;
+    return 0;
+}
+
+static int dense_open(const char *path, hpml_format_t fmt, hpml__io_src_t *s, hpml__io_dense_t *h)
+{
+    int rc = hpml__io_src_open(s, path);
+    if (rc != 0)
+        return rc;
+    if (fmt == HPML_FMT_NPY) {
+        if (s->gz != NULL) {
+            hpml__io_src_close(s);
+            return hpml_set_error(HPML_ERR_UNSUPPORTED,
+                                  "%s: gzip-compressed .npy is not supported (only IDX)", path);
+        }
+        rc = hpml__npy_header(s, h);
+    } else {
+        rc = hpml__idx_header(s, h);
+    }
+    if (rc != 0)
+        hpml__io_src_close(s);
+    return rc;
+}
+
+int hpml_io_shape(const char *path, hpml_format_t fmt, size_t *rows, size_t *cols,
+                  hpml_dtype_t *stored)
+{
+    hpml__io_src_t s;
+    hpml__io_dense_t h;
+    hpml_format_t f = HPML_FMT_AUTO;
+    int rc;
+
+    if (path == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_io_shape: path is NULL");
+    rc = detect(path, fmt, &f);
+    if (rc != 0)
+        return rc;
+    if (f == HPML_FMT_CSV) {
+        size_t r = 0, c = 0;
+        rc = hpml__csv_shape(path, &r, &c);
+        if (rc == 0) {
+            if (rows != NULL)
+                *rows = r;
+            if (cols != NULL)
+                *cols = c;
+            if (stored != NULL)
+                *stored = HPML_F64;
+        }
+        return rc;
+    }
+    rc = dense_open(path, f, &s, &h);
+    if (rc != 0)
+        return rc;
+    hpml__io_src_close(&s);
+    if (rows != NULL)
+        *rows = h.rows;
+    if (cols != NULL)
+        *cols = h.cols;
+    if (stored != NULL)
+        *stored = hpml__io_stype_dtype(h.elem.type);
+    return 0;
+}
+
+static int read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, int by_rank,
+                     size_t begin, size_t end, int rank, int nranks, int reject_nonfinite,
+                     hpml_array_t *out)
+{
+    hpml__io_src_t s;
+    hpml__io_dense_t h;
+    hpml_format_t f = HPML_FMT_AUTO;
+    int rc;
+
+    if (out == NULL || path == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_io_read: NULL path or output");
+    memset(out, 0, sizeof(*out));
+    if (!hpml__io_want_ok(want))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: cannot read as %s (f32 f64 i32 i64 u8 i8 only)",
+                              path, hpml_dtype_name(want));
+    if (by_rank && (nranks < 1 || rank < 0 || rank >= nranks))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: rank %d of %d is not valid", path, rank, nranks);
+    rc = detect(path, fmt, &f);
+    if (rc != 0)
+        return rc;
+    if (f == HPML_FMT_CSV) {
+        size_t total = 0, cols = 0;
+        if (by_rank) {
+            /* The CSV reader counts rows itself; a partition needs the count first. */
+            rc = hpml__csv_shape(path, &total, &cols);
+            if (rc != 0)
+                return rc;
+            hpml_io_partition(total, rank, nranks, &begin, &end);
+        }
+        return hpml__csv_read(path, want, begin, end, reject_nonfinite, out);
+    }
+    rc = dense_open(path, f, &s, &h);
+    if (rc != 0)
+        return rc;
+    if (by_rank)
+        hpml_io_partition(h.rows, rank, nranks, &begin, &end);
+    if (begin > end || end > h.rows)
+        rc = hpml_set_error(HPML_ERR_INVAL, "%s: rows [%zu, %zu) out of range: the file has %zu rows",
+                            path, begin, end, h.rows);
+    else
+        rc = hpml__io_dense_read(&s, &h, want, begin, end, reject_nonfinite, out);
+    hpml__io_src_close(&s);
+    return rc;
+}
+
+int hpml_io_read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, size_t begin,
+                      size_t end, int reject_nonfinite, hpml_array_t *out)
+{
+    return read_rows(path, fmt, want, 0, begin, end, 0, 1, reject_nonfinite, out);
+}
+
+int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank,
+                       int nranks, int reject_nonfinite, hpml_array_t *out)
+{
+    return read_rows(path, fmt, want, 1, 0, 0, rank, nranks, reject_nonfinite, out);
+}
+
+/* ---- writing via a temporary file ---------------------------------------------- */
+
+int hpml__io_wopen(hpml__io_wfile_t *w, const char *path)
+{
+    size_t n = strlen(path);
+    struct stat st;
+    int fd;
+
+    w->path = path;
+    w->f = NULL;
+    w->tmp = malloc(n + 16);
+    if (w->tmp == NULL)
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+    /* Same folder as the target so rename(2) is atomic. */
+    snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
+    fd = mkstemp(w->tmp);
+    if (fd < 0) {
+        int rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a temporary file %s: %s", path,
+                                w->tmp, strerror(errno));
+        free(w->tmp);
+        w->tmp = NULL;
+        return rc;
+    }
+    /* mkstemp makes 0600; give the file the mode the old one had, or a usual 0644. */
+    fchmod(fd, stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644);
+    w->f = fdopen(fd, "wb");
+    if (w->f == NULL) {
+        close(fd);
+        hpml__io_wabort(w);
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+    }
+    return 0;
+}
+
+void hpml__io_wabort(hpml__io_wfile_t *w)
+{
+    if (w->f != NULL)
+        fclose(w->f);
+    if (w->tmp != NULL)
+        unlink(w->tmp);
+    free(w->tmp);
+    w->f = NULL;
+    w->tmp = NULL;
+}
+
+int hpml__io_wcommit(hpml__io_wfile_t *w)
+{
+    int rc = 0, dfd;
+    char *dir = NULL;
+
+    if (ferror(w->f) || fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
+        goto out;
+    }
+    if (fclose(w->f) != 0) {
+        w->f = NULL;
+        rc = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
+        goto out;
+    }
+    w->f = NULL;
+    if (rename(w->tmp, w->path) != 0) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: cannot rename %s to it: %s", w->path, w->tmp,
+                            strerror(errno));
+        goto out;
+    }
+    free(w->tmp);
+    w->tmp = NULL;
+    /* Make the rename itself durable. */
+    dir = strdup(w->path);
+    if (dir != NULL) {
+        dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+    }
+out:
+    free(dir);
+    if (rc != 0)
+        hpml__io_wabort(w);
+    return rc;
+}
