@@ -24,11 +24,16 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 OPT ?= -O3
 
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 SOMAJOR := 0
 
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla
+# CI sets CI=true: warnings are errors there, as STYLE.md asks.
+ifeq ($(CI),true)
+WERROR ?= 1
+endif
 ifneq ($(WERROR),)
 WARN += -Werror
 endif
@@ -68,7 +73,6 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
-TEST_HELPER_SRCS := $(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c))
 
 .PHONY: all lib tests test demo deps install uninstall clean format format-check vec-report
 all: lib $(HPML) tests
@@ -113,12 +117,12 @@ deps:
 
 # `make test` builds and runs the whole suite on both MPIs; TESTS=pattern narrows it.
 test: deps
-	$(MAKE) MPI=openmpi all
-	$(MAKE) MPI=mpich all
+	$(MAKE) -j$(NPROC) MPI=openmpi all
+	$(MAKE) -j$(NPROC) MPI=mpich all
 	tests/run.sh --mpi openmpi,mpich $(if $(TESTS),--filter '$(TESTS)')
 
 demo: deps
-	$(MAKE) MPI=$(MPI) all
+	$(MAKE) -j$(NPROC) MPI=$(MPI) all
 	scripts/demo.sh $(MPI)
 
 install: lib $(HPML)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `hpml info` tells the truth about this machine on 2 ranks, in text and JSON, and bad
+# options give a one-line error, a usage line and exit status 2 on every rank.
+# Env (from tests/run.sh): HPML, MPIRUN, MPI.
+set -u
+fail=0
+check() { if eval "$1"; then :; else echo "FAIL: $2"; fail=1; fi; }
+
+out=$($MPIRUN -np 2 "$HPML" info) || { echo "FAIL: hpml info exited $?"; exit 1; }
+echo "$out"
+host=$(hostname)
+cores=$(nproc)
+case "$MPI" in
+openmpi) lib='Open MPI' ;;
+mpich) lib='MPICH' ;;
+esac
+check 'grep -q "library: *$lib" <<<"$out"' "MPI library is not $lib"
+check 'grep -qE "ranks: +2$" <<<"$out"' "ranks is not 2"
+check 'grep -qE "nodes: +1$" <<<"$out"' "nodes is not 1"
+check 'grep -qE "^ +$host +2 ranks$" <<<"$out"' "host line for $host with 2 ranks missing"
+check 'grep -q "shared memory:  works" <<<"$out"' "shared memory not reported working"
+check 'grep -qE "online cores: +$cores$" <<<"$out"' "core count is not $cores"
+check 'grep -q "OpenBLAS" <<<"$out"' "BLAS is not OpenBLAS"
+for f in avx2 f16c fma; do
+    if grep -qw "$f" /proc/cpuinfo; then want=yes; else want=no; fi
+    check 'grep -q "$f=$want" <<<"$out"' "CPU feature $f should be $want"
+done
+
+# JSON: the same facts, one valid document.
+json=$($MPIRUN -np 2 "$HPML" info --json) || { echo "FAIL: info --json exited $?"; exit 1; }
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+printf '%s' "$json" >"$tmp"
+/usr/bin/python3 - "$host" "$lib" "$tmp" <<'PYEOF' || fail=1
+import json, sys
+d = json.load(open(sys.argv[3]))
+host, lib = sys.argv[1], sys.argv[2]
+assert d["job"]["ranks"] == 2, d["job"]
+assert d["job"]["nodes"] == [{"host": host, "ranks": 2}], d["job"]["nodes"]
+assert d["job"]["shared_memory"] is True
+assert lib in d["mpi"]["library"], d["mpi"]["library"]
+assert d["mpi"]["thread_level"].startswith("MPI_THREAD_")
+print("json ok")
+PYEOF
+
+# Bad options: exit 2 on every rank, one error line plus a usage line, no hang.
+for args in "--bogus" "info --bogus" "info extra" "nosuchcommand" ""; do
+    err=$(timeout 60 $MPIRUN -np 2 "$HPML" $args 2>&1 >/dev/null)
+    rc=$?
+    check '[ $rc -eq 2 ]' "'hpml $args' exited $rc, want 2"
+    # mpirun adds its own banner about the exit status; hpml's part is two lines, once.
+    check '[ $(grep -c "^hpml" <<<"$err") -eq 1 ]' "'hpml $args': want one error line: $err"
+    check '[ $(grep -c "^Usage: hpml" <<<"$err") -eq 1 ]' "'hpml $args': want one usage line: $err"
+    # Without a launcher (a singleton) stderr is exactly those two lines.
+    err=$(timeout 60 "$HPML" $args 2>&1 >/dev/null)
+    rc=$?
+    check '[ $rc -eq 2 ] && [ $(grep -c . <<<"$err") -eq 2 ]' "singleton 'hpml $args': rc $rc: $err"
+done
+[ $fail -eq 0 ] && echo "info: all checks passed"
+exit $fail
