@@ -1,31 +1,495 @@
-/* CSV reader and writer (placeholder until the real reader lands). */
+/*
+ * CSV: numeric tables, one row per line. The first non-blank, non-comment line decides
+ * the delimiter (tab, ';', ',' in that order, else runs of spaces as np.savetxt writes)
+ * and whether it is a header (any field that is not a number). Blank lines and lines
+ * starting with '#' are skipped. Fields may be double-quoted; quoted newlines are not
+ * supported (the row scan is line based).
+ *
+ * A block read scans the file once for line ends only (memchr, no number parsing),
+ * remembering the byte offset of every CHECKPOINT-th row, then seeks to the block and
+ * parses just its rows.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "io/io_internal.h"
+
+#define CHECKPOINT 1024
+#define SCAN_BUF ((size_t)1 << 20)
+
+typedef struct {
+    char delim;         /* ',' ';' '\t', or ' ' for runs of blanks */
+    int has_header;
+    size_t cols;        /* fields in the header (or the first row) */
+    size_t rows;        /* data rows */
+    /* Offset and 1-based line number of data rows 0, CHECKPOINT, 2*CHECKPOINT, ... */
+    off_t *cp_off;
+    size_t *cp_line;
+    size_t ncp, cap;
+} scan_t;
+
+static void scan_free(scan_t *sc)
+{
+    free(sc->cp_off);
+    free(sc->cp_line);
+    sc->cp_off = NULL;
+    sc->cp_line = NULL;
+}
+
+/* Kind of a line from its first bytes: 0 blank, 1 comment, 2 content. */
+static int line_kind(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+        i++;
+    if (i == n || s[i] == '\n')
+        return 0;
+    return s[i] == '#' ? 1 : 2;
+}
+
+/* Split a line (without its newline) into fields: starts and lengths, trimmed, quotes
+ * removed. Returns the field count (may exceed max: then only max are stored). */
+static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
+{
+    size_t n = 0, len = strlen(line);
+    char *p = line, *end = line + len;
+
+    while (end > line && (end[-1] == '\r' || end[-1] == '\n'))
+        *--end = '\0';
+    if (delim == ' ') {
+        for (;;) {
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            if (p >= end)
+                break;
+            char *q = p;
+            while (q < end && *q != ' ' && *q != '\t')
+                q++;
+            if (n < max) {
+                fs[n] = p;
+                fl[n] = (size_t)(q - p);
+            }
+            n++;
+            p = q;
+        }
+        return n;
+    }
+    for (;;) {
+        char *q, *b, *e;
+        while (p < end && (*p == ' ' || (*p == '\t' && delim != '\t')))
+            p++;
+        if (p < end && *p == '"') {
+            /* Quoted: up to the closing quote (a doubled "" stays as is: numbers never
+             * contain quotes, and header names are not used). */
+            b = ++p;
+            while (p < end && !(*p == '"' && (p + 1 >= end || p[1] != '"')))
+                p += (*p == '"') ? 2 : 1;
+            e = p < end ? p : end;
+            if (p < end)
+                p++;
+            q = p;
+            while (q < end && *q != delim)
+                q++;
+        } else {
+            b = p;
+            q = p;
+            while (q < end && *q != delim)
+                q++;
+            e = q;
+            while (e > b && (e[-1] == ' ' || (e[-1] == '\t' && delim != '\t')))
+                e--;
+        }
+        if (n < max) {
+            fs[n] = b;
+            fl[n] = (size_t)(e - b);
+        }
+        n++;
+        if (q >= end)
+            break;
+        p = q + 1;
+    }
+    return n;
+}
+
+/* Is the field a number (strtod consumes all of it)? Writes the value. */
+static int parse_num(const char *f, size_t len, double *v)
+{
+    char buf[128], *endp;
+
+    if (len == 0 || len >= sizeof(buf))
+        return 0;
+    memcpy(buf, f, len);
+    buf[len] = '\0';
+    if (isspace((unsigned char)buf[0]))
+        return 0;
+    errno = 0;
+    *v = strtod(buf, &endp);
+    /* ERANGE on underflow still gives a usable value; on overflow +-HUGE_VAL is the
+     * honest answer (inf), which the conversion then accepts or rejects. */
+    return *endp == '\0';
+}
+
+static char detect_delim(const char *line)
+{
+    if (strchr(line, '\t') != NULL)
+        return '\t';
+    if (strchr(line, ';') != NULL)
+        return ';';
+    if (strchr(line, ',') != NULL)
+        return ',';
+    return ' ';
+}
+
+static int add_checkpoint(scan_t *sc, const char *path, off_t off, size_t line)
+{
+    if (sc->ncp == sc->cap) {
+        size_t cap = sc->cap ? 2 * sc->cap : 64;
+        off_t *o = realloc(sc->cp_off, cap * sizeof(*o));
+        if (o == NULL)
+            return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+        sc->cp_off = o;
+        size_t *l = realloc(sc->cp_line, cap * sizeof(*l));
+        if (l == NULL)
+            return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+        sc->cp_line = l;
+        sc->cap = cap;
+    }
+    sc->cp_off[sc->ncp] = off;
+    sc->cp_line[sc->ncp] = line;
+    sc->ncp++;
+    return 0;
+}
+
+/* One pass over the file: delimiter, header, columns, row count, checkpoints. */
+static int scan(const char *path, FILE *f, scan_t *sc)
+{
+    char *line = NULL, *buf = NULL;
+    size_t cap = 0, lineno = 0, nf;
+    ssize_t n;
+    off_t off = 0;
+    int rc = 0;
+
+    memset(sc, 0, sizeof(*sc));
+    /* The first content line, with getline. */
+    for (;;) {
+        off = ftello(f);
+        errno = 0;
+        n = getline(&line, &cap, f);
+        if (n < 0) {
+            if (ferror(f))
+                rc = hpml_set_error(HPML_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            goto out; /* empty table */
+        }
+        lineno++;
+        if (memchr(line, '\0', (size_t)n) != NULL) {
+            rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: NUL byte: not a text (CSV) file", path,
+                                lineno);
+            goto out;
+        }
+        if (line_kind(line, (size_t)n) == 2)
+            break;
+    }
+    {
+        char *copy = strdup(line), **fs = NULL;
+        size_t *fl = NULL, k;
+        double v;
+        if (copy == NULL) {
+            rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        sc->delim = detect_delim(copy);
+        nf = split(copy, sc->delim, NULL, NULL, 0);
+        fs = malloc(nf * sizeof(*fs));
+        fl = malloc(nf * sizeof(*fl));
+        if (fs == NULL || fl == NULL) {
+            free(copy);
+            free(fs);
+            free(fl);
+            rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        split(copy, sc->delim, fs, fl, nf);
+        sc->cols = nf;
+        for (k = 0; k < nf; k++)
+            if (!parse_num(fs[k], fl[k], &v))
+                sc->has_header = 1;
+        free(copy);
+        free(fs);
+        free(fl);
+    }
+    if (!sc->has_header) {
+        if ((rc = add_checkpoint(sc, path, off, lineno)) != 0)
+            goto out;
+        sc->rows = 1;
+    }
+
+    /* The rest: line ends only. at_start: no non-blank byte seen on this line yet. */
+    buf = malloc(SCAN_BUF);
+    if (buf == NULL) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    off = ftello(f);
+    {
+        int at_start = 1;
+        off_t line_off = off;
+        size_t got;
+        lineno++; /* the line now starting */
+        while ((got = fread(buf, 1, SCAN_BUF, f)) > 0) {
+            size_t i = 0;
+            while (i < got) {
+                if (at_start) {
+                    char ch = buf[i];
+                    if (ch == ' ' || ch == '\t' || ch == '\r') {
+                        i++;
+                        continue;
+                    }
+                    if (ch == '\n') { /* blank line */
+                        i++;
+                        lineno++;
+                        line_off = off + (off_t)i;
+                        continue;
+                    }
+                    if (ch != '#') {
+                        if (sc->rows % CHECKPOINT == 0 &&
+                            (rc = add_checkpoint(sc, path, line_off, lineno)) != 0)
+                            goto out;
+                        sc->rows++;
+                    }
+                    at_start = 0;
+                }
+                char *nl = memchr(buf + i, '\n', got - i);
+                if (nl == NULL) {
+                    i = got;
+                    break;
+                }
+                i = (size_t)(nl - buf) + 1;
+                lineno++;
+                line_off = off + (off_t)i;
+                at_start = 1;
+            }
+            off += (off_t)got;
+        }
+        if (ferror(f))
+            rc = hpml_set_error(HPML_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    }
+out:
+    free(line);
+    free(buf);
+    if (rc != 0)
+        scan_free(sc);
+    return rc;
+}
+
+static FILE *open_text(const char *path, int *rc)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char m[2];
+
+    if (f == NULL) {
+        *rc = hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b) {
+        fclose(f);
+        *rc = hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: gzip-compressed CSV is not supported",
+                             path);
+        return NULL;
+    }
+    rewind(f);
+    *rc = 0;
+    return f;
+}
 
 int hpml__csv_shape(const char *path, size_t *rows, size_t *cols)
 {
-    (void)rows;
-    (void)cols;
-    return hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: CSV reading is not implemented yet", path);
+    scan_t sc;
+    FILE *f;
+    int rc;
+
+    if ((f = open_text(path, &rc)) == NULL)
+        return rc;
+    rc = scan(path, f, &sc);
+    fclose(f);
+    if (rc == 0) {
+        *rows = sc.rows;
+        *cols = sc.cols;
+        scan_free(&sc);
+    }
+    return rc;
+}
+
+/* Parse one field into element j of the output row. */
+static int parse_field(const char *path, size_t lineno, size_t j, const char *f, size_t len,
+                       hpml_dtype_t want, int reject, void *dst)
+{
+    char why[128];
+    double v;
+    int rc;
+
+    if (len == 0)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu is empty", path, lineno, j + 1);
+    if (!parse_num(f, len, &v))
+        return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu '%.*s' is not a number", path,
+                              lineno, j + 1, (int)(len > 40 ? 40 : len), f);
+    if (want == HPML_I64 && fabs(v) >= 9007199254740992.0) {
+        /* Beyond 2^53 a double loses integers: parse those exactly. */
+        char buf[128], *endp;
+        long long x;
+        memcpy(buf, f, len);
+        buf[len] = '\0';
+        errno = 0;
+        x = strtoll(buf, &endp, 10);
+        if (*endp == '\0' && errno == 0) {
+            int64_t y = x;
+            memcpy(dst, &y, sizeof(y));
+            return 0;
+        }
+    }
+    rc = hpml__io_convert_double(dst, want, v, reject, why, sizeof(why));
+    if (rc != 0)
+        return hpml_set_error(rc, "%s:%zu: field %zu %s", path, lineno, j + 1, why);
+    return 0;
 }
 
 int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end,
                    int reject_nonfinite, hpml_array_t *out)
 {
-    (void)want;
-    (void)begin;
-    (void)end;
-    (void)reject_nonfinite;
-    (void)out;
-    return hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: CSV reading is not implemented yet", path);
+    size_t ws = hpml_dtype_size(want), cols, rows, lineno, r, cap = 0, skip, nf, j;
+    unsigned char *data = NULL;
+    char *line = NULL, **fs = NULL;
+    size_t *fl = NULL;
+    scan_t sc;
+    FILE *f;
+    int rc, have_scan = 0;
+
+    if ((f = open_text(path, &rc)) == NULL)
+        return rc;
+    if ((rc = scan(path, f, &sc)) != 0)
+        goto out;
+    have_scan = 1;
+    if (begin > end || end > sc.rows) {
+        rc = hpml_set_error(HPML_ERR_INVAL, "%s: rows [%zu, %zu) out of range: the file has %zu rows",
+                            path, begin, end, sc.rows);
+        goto out;
+    }
+    cols = sc.cols;
+    rows = end - begin;
+    if (rows != 0 && cols > SIZE_MAX / rows / ws) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "%s: block of %zu rows is too large", path, rows);
+        goto out;
+    }
+    data = hpml_malloc(rows * cols * ws);
+    fs = malloc((cols + 1) * sizeof(*fs));
+    fl = malloc((cols + 1) * sizeof(*fl));
+    if (data == NULL || fs == NULL || fl == NULL) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    if (rows > 0) {
+        size_t c = begin / CHECKPOINT;
+        if (fseeko(f, sc.cp_off[c], SEEK_SET) != 0) {
+            rc = hpml_set_error(HPML_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
+            goto out;
+        }
+        lineno = sc.cp_line[c] - 1;
+        skip = begin - c * CHECKPOINT;
+        r = 0;
+        while (r < rows) {
+            ssize_t n = getline(&line, &cap, f);
+            if (n < 0) {
+                rc = hpml_set_error(HPML_ERR_IO, "%s:%zu: file changed while reading", path,
+                                    lineno);
+                goto out;
+            }
+            lineno++;
+            if (line_kind(line, (size_t)n) != 2)
+                continue;
+            if (skip > 0) {
+                skip--;
+                continue;
+            }
+            nf = split(line, sc.delim, fs, fl, cols + 1);
+            if (nf != cols) {
+                rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: %zu fields, expected %zu", path,
+                                    lineno, nf, cols);
+                goto out;
+            }
+            for (j = 0; j < cols; j++) {
+                rc = parse_field(path, lineno, j, fs[j], fl[j], want, reject_nonfinite,
+                                 data + (r * cols + j) * ws);
+                if (rc != 0)
+                    goto out;
+            }
+            r++;
+        }
+    }
+    out->dtype = want;
+    out->rows = rows;
+    out->cols = cols;
+    out->row_offset = begin;
+    out->total_rows = sc.rows;
+    out->data = data;
+    data = NULL;
+out:
+    if (have_scan)
+        scan_free(&sc);
+    fclose(f);
+    free(line);
+    free(fs);
+    free(fl);
+    hpml_free(data);
+    return rc;
+}
+
+/* ---- writer --------------------------------------------------------------------- */
+
+static int write_value(FILE *f, const unsigned char *p, hpml_dtype_t dt)
+{
+    switch (dt) {
+    case HPML_F32: { float x; memcpy(&x, p, 4); return fprintf(f, "%.9g", (double)x); }
+    case HPML_F64: { double x; memcpy(&x, p, 8); return fprintf(f, "%.17g", x); }
+    case HPML_F16: { uint16_t x; memcpy(&x, p, 2); return fprintf(f, "%.9g", (double)hpml_f16_to_f32(x)); }
+    case HPML_BF16: { uint16_t x; memcpy(&x, p, 2); return fprintf(f, "%.9g", (double)hpml_bf16_to_f32(x)); }
+    case HPML_I8: { int8_t x; memcpy(&x, p, 1); return fprintf(f, "%d", x); }
+    case HPML_U8: return fprintf(f, "%u", p[0]);
+    case HPML_I32: { int32_t x; memcpy(&x, p, 4); return fprintf(f, "%" PRId32, x); }
+    default: { int64_t x; memcpy(&x, p, 8); return fprintf(f, "%" PRId64, x); }
+    }
 }
 
 int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
                    size_t cols, const char *header)
 {
-    (void)data;
-    (void)dtype;
-    (void)rows;
-    (void)cols;
-    (void)header;
-    return hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: CSV writing is not implemented yet", path);
+    const unsigned char *p = data;
+    size_t es = hpml_dtype_size(dtype), i, j;
+    hpml__io_wfile_t w;
+    int rc;
+
+    if (path == NULL || es == 0 || (rows > 0 && cols > 0 && data == NULL))
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_csv_write: bad arguments");
+    if (header != NULL && strpbrk(header, "\n\r") != NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "%s: the CSV header must be one line", path);
+    if ((rc = hpml__io_wopen(&w, path)) != 0)
+        return rc;
+    if (header != NULL)
+        fprintf(w.f, "%s\n", header);
+    for (i = 0; i < rows && !ferror(w.f); i++) {
+        for (j = 0; j < cols; j++) {
+            if (j > 0)
+                fputc(',', w.f);
+            write_value(w.f, p + (i * cols + j) * es, dtype);
+        }
+        fputc('\n', w.f);
+    }
+    if (ferror(w.f)) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        hpml__io_wabort(&w);
+        return rc;
+    }
+    return hpml__io_wcommit(&w);
 }
