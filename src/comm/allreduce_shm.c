@@ -1,0 +1,257 @@
+/*
+ * Shared-memory allreduce inside a node: every local rank publishes its input in its
+ * part of the node segment, local rank i reduces slice i of every peer's data straight
+ * from the segment (a reduce-scatter with no messages), then every rank copies all the
+ * reduced slices out. Large messages go in cache-sized chunks through a ring of
+ * pipeline buffers, so chunk c+1 is copied in while peers still reduce chunk c; ranks
+ * synchronise through per-rank step counters (C11 release/acquire), never barriers.
+ * Small messages take one step in which every rank reduces the whole vector itself.
+ * Cost per rank: (L−1)/L·n copied in, n read + n/L written reducing, n copied out.
+ * Input from a registered buffer (hpml_comm_alloc_shared) is read in place: no copy in.
+ * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_internal.h"
+
+/* At most this many bytes: one step, every rank reduces everything (one sync). */
+#define SMALL_BYTES ((size_t)16 << 10)
+
+#define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
+#define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
+#define OFF_DONE offsetof(hpml_shm_ctrl_t, done)
+
+typedef struct {
+    hpml_comm_t *comm;
+    hpml_shm_t *s;
+    const char *src; /* this rank's input */
+    char *dst;       /* this rank's output */
+    size_t es, count, chunk; /* element size, elements, elements per step */
+    hpml_dtype_t dt;
+    hpml_op_t op;
+    int L, lr, S;    /* local ranks, mine, slices per step */
+    int inter;       /* hierarchical: allreduce owned slices across nodes */
+    uint64_t step0;  /* step number of chunk 0 */
+    int reg;         /* this rank's input is registered (no copy in) */
+    int nbuf;
+    int own_buf;     /* read my own input from my pipeline buffer */
+} eng_t;
+
+/* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
+ * cache-line multiples. */
+static void slice_bounds(const eng_t *e, size_t m, int j, size_t *lo, size_t *hi)
+{
+    size_t align = 64 / e->es ? 64 / e->es : 1;
+    size_t per = (m + (size_t)e->S - 1) / (size_t)e->S;
+
+    per = (per + align - 1) / align * align;
+    *lo = hpml__min((size_t)j * per, m);
+    *hi = hpml__min(*lo + per, m);
+}
+
+/* Input of local rank k for chunk c, element offset `at` within the chunk. */
+static const char *input_of(const eng_t *e, int k, size_t c, size_t at)
+{
+    hpml_shm_ctrl_t *ctl = hpml__shm_ctrl(e->s, k);
+
+    if (k == e->lr && !e->own_buf)
+        return e->src + (c * e->chunk + at) * e->es;
+    if (ctl->src_win >= 0)
+        return hpml__shm_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
+               (c * e->chunk + at) * e->es;
+    return hpml__shm_buf(e->s, k, (int)((e->step0 + c) % (uint64_t)e->nbuf)) + at * e->es;
+}
+
+static size_t chunk_len(const eng_t *e, size_t c)
+{
+    return hpml__min(e->chunk, e->count - c * e->chunk);
+}
+
+/* Publish chunk c: copy the slices peers will read into my pipeline buffer. */
+static void copy_in(eng_t *e, size_t c, int all)
+{
+    uint64_t g = e->step0 + c;
+    size_t m = chunk_len(e, c), lo, hi;
+    char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
+    hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
+
+    /* The buffer was last used by step g - nbuf: every peer must be done with it. */
+    if (g >= (uint64_t)e->nbuf)
+        hpml__shm_wait_all(e->comm, e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+    if (!e->reg) {
+        const char *src = e->src + c * e->chunk * e->es;
+
+        if (all) {
+            memcpy(buf, src, m * e->es);
+        } else {
+            /* Slices I own are read only by me, from my own input. */
+            for (int j = 0; j < e->S; j++) {
+                if (j % e->L == e->lr)
+                    continue;
+                slice_bounds(e, m, j, &lo, &hi);
+                memcpy(buf + lo * e->es, src + lo * e->es, (hi - lo) * e->es);
+            }
+        }
+    }
+    atomic_store_explicit(&me->arrived, g + 1, memory_order_release);
+}
+
+/* out = x_0 op x_1 op ... op x_{L-1} over elements [lo, hi) of chunk c, fixed order. */
+static int reduce_range(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
+{
+    size_t n = hi - lo;
+    int rc;
+
+    if (n == 0)
+        return 0;
+    if (e->L == 1) {
+        if (out != input_of(e, 0, c, lo))
+            memmove(out, input_of(e, 0, c, lo), n * e->es);
+        return 0;
+    }
+    rc = hpml_reduce_local3(out, input_of(e, 0, c, lo), input_of(e, 1, c, lo), n, e->dt, e->op);
+    for (int k = 2; k < e->L && rc == 0; k++)
+        rc = hpml_reduce_local(out, input_of(e, k, c, lo), n, e->dt, e->op);
+    return rc;
+}
+
+/* Reduce (and, hierarchical, allreduce across nodes) the slices of chunk c I own, into
+ * my pipeline buffer. */
+static int reduce_owned(eng_t *e, size_t c)
+{
+    uint64_t g = e->step0 + c;
+    size_t m = chunk_len(e, c), lo, hi;
+    char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
+    hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
+    int rc = 0;
+
+    hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
+    for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
+        slice_bounds(e, m, j, &lo, &hi);
+        rc = reduce_range(e, c, lo, hi, buf + lo * e->es);
+        if (rc == 0 && e->inter && hi > lo)
+            rc = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo,
+                                           e->dt, e->op);
+    }
+    atomic_store_explicit(&me->reduced, g + 1, memory_order_release);
+    return rc;
+}
+
+/* Copy every reduced slice of chunk c to my output. */
+static void copy_out(eng_t *e, size_t c)
+{
+    uint64_t g = e->step0 + c;
+    size_t m = chunk_len(e, c), lo, hi;
+    int b = (int)(g % (uint64_t)e->nbuf);
+    char *dst = e->dst + c * e->chunk * e->es;
+
+    hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
+    for (int j = 0; j < e->S; j++) {
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi > lo)
+            memcpy(dst + lo * e->es, hpml__shm_buf(e->s, j % e->L, b) + lo * e->es,
+                   (hi - lo) * e->es);
+    }
+    atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
+}
+
+static int make_slice_comms(hpml_comm_t *comm)
+{
+    int rc = 0;
+
+    if (comm->slice_comm != NULL)
+        return 0;
+    comm->slice_comm = malloc(sizeof(MPI_Comm) * (size_t)comm->max_local_size);
+    if (comm->slice_comm == NULL)
+        return HPML_ERR_NOMEM;
+    for (int j = 0; j < comm->max_local_size; j++)
+        comm->slice_comm[j] = MPI_COMM_NULL;
+    for (int j = 0; j < comm->max_local_size; j++) {
+        HPML__MPI(MPI_Comm_split(comm->comm,
+                                 j % comm->local_size == comm->local_rank ? 0 : MPI_UNDEFINED,
+                                 comm->node, &comm->slice_comm[j]));
+        if (comm->slice_comm[j] != MPI_COMM_NULL)
+            HPML__MPI(MPI_Comm_set_errhandler(comm->slice_comm[j], MPI_ERRORS_RETURN));
+    }
+out:
+    return rc;
+}
+
+int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
+                               hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm,
+                               int inter_node)
+{
+    eng_t e = {0};
+    size_t bytes, nch, off;
+    int rc = 0, win;
+    hpml_shm_ctrl_t *me;
+
+    e.es = hpml_dtype_size(dtype);
+    bytes = count * e.es;
+    e.src = sendbuf == HPML_IN_PLACE ? recvbuf : sendbuf;
+    e.dst = recvbuf;
+    if (comm->size == 1) {
+        if (e.src != e.dst)
+            memcpy(e.dst, e.src, bytes);
+        return 0;
+    }
+    if (comm->nodes > 1)
+        inter_node = 1;
+    if (inter_node && (rc = make_slice_comms(comm)) != 0)
+        return rc;
+    rc = hpml__shm_get(comm, &e.s);
+    if (rc != 0)
+        return rc;
+    e.comm = comm;
+    e.count = count;
+    e.dt = dtype;
+    e.op = op;
+    e.L = comm->local_size;
+    e.lr = comm->local_rank;
+    e.S = inter_node ? comm->max_local_size : e.L;
+    e.inter = inter_node;
+    e.nbuf = e.s->nbuf;
+    e.chunk = e.s->chunk_bytes / e.es;
+    e.step0 = e.s->step;
+    me = hpml__shm_ctrl(e.s, e.lr);
+
+    if (!inter_node && bytes <= SMALL_BYTES && bytes <= e.s->chunk_bytes) {
+        /* One step; every rank reduces the whole vector in the same order, so all get
+         * the same bits without a second synchronisation. */
+        me->src_win = -1;
+        copy_in(&e, 0, 1);
+        hpml__shm_wait_all(comm, e.s, OFF_ARRIVED, e.step0 + 1);
+        /* My own input is read back from my buffer too: in place, the output would
+         * otherwise overwrite it before it is used. */
+        e.own_buf = 1;
+        rc = reduce_range(&e, 0, 0, count, e.dst);
+        atomic_store_explicit(&me->done, e.step0 + 1, memory_order_release);
+        e.s->step = e.step0 + 1;
+        return rc;
+    }
+
+    e.reg = hpml__shm_lookup(comm, e.src, bytes, &win, &off);
+    me->src_win = e.reg ? win : -1;
+    me->src_off = e.reg ? (int64_t)off : 0;
+    nch = (count + e.chunk - 1) / e.chunk;
+    /* Software pipeline: publish chunk c+1 before copying chunk c out. */
+    copy_in(&e, 0, 0);
+    for (size_t c = 0; c < nch; c++) {
+        int r2 = reduce_owned(&e, c);
+
+        if (r2 != 0 && rc == 0)
+            rc = r2; /* keep the protocol going so no peer hangs */
+        if (c + 1 < nch)
+            copy_in(&e, c + 1, 0);
+        copy_out(&e, c);
+    }
+    e.s->step = e.step0 + nch;
+    return rc;
+}
+
+int hpml__allreduce_shm(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                        hpml_op_t op, hpml_comm_t *comm)
+{
+    return hpml__allreduce_shm_engine(sendbuf, recvbuf, count, dtype, op, comm, 0);
+}

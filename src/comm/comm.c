@@ -1,0 +1,227 @@
+/*
+ * The hpml communicator: a duplicate of the user's communicator with MPI_ERRORS_RETURN,
+ * its node-local communicator (real shared-memory domains, optionally cut into virtual
+ * nodes of HPML_RANKS_PER_NODE consecutive ranks), the node leaders' communicator, and
+ * the lazily created node segment (shm.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_internal.h"
+
+int hpml__mpi_error(int mpi_rc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (MPI_Error_string(mpi_rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof(msg), "MPI error %d", mpi_rc);
+    return hpml_set_error(HPML_ERR_MPI, "%s: %s", what, msg);
+}
+
+MPI_Datatype hpml__mpi_dtype(hpml_dtype_t dt)
+{
+    switch (dt) {
+    case HPML_F32: return MPI_FLOAT;
+    case HPML_F64: return MPI_DOUBLE;
+    case HPML_I8: return MPI_INT8_T;
+    case HPML_U8: return MPI_UINT8_T;
+    case HPML_I32: return MPI_INT32_T;
+    case HPML_I64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+MPI_Op hpml__mpi_op(hpml_op_t op)
+{
+    switch (op) {
+    case HPML_SUM: return MPI_SUM;
+    case HPML_PROD: return MPI_PROD;
+    case HPML_MIN: return MPI_MIN;
+    case HPML_MAX: return MPI_MAX;
+    case HPML_AVG: return MPI_SUM;
+    default: return MPI_OP_NULL;
+    }
+}
+
+/* A non-negative integer from the environment; -1 when unset, -2 when malformed. */
+static long env_long(const char *name)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    v = strtol(s, &end, 10);
+    if (*end != '\0' || v < 0)
+        return -2;
+    return v;
+}
+
+int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t **out)
+{
+    hpml_comm_t *c = NULL;
+    MPI_Comm shared = MPI_COMM_NULL;
+    int rc = 0, shared_rank, ints[2], maxes[2];
+    long v;
+
+    if (out == NULL || user == MPI_COMM_NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_create: NULL argument");
+    *out = NULL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return HPML_ERR_NOMEM;
+    c->comm = c->local = c->leaders = MPI_COMM_NULL;
+
+    HPML__MPI(MPI_Comm_dup(user, &c->comm));
+    HPML__MPI(MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN));
+    HPML__MPI(MPI_Comm_rank(c->comm, &c->rank));
+    HPML__MPI(MPI_Comm_size(c->comm, &c->size));
+
+    if (cfg != NULL) {
+        c->check = cfg->check;
+        c->ranks_per_node = cfg->ranks_per_node > 0 ? cfg->ranks_per_node : 0;
+    } else {
+        v = env_long("HPML_CHECK");
+        c->check = v > 0;
+        v = env_long("HPML_RANKS_PER_NODE");
+        if (v == -2) {
+            /* Every rank sees the same environment, so every rank fails here. */
+            rc = hpml_set_error(HPML_ERR_INVAL,
+                                "HPML_RANKS_PER_NODE='%s' is not a non-negative integer",
+                                getenv("HPML_RANKS_PER_NODE"));
+            goto out;
+        }
+        c->ranks_per_node = v > 0 ? (int)v : 0;
+    }
+
+    /* Real shared-memory domain, then virtual nodes inside it: a virtual node never
+     * spans two real nodes, so its ranks can always share memory. */
+    HPML__MPI(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
+                                  &shared));
+    HPML__MPI(MPI_Comm_rank(shared, &shared_rank));
+    if (c->ranks_per_node > 0) {
+        HPML__MPI(MPI_Comm_split(shared, c->rank / c->ranks_per_node, c->rank, &c->local));
+    } else {
+        HPML__MPI(MPI_Comm_dup(shared, &c->local));
+    }
+    HPML__MPI(MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN));
+    HPML__MPI(MPI_Comm_rank(c->local, &c->local_rank));
+    HPML__MPI(MPI_Comm_size(c->local, &c->local_size));
+
+    HPML__MPI(MPI_Comm_split(c->comm, c->local_rank == 0 ? 0 : MPI_UNDEFINED, c->rank,
+                             &c->leaders));
+    if (c->leaders != MPI_COMM_NULL) {
+        HPML__MPI(MPI_Comm_set_errhandler(c->leaders, MPI_ERRORS_RETURN));
+        HPML__MPI(MPI_Comm_rank(c->leaders, &ints[0]));
+        HPML__MPI(MPI_Comm_size(c->leaders, &ints[1]));
+    }
+    HPML__MPI(MPI_Bcast(ints, 2, MPI_INT, 0, c->local));
+    c->node = ints[0];
+    c->nodes = ints[1];
+    ints[0] = c->local_size;
+    ints[1] = shared_rank == 0;
+    HPML__MPI(MPI_Allreduce(ints, maxes, 1, MPI_INT, MPI_MAX, c->comm));
+    c->max_local_size = maxes[0];
+    HPML__MPI(MPI_Allreduce(&ints[1], &maxes[1], 1, MPI_INT, MPI_SUM, c->comm));
+    c->real_nodes = maxes[1];
+
+    v = env_long("HPML_MAX_CHUNK_ELEMS");
+    if (v == -2 || v == 0) {
+        rc = hpml_set_error(HPML_ERR_INVAL, "HPML_MAX_CHUNK_ELEMS='%s' is not a positive integer",
+                            getenv("HPML_MAX_CHUNK_ELEMS"));
+        goto out;
+    }
+    c->max_chunk_elems = v > 0 ? (size_t)v : 0;
+
+    rc = hpml__select_init(c);
+    if (rc != 0)
+        goto out;
+    *out = c;
+    c = NULL;
+out:
+    if (shared != MPI_COMM_NULL)
+        MPI_Comm_free(&shared);
+    if (c != NULL) {
+        hpml__select_destroy(c);
+        if (c->leaders != MPI_COMM_NULL)
+            MPI_Comm_free(&c->leaders);
+        if (c->local != MPI_COMM_NULL)
+            MPI_Comm_free(&c->local);
+        if (c->comm != MPI_COMM_NULL)
+            MPI_Comm_free(&c->comm);
+        free(c);
+    }
+    return rc;
+}
+
+void hpml_comm_destroy(hpml_comm_t *comm)
+{
+    if (comm == NULL)
+        return;
+    hpml__progress_destroy(comm);
+    while (comm->registered != NULL)
+        hpml_comm_free_shared(comm, comm->registered->base);
+    hpml__shm_destroy(comm);
+    if (comm->slice_comm != NULL) {
+        for (int j = 0; j < comm->max_local_size; j++)
+            if (comm->slice_comm[j] != MPI_COMM_NULL)
+                MPI_Comm_free(&comm->slice_comm[j]);
+        free(comm->slice_comm);
+    }
+    hpml__select_destroy(comm);
+    if (comm->leaders != MPI_COMM_NULL)
+        MPI_Comm_free(&comm->leaders);
+    MPI_Comm_free(&comm->local);
+    MPI_Comm_free(&comm->comm);
+    free(comm);
+}
+
+int hpml_comm_rank(const hpml_comm_t *comm)
+{
+    return comm->rank;
+}
+
+int hpml_comm_size(const hpml_comm_t *comm)
+{
+    return comm->size;
+}
+
+int hpml_comm_nodes(const hpml_comm_t *comm)
+{
+    return comm->nodes;
+}
+
+int hpml_comm_node(const hpml_comm_t *comm)
+{
+    return comm->node;
+}
+
+int hpml_comm_local_rank(const hpml_comm_t *comm)
+{
+    return comm->local_rank;
+}
+
+int hpml_comm_local_size(const hpml_comm_t *comm)
+{
+    return comm->local_size;
+}
+
+MPI_Comm hpml_comm_mpi(const hpml_comm_t *comm)
+{
+    return comm->comm;
+}
+
+int hpml_barrier(hpml_comm_t *comm)
+{
+    int rc = 0;
+
+    if (comm == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_barrier: NULL communicator");
+    if (comm->check && (rc = hpml__check(comm, HPML__KIND_BARRIER, 0, -1, -1, -1)) != 0)
+        return rc;
+    HPML__MPI(MPI_Barrier(comm->comm));
+out:
+    return rc;
+}

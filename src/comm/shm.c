@@ -1,0 +1,218 @@
+/*
+ * The node shared-memory segment (MPI_Win_allocate_shared over the node-local
+ * communicator, created on first use) and registered buffers (hpml_comm_alloc_shared).
+ * Every local rank owns a part: a control block of step counters, then `nbuf` pipeline
+ * buffers of `chunk_bytes`. Synchronisation is by C11 acquire/release on the counters,
+ * never by MPI barriers.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_internal.h"
+
+#define DEFAULT_CHUNK ((size_t)128 << 10)
+#define DEFAULT_NBUF 4
+
+static size_t env_size(const char *name, size_t def)
+{
+    const char *s = getenv(name);
+    char *end;
+    unsigned long long v;
+
+    if (s == NULL || *s == '\0')
+        return def;
+    v = strtoull(s, &end, 10);
+    if (*end == 'K' || *end == 'k')
+        v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20, end++;
+    if (*end != '\0' || v == 0) {
+        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size; using %zu", name, s, def);
+        return def;
+    }
+    return (size_t)v;
+}
+
+/* Allocate one shared window over comm->local with `bytes` per rank. Collective. */
+static int win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Aint sz;
+    int rc = 0, du;
+
+    w->win = MPI_WIN_NULL;
+    w->peer = calloc((size_t)comm->local_size, sizeof(char *));
+    if (w->peer == NULL)
+        return HPML_ERR_NOMEM;
+    w->bytes = bytes;
+    /* Each rank's part on its own pages (first touch by its owner). */
+    HPML__MPI(MPI_Info_create(&info));
+    HPML__MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+    HPML__MPI(MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, comm->local, &w->base, &w->win));
+    for (int i = 0; i < comm->local_size; i++) {
+        void *p;
+
+        HPML__MPI(MPI_Win_shared_query(w->win, i, &sz, &du, &p));
+        w->peer[i] = p;
+    }
+    /* A passive epoch for the whole lifetime: the counters are accessed with C11
+     * atomics, which MPI's unified memory model for shared windows permits. */
+    HPML__MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win));
+out:
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    if (rc != 0) {
+        if (w->win != MPI_WIN_NULL)
+            MPI_Win_free(&w->win);
+        free(w->peer);
+        w->peer = NULL;
+    }
+    return rc;
+}
+
+static void win_free(hpml_shm_win_t *w)
+{
+    if (w->win != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(w->win);
+        MPI_Win_free(&w->win);
+    }
+    free(w->peer);
+    w->peer = NULL;
+}
+
+int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
+{
+    hpml_shm_t *s = NULL;
+    int rc = 0;
+
+    if (comm->shm != NULL) {
+        *out = comm->shm;
+        return 0;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return HPML_ERR_NOMEM;
+    /* Same environment on every rank, so the same sizes. */
+    s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
+    s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
+    if (s->nbuf < 2)
+        s->nbuf = 2;
+    rc = win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
+    if (rc != 0)
+        goto out;
+    s->w.id = -1;
+    memset(s->w.base, 0, HPML_SHM_CTRL_BYTES);
+    atomic_thread_fence(memory_order_seq_cst);
+    HPML__MPI(MPI_Win_sync(s->w.win));
+    HPML__MPI(MPI_Barrier(comm->local));
+    HPML__MPI(MPI_Win_sync(s->w.win));
+    comm->shm = s;
+    *out = s;
+    s = NULL;
+out:
+    if (s != NULL) {
+        if (s->w.peer != NULL)
+            win_free(&s->w);
+        free(s);
+    }
+    return rc;
+}
+
+void hpml__shm_destroy(hpml_comm_t *comm)
+{
+    if (comm->shm == NULL)
+        return;
+    win_free(&comm->shm->w);
+    free(comm->shm);
+    comm->shm = NULL;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v)
+{
+    unsigned spins = 0;
+
+    while (atomic_load_explicit(c, memory_order_acquire) < v) {
+        /* Spin briefly (a peer on another core answers within a microsecond), then
+         * yield so an oversubscribed peer can run. */
+        if (++spins < 2000)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v)
+{
+    for (int i = 0; i < comm->local_size; i++)
+        hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v);
+}
+
+int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off)
+{
+    const char *c = p;
+
+    for (hpml_shm_win_t *w = comm->registered; w != NULL; w = w->next) {
+        if (c >= w->base && c <= w->base + w->bytes && bytes <= (size_t)(w->base + w->bytes - c)) {
+            *win = w->id;
+            *off = (size_t)(c - w->base);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off)
+{
+    for (hpml_shm_win_t *w = comm->registered; w != NULL; w = w->next)
+        if (w->id == win)
+            return w->peer[lr] + off;
+    return NULL;
+}
+
+void *hpml_comm_alloc_shared(hpml_comm_t *comm, size_t bytes)
+{
+    hpml_shm_win_t *w;
+
+    if (comm == NULL)
+        return NULL;
+    if (comm->check && hpml__check(comm, HPML__KIND_ALLOC_SHARED, bytes, -1, -1, -1) != 0)
+        return NULL;
+    w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    /* At least one cache line so that every buffer has a distinct address. */
+    if (win_create(comm, bytes < 64 ? 64 : (bytes + 63) & ~(size_t)63, w) != 0) {
+        free(w);
+        return NULL;
+    }
+    w->id = comm->nregistered++;
+    w->next = comm->registered;
+    comm->registered = w;
+    return w->base;
+}
+
+void hpml_comm_free_shared(hpml_comm_t *comm, void *p)
+{
+    hpml_shm_win_t **pp;
+
+    if (comm == NULL || p == NULL)
+        return;
+    for (pp = &comm->registered; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->base == p) {
+            hpml_shm_win_t *w = *pp;
+
+            *pp = w->next;
+            win_free(w);
+            free(w);
+            return;
+        }
+    }
+}
