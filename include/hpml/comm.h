@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "hpml/core.h"
 
@@ -111,6 +112,11 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
 int hpml_algo_list(hpml_coll_t coll, const hpml_algo_t **algos, size_t *n);
 /* The algorithm the selection table picks for `bytes` on this communicator. */
 hpml_algo_t hpml_algo_selected(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes);
+/* Print the selection table in force for this communicator (source: built-in or the
+ * HPML_TUNING_FILE path; per collective the byte ranges and their algorithm; forcing by
+ * HPML_ALGO_<COLL>) to `f`, as text or (json != 0) one JSON object. Local, not
+ * collective. Returns 0 or HPML_ERR_INVAL. */
+int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json);
 
 /* ---- registered buffers -------------------------------------------------------- */
 
