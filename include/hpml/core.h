@@ -134,10 +134,14 @@ int hpml_dtype_is_float(hpml_dtype_t dt);
  * IEEE binary16 and bfloat16 stored as uint16_t bit patterns. Conversion from f32
  * rounds to nearest, ties to even; NaN stays NaN (quiet bit set, sign and the top
  * payload bits kept, as x86 F16C does); ±Inf, ±0 and subnormals are exact.
- * Converting to f32 is exact (signalling NaNs become quiet, as F16C does).
+ * Converting to f32 is exact (signalling NaNs become quiet, as F16C does; bf16 does
+ * the same so both formats behave alike). In bits: f32 NaN x -> f16
+ * sign | 0x7e00 | (x's top 10 mantissa bits), -> bf16 (x >> 16) | 0x0040.
  *
  * The array functions use F16C/AVX2 when the CPU has them (checked once at run time)
- * and a portable path otherwise; both give identical bits for every input.
+ * and a portable path otherwise; both give identical bits for every input (tested on
+ * all 65,536 patterns and a sweep of f32). Arrays must be naturally aligned (2 or 4
+ * bytes) and must not overlap.
  */
 float hpml_f16_to_f32(uint16_t h);
 uint16_t hpml_f32_to_f16(float f);
@@ -152,7 +156,8 @@ void hpml_f32_to_bf16_array(uint16_t *dst, const float *src, size_t n);
 /* Which implementation the array functions and reduction kernels use. */
 typedef enum { HPML_SIMD_AUTO = 0, HPML_SIMD_PORTABLE, HPML_SIMD_AVX2 } hpml_simd_t;
 /* Force a path (tests use this to compare both). Selecting AVX2 on a CPU without
- * AVX2+F16C+FMA returns HPML_ERR_UNSUPPORTED. AUTO picks the best available. Not
+ * AVX2+F16C+FMA returns HPML_ERR_UNSUPPORTED. AUTO picks the best available, unless the
+ * environment says HPML_SIMD=portable (read when the path is first resolved). Not
  * thread-safe with concurrent conversions; call at start-up. */
 int hpml_simd_select(hpml_simd_t which);
 /* The path in use now (never AUTO). */
@@ -168,14 +173,23 @@ int hpml_cpu_has_fma(void);
  * dst[i] = dst[i] op src[i] for i < n. AVG reduces like SUM (call hpml_reduce_finish
  * once at the end). fp16/bf16 are converted to f32, combined, and rounded back once per
  * call. Integer SUM/PROD wrap around (two's complement), never undefined behaviour.
- * dst and src may not overlap unless they are equal. Returns 0 or HPML_ERR_INVAL.
+ * Float MIN/MAX are IEEE 754-2019 minimum/maximum: a NaN operand propagates (the first operand's if
+ * both are NaN, payload kept), and -0 < +0; so they are commutative except for which
+ * of two NaNs is kept. Float SUM/PROD are single IEEE operations (a NaN result's payload
+ * is unspecified). Results are bitwise identical on the portable and AVX2 paths.
+ * Buffers may start at any byte address (no alignment needed). dst and src may not
+ * overlap unless they are equal. Returns 0 or HPML_ERR_INVAL (bad dtype/op, NULL
+ * buffer with n > 0, partial overlap). Thread-safe; vectorised (SSE2 or AVX2).
  */
 int hpml_reduce_local(void *dst, const void *src, size_t n, hpml_dtype_t dt, hpml_op_t op);
-/* dst[i] = a[i] op b[i]; dst may equal a or b. */
+/* dst[i] = a[i] op b[i]; dst may equal a or b (or both); a may equal b. */
 int hpml_reduce_local3(void *dst, const void *a, const void *b, size_t n, hpml_dtype_t dt,
                        hpml_op_t op);
 /* Finish a reduction of `contributions` values: for AVG divide by it (integers: C
- * division truncating toward zero); a no-op for the other ops. */
+ * division truncating toward zero); a no-op for the other ops. Floats divide rather
+ * than multiply by 1/P, so the result is the correctly rounded quotient of the sum
+ * (fp16/bf16 divide in f32 and round once more, which is still correctly rounded).
+ * HPML_ERR_INVAL for contributions < 1 with AVG, a bad dtype/op, or NULL with n > 0. */
 int hpml_reduce_finish(void *buf, size_t n, hpml_dtype_t dt, hpml_op_t op, int contributions);
 
 /* ---- RNG ---------------------------------------------------------------------- */
