@@ -173,9 +173,9 @@ int hpml_cpu_has_fma(void);
  * dst[i] = dst[i] op src[i] for i < n. AVG reduces like SUM (call hpml_reduce_finish
  * once at the end). fp16/bf16 are converted to f32, combined, and rounded back once per
  * call. Integer SUM/PROD wrap around (two's complement), never undefined behaviour.
- * Float MIN/MAX are IEEE 754-2019 minimum/maximum: a NaN operand propagates (the first operand's if
- * both are NaN, payload kept), and -0 < +0; so they are commutative except for which
- * of two NaNs is kept. Float SUM/PROD are single IEEE operations (a NaN result's payload
+ * Float MIN/MAX are IEEE 754-2019 minimum/maximum: a NaN operand propagates (the
+ * first operand's if both are NaN, payload kept), and -0 < +0; so they are commutative
+ * except for which of two NaNs is kept. Float SUM/PROD are single IEEE operations (a NaN result's payload
  * is unspecified). Results are bitwise identical on the portable and AVX2 paths.
  * Buffers may start at any byte address (no alignment needed). dst and src may not
  * overlap unless they are equal. Returns 0 or HPML_ERR_INVAL (bad dtype/op, NULL
