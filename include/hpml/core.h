@@ -175,8 +175,9 @@ int hpml_cpu_has_fma(void);
  * call. Integer SUM/PROD wrap around (two's complement), never undefined behaviour.
  * Float MIN/MAX are IEEE 754-2019 minimum/maximum: a NaN operand propagates (the
  * first operand's if both are NaN, payload kept), and -0 < +0; so they are commutative
- * except for which of two NaNs is kept. Float SUM/PROD are single IEEE operations (a NaN result's payload
- * is unspecified). Results are bitwise identical on the portable and AVX2 paths.
+ * except for which of two NaNs is kept. Float SUM/PROD are single IEEE operations (a
+ * NaN result's payload is unspecified). Results are bitwise identical on the portable
+ * and AVX2 paths.
  * Buffers may start at any byte address (no alignment needed). dst and src may not
  * overlap unless they are equal. Returns 0 or HPML_ERR_INVAL (bad dtype/op, NULL
  * buffer with n > 0, partial overlap). Thread-safe; vectorised (SSE2 or AVX2).
