@@ -4,6 +4,7 @@
 #   make test                      install deps, build and run every test on both MPIs
 #   make demo                      install deps, build and run the main job
 #   make SANITIZE=address,undefined   sanitizer build (separate build folder)
+#   make test-san                  the suite on sanitizer builds of both MPIs
 #   make WERROR=1                  warnings are errors (CI)
 #   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall
 #   make format-check / make format
@@ -74,7 +75,10 @@ MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
 
-.PHONY: all lib tests test demo deps install uninstall clean format format-check vec-report
+# Keep test objects: they are not intermediates to delete after linking.
+.SECONDARY:
+
+.PHONY: all lib tests test test-san demo deps install uninstall clean format format-check vec-report
 all: lib $(HPML) tests
 
 lib: $(LIBA) $(LIBSO) $(O)/hpml.pc
@@ -120,6 +124,12 @@ test: deps
 	$(MAKE) -j$(NPROC) MPI=openmpi all
 	$(MAKE) -j$(NPROC) MPI=mpich all
 	tests/run.sh --mpi openmpi,mpich $(if $(TESTS),--filter '$(TESTS)')
+
+# The whole suite on sanitizer builds (slower; not part of `make test`).
+test-san: deps
+	$(MAKE) -j$(NPROC) MPI=openmpi SANITIZE=address,undefined all
+	$(MAKE) -j$(NPROC) MPI=mpich SANITIZE=address,undefined all
+	tests/run.sh --san --mpi openmpi,mpich $(if $(TESTS),--filter '$(TESTS)')
 
 demo: deps
 	$(MAKE) -j$(NPROC) MPI=$(MPI) all
