@@ -12,18 +12,18 @@
 int hpml__idx_header(hpml__io_src_t *s, hpml__io_dense_t *h)
 {
     unsigned char m[4], d[4 * 255];
-    const char *kind = s->gz != NULL ? "gzip-compressed IDX" : "IDX";
+    const char *kind = s->gz != NULL ? "a gzip-compressed IDX" : "an IDX";
     int i, rc;
 
     memset(h, 0, sizeof(*h));
     if (s->size < 4)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: not an %s file (only %" PRIu64 " bytes)",
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: not %s file (only %" PRIu64 " bytes)",
                               s->path, kind, s->size);
     if ((rc = hpml__io_src_read(s, 0, m, 4, "the IDX magic")) != 0)
         return rc;
     if (m[0] != 0 || m[1] != 0)
         return hpml_set_error(HPML_ERR_FORMAT,
-                              "%s: not an %s file (magic bytes 0x%02x 0x%02x, expected 0x00 0x00)",
+                              "%s: not %s file (magic bytes 0x%02x 0x%02x, expected 0x00 0x00)",
                               s->path, kind, m[0], m[1]);
     switch (m[2]) {
     case 0x08: h->elem.type = IO_U8; break;
