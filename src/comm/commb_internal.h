@@ -84,4 +84,10 @@ hpml__reduce_scatter_fn hpml__reduce_scatter_impl(hpml_algo_t algo);
  * f16/bf16. AVG maps to SUM. Returns 0 or an error. */
 int hpml__mpi_reduce_types(hpml_dtype_t dtype, hpml_op_t op, MPI_Datatype *mdt, MPI_Op *mop);
 
+/* ---- comm B state (nonblocking.c) -------------------------------------------------- */
+
+/* The duplicate communicator the checking mode runs its own collectives on (created on
+ * first use; collective over comm, which every rank's first checked call is). */
+int hpml__check_comm(hpml_comm_t *comm, MPI_Comm *out);
+
 #endif
