@@ -1,0 +1,247 @@
+/*
+ * hpml nn: a small, fast float32 deep-learning engine (NCHW tensors; dense, conv2d,
+ * max-pool, ReLU, flatten, dropout, softmax cross-entropy), optimizers (SGD with
+ * momentum, Adam, weight decay, step/cosine schedules) and a data-parallel trainer over
+ * hpml's communicator (bucketed, overlapped, optionally fp16/bf16-compressed gradient
+ * allreduce; checkpoint/restart).
+ *
+ * Models are written in a text spec, layers separated by '|':
+ *     conv 32 5x5 pad2 relu | pool 2 | conv 64 5x5 relu | pool 2 | dense 128 relu | dense 10
+ * Layer words:
+ *     dense N [relu]                       fully connected, N outputs
+ *     conv N KxK [sS] [padP] [relu]        2-D convolution, N output channels ("conv N K"
+ *                                          means KxK; "pad same" keeps the size for s1)
+ *     pool K [sS]                          max-pool KxK, stride S (default K)
+ *     relu | flatten | dropout P
+ * A malformed spec is HPML_ERR_FORMAT with hpml_last_error() naming the column and what
+ * was expected.
+ *
+ * All parameters of a model live in one contiguous float buffer in layer order (each
+ * layer's weights then bias), gradients in a second buffer with the same layout, so an
+ * optimizer or an allreduce sees one flat vector. The model object is not thread-safe.
+ */
+#ifndef HPML_NN_H
+#define HPML_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpml/comm.h"
+#include "hpml/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model -------------------------------------------------------------------- */
+
+typedef struct hpml_model hpml_model_t;
+
+/* Parse `spec` for inputs of shape (in_c, in_h, in_w) and allocate the parameters
+ * (zero; see hpml_model_init). Errors: HPML_ERR_FORMAT (spec, with column), INVAL. */
+int hpml_model_create(const char *spec, int in_c, int in_h, int in_w, hpml_model_t **out);
+void hpml_model_destroy(hpml_model_t *m);
+
+/* He initialisation for layers followed by ReLU, Glorot otherwise; biases zero. The same
+ * seed gives the same parameters on every machine. */
+void hpml_model_init(hpml_model_t *m, uint64_t seed);
+
+size_t hpml_model_num_params(const hpml_model_t *m);
+float *hpml_model_params(hpml_model_t *m); /* owned by the model */
+float *hpml_model_grads(hpml_model_t *m);
+/* Values per sample at the input and at the output (the number of classes). */
+size_t hpml_model_input_size(const hpml_model_t *m);
+size_t hpml_model_output_size(const hpml_model_t *m);
+/* The spec as parsed (canonical form, e.g. "conv 32 5x5 s1 pad2 relu | ..."). */
+const char *hpml_model_spec(const hpml_model_t *m);
+/* A one-line-per-layer description with shapes and parameter counts into buf. */
+void hpml_model_describe(const hpml_model_t *m, char *buf, size_t len);
+/* FLOPs of one forward pass of one sample (multiply-add = 2). */
+double hpml_model_flops(const hpml_model_t *m);
+
+/* Preallocate activations for batches up to max_batch (forward/backward never allocate
+ * afterwards). Called implicitly by forward with a larger batch. */
+int hpml_model_reserve(hpml_model_t *m, size_t max_batch);
+
+/*
+ * Forward pass of n samples x (n * input_size floats, NCHW). training=1 applies
+ * dropout; its mask for sample i is a hash of (dropout_key, ids[i], layer, element), so
+ * it does not depend on how a batch is split across ranks (ids may be NULL: 0..n-1).
+ * *logits points into the model (n * output_size), valid until the next call.
+ */
+int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training,
+                       const uint64_t *ids, uint64_t dropout_key, const float **logits);
+
+/* Called during backward when the gradients of parameters [offset, num_params) are
+ * final (layers finish in reverse order). */
+typedef void (*hpml_grad_ready_fn)(void *ctx, size_t offset);
+
+/*
+ * Softmax cross-entropy on the logits of the last forward (training mode) and backward.
+ * The gradient is d(sum of losses)/d(params) * scale (scale = 1/global batch makes a
+ * sum over ranks the global mean). Gradients are overwritten, not accumulated.
+ * *loss_sum = sum of per-sample losses, *correct = samples whose argmax is the label.
+ * labels in [0, output_size) else HPML_ERR_INVAL.
+ */
+int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
+                        hpml_grad_ready_fn ready, void *ctx, double *loss_sum,
+                        size_t *correct);
+
+/* Loss and accuracy only (no backward), on the logits of the last forward. */
+int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_sum,
+                    size_t *correct);
+
+/* ---- optimizer ---------------------------------------------------------------- */
+
+typedef enum { HPML_OPT_SGD = 0, HPML_OPT_ADAM, HPML_OPT_ADAMW } hpml_opt_kind_t;
+typedef enum { HPML_SCHED_CONST = 0, HPML_SCHED_STEP, HPML_SCHED_COSINE } hpml_sched_t;
+
+typedef struct hpml_opt_config {
+    hpml_opt_kind_t kind;
+    double lr;           /* base learning rate */
+    double momentum;     /* SGD (0.9 typical; 0 = plain SGD); nesterov not supported */
+    double beta1, beta2; /* Adam (0.9, 0.999) */
+    double eps;          /* Adam (1e-8) */
+    double weight_decay; /* L2 (SGD, Adam) or decoupled (AdamW) */
+    hpml_sched_t sched;
+    double step_gamma;   /* step: lr *= gamma every step_every epochs */
+    int step_every;
+    int warmup_steps;    /* linear warm-up over the first steps (0 = none) */
+} hpml_opt_config_t;
+
+/* Defaults: SGD lr 0.05 momentum 0.9, Adam betas, eps 1e-8, no decay, constant. */
+void hpml_opt_config_default(hpml_opt_config_t *c);
+int hpml_opt_parse(const char *name, hpml_opt_kind_t *out);
+int hpml_sched_parse(const char *name, hpml_sched_t *out);
+
+/* The learning rate at `step` (0-based) of `total_steps`, `steps_per_epoch`. */
+double hpml_opt_lr(const hpml_opt_config_t *c, long step, long total_steps,
+                   long steps_per_epoch);
+
+/* Optimizer state: n floats per moment, zero-initialised. */
+typedef struct hpml_optim hpml_optim_t;
+int hpml_optim_create(const hpml_opt_config_t *c, size_t n, hpml_optim_t **out);
+void hpml_optim_destroy(hpml_optim_t *o);
+/* One update of params with grads at learning rate lr (t = steps done so far + 1). */
+void hpml_optim_step(hpml_optim_t *o, float *params, const float *grads, double lr);
+/* State for checkpoints: number of moment buffers (0, 1 or 2), each n floats, and the
+ * step counter. */
+int hpml_optim_nstate(const hpml_optim_t *o);
+float *hpml_optim_state(hpml_optim_t *o, int i);
+long *hpml_optim_t_ptr(hpml_optim_t *o);
+
+/* ---- data --------------------------------------------------------------------- */
+
+/* A labelled image data set in memory: n samples of c*h*w floats (already scaled and
+ * normalised), int32 labels. */
+typedef struct hpml_dataset {
+    size_t n;           /* samples held */
+    size_t offset;      /* index of the first held sample in the file */
+    size_t total;       /* samples in the file */
+    int c, h, w;
+    int classes;        /* 1 + largest label in the file's held part (at least) */
+    float *x;           /* n * c*h*w, hpml_malloc'ed */
+    int32_t *y;         /* n */
+} hpml_dataset_t;
+
+/*
+ * Load images and labels (IDX, .gz or not, or .npy: images (N, ...) of any numeric
+ * type, labels (N) or (N,1) integers), rows [begin, end) (end = SIZE_MAX: to the end).
+ * Pixels are multiplied by `scale` (1/255 for 8-bit images) then (x - mean) / std.
+ * Images of shape (N, H, W) are one channel; (N, C, H, W) from .npy keep C; flat
+ * (N, D) npy rows are (1, 1, D) unless D is a square (then 1 x sqrt x sqrt).
+ */
+int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end,
+                      float scale, float mean, float std, hpml_dataset_t *out);
+void hpml_dataset_free(hpml_dataset_t *d);
+/* Mean and standard deviation of all pixels (for normalisation). */
+void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std);
+
+/* The sample order of `epoch` for seed: a permutation of 0..n-1 that depends only on
+ * (seed, epoch, n), never on the number of ranks. */
+void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm);
+
+/* ---- model files -------------------------------------------------------------- */
+
+/* Save a trained model (spec, input shape, normalisation, parameters, CRC32) via a
+ * temporary file, fsync and rename. Not collective: call on one rank. */
+int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *path);
+/* Load a model file; mean and std receive the normalisation used in training. A truncated or
+ * corrupt file is HPML_ERR_FORMAT with a message. */
+int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *std);
+
+/* ---- data-parallel trainer ------------------------------------------------------ */
+
+typedef struct hpml_train_config {
+    const char *spec;
+    hpml_opt_config_t opt;
+    int epochs;
+    size_t batch;           /* global batch (split across ranks) */
+    uint64_t seed;
+    hpml_dtype_t grad_dtype; /* HPML_F32, HPML_F16 or HPML_BF16 on the wire */
+    size_t bucket_bytes;     /* ~25 MiB */
+    size_t first_bucket_bytes; /* ~1 MiB: the first gradients ready go out early */
+    int overlap;             /* 1: nonblocking allreduce during backward */
+    const char *checkpoint_dir; /* NULL: none */
+    long checkpoint_every;   /* steps; 0: at the end of each epoch only */
+    int resume;
+    long max_steps;          /* stop after this many steps in total (0: no limit) */
+    size_t eval_batch;
+    float mean, std;         /* normalisation applied to the data (saved with the model) */
+} hpml_train_config_t;
+
+void hpml_train_config_default(hpml_train_config_t *c);
+
+typedef struct hpml_epoch_report {
+    int epoch;               /* 1-based */
+    long steps;              /* global steps done */
+    double train_loss;       /* mean over the epoch's samples (all ranks) */
+    double train_acc;
+    double test_loss, test_acc; /* -1 when there is no test set */
+    double seconds;          /* wall time of the epoch's training steps */
+    double images_per_s;     /* total over ranks */
+    double images_per_s_rank;
+    double comm_exposed_s;   /* time waiting for gradient allreduces after backward */
+    double elapsed;          /* since training started (excluding evaluation) */
+    double lr;
+    int last;                /* 1 for the final report */
+} hpml_epoch_report_t;
+
+/* Called on every rank after each epoch (and with progress within epochs when
+ * progress != NULL). */
+typedef void (*hpml_report_fn)(void *ctx, const hpml_epoch_report_t *r);
+typedef void (*hpml_progress_fn)(void *ctx, int epoch, long step, long steps_per_epoch,
+                                 double loss);
+
+/*
+ * Train data-parallel over comm (collective). `train` is the full training set on every
+ * rank (shuffled globally; each rank takes its slice of each global batch), `test` this
+ * rank's block of the test set (or NULL). On return *model is the trained model (rank 0's
+ * parameters broadcast at start, so all ranks agree). Errors as the layers; checkpoint
+ * problems are HPML_ERR_IO / HPML_ERR_FORMAT with a message.
+ */
+int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *train,
+               const hpml_dataset_t *test, hpml_report_fn report, hpml_progress_fn progress,
+               void *ctx, hpml_model_t **model);
+
+/* Accuracy and mean loss of a model on each rank's block of a data set, summed over
+ * ranks (collective). */
+int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, size_t batch,
+                  double *loss, double *acc);
+
+/* Synthetic throughput benchmark (Horovod-style): random inputs, `batch` samples per
+ * rank, `warmup` then `iters` steps timed. */
+typedef struct hpml_synth_result {
+    double images_per_s_rank, images_per_s_total;
+    double step_s;           /* mean time per step */
+    double compute_s;        /* forward + backward + optimizer per step */
+    double comm_exposed_s;   /* waiting for allreduces after backward, per step */
+} hpml_synth_result_t;
+int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int in_c,
+                         int in_h, int in_w, int iters, int warmup, hpml_synth_result_t *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HPML_NN_H */

@@ -1,0 +1,138 @@
+/*
+ * Labelled image data sets for training: images and labels read through hpml io (IDX,
+ * gzip or not, or .npy), converted once to scaled, normalised float32, and the
+ * rank-count-independent epoch shuffle.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hpml/io.h"
+#include "nn/nn_internal.h"
+
+/* (C, H, W) for rows of `cols` values: a square is one channel, 3 squares RGB. */
+static void guess_shape(size_t cols, int *c, int *h, int *w)
+{
+    size_t s = (size_t)(sqrt((double)cols) + 0.5), s3 = (size_t)(sqrt((double)cols / 3) + 0.5);
+
+    if (s * s == cols) {
+        *c = 1;
+        *h = *w = (int)s;
+    } else if (3 * s3 * s3 == cols) {
+        *c = 3;
+        *h = *w = (int)s3;
+    } else {
+        *c = 1;
+        *h = 1;
+        *w = (int)cols;
+    }
+}
+
+int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end,
+                      float scale, float mean, float std, hpml_dataset_t *out)
+{
+    hpml_array_t xi = {0}, yi = {0};
+    size_t rows, cols, lrows, lcols;
+    hpml_dtype_t stored, lstored;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    if ((err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &stored)) != 0 ||
+        (err = hpml_io_shape(labels, HPML_FMT_AUTO, &lrows, &lcols, &lstored)) != 0)
+        goto out;
+    if (lrows != rows || lcols != 1) {
+        err = hpml_set_error(HPML_ERR_FORMAT,
+                             "%s holds %zu x %zu labels but %s holds %zu images (expected one "
+                             "label per image)",
+                             labels, lrows, lcols, images, rows);
+        goto out;
+    }
+    if (end > rows)
+        end = rows;
+    if (begin > end)
+        begin = end;
+    if (begin == end) { /* an empty block (more ranks than rows) */
+        guess_shape(cols, &out->c, &out->h, &out->w);
+        out->total = rows;
+        out->offset = begin;
+        out->x = hpml_malloc(0);
+        out->y = hpml_malloc(0);
+        return out->x && out->y ? 0 : HPML_ERR_NOMEM;
+    }
+    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, begin, end, 1, &xi)) != 0 ||
+        (err = hpml_io_read_rows(labels, HPML_FMT_AUTO, HPML_I32, begin, end, 0, &yi)) != 0)
+        goto out;
+    if (scale <= 0.0f)
+        scale = stored == HPML_U8 ? 1.0f / 255.0f : 1.0f;
+    {
+        float *x = xi.data;
+        const float a = scale / std, b = -mean / std;
+        const size_t nv = xi.rows * xi.cols;
+        for (size_t i = 0; i < nv; i++)
+            x[i] = x[i] * a + b;
+    }
+    {
+        const int32_t *y = yi.data;
+        int mx = -1;
+        for (size_t i = 0; i < yi.rows; i++) {
+            if (y[i] < 0) {
+                err = hpml_set_error(HPML_ERR_FORMAT, "%s: label %d of row %zu is negative",
+                                     labels, (int)y[i], begin + i);
+                goto out;
+            }
+            if (y[i] > mx)
+                mx = y[i];
+        }
+        out->classes = mx + 1;
+    }
+    guess_shape(cols, &out->c, &out->h, &out->w);
+    out->n = xi.rows;
+    out->offset = begin;
+    out->total = rows;
+    out->x = xi.data;
+    out->y = yi.data;
+    xi.data = yi.data = NULL;
+out:
+    hpml_array_free(&xi);
+    hpml_array_free(&yi);
+    return err;
+}
+
+void hpml_dataset_free(hpml_dataset_t *d)
+{
+    if (d == NULL)
+        return;
+    hpml_free(d->x);
+    hpml_free(d->y);
+    d->x = NULL;
+    d->y = NULL;
+    d->n = 0;
+}
+
+void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std)
+{
+    const size_t nv = d->n * (size_t)d->c * d->h * d->w;
+    double s = 0, ss = 0;
+
+    for (size_t i = 0; i < nv; i++) {
+        s += d->x[i];
+        ss += (double)d->x[i] * d->x[i];
+    }
+    *mean = nv ? s / (double)nv : 0.0;
+    *std = nv ? sqrt(fmax(ss / (double)nv - *mean * *mean, 1e-12)) : 1.0;
+}
+
+void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm)
+{
+    hpml_rng_t rng;
+
+    hpml_rng_init(&rng, seed, 0x5348554646000000ull + (uint64_t)epoch); /* "SHUFF" + epoch */
+    for (size_t i = 0; i < n; i++)
+        perm[i] = (uint32_t)i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)hpml_rng_below(&rng, i);
+        uint32_t t = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = t;
+    }
+}

@@ -1,0 +1,229 @@
+/*
+ * Model files and the file helpers shared with checkpoints: atomic writes (temporary
+ * file, fsync, rename, fsync of the folder) and a CRC32 (zlib) over the whole content,
+ * checked before anything is parsed, so a truncated or corrupted file is reported instead
+ * of loading a silently wrong model.
+ *
+ * Model file: "HPMLMODL" u32 version, i32 c h w, f32 mean std, u32 spec length, spec,
+ * u64 nparams, nparams f32, u32 crc32 of everything before it. Little-endian hosts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "nn/nn_internal.h"
+
+#define MODEL_MAGIC "HPMLMODL"
+#define MODEL_VERSION 1u
+
+uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    while (n > 0) { /* zlib takes uInt lengths */
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = (uint32_t)crc32(crc, b, chunk);
+        b += chunk;
+        n -= chunk;
+    }
+    return crc;
+}
+
+void hpml__nn_put(nn_buf_t *b, const void *p, size_t n)
+{
+    if (b->err)
+        return;
+    if (b->len + n > b->cap) {
+        size_t nc = (b->cap ? b->cap * 2 : 4096);
+        unsigned char *np;
+        while (nc < b->len + n)
+            nc *= 2;
+        np = realloc(b->p, nc);
+        if (np == NULL) {
+            b->err = HPML_ERR_NOMEM;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+int hpml__nn_get(const unsigned char *p, size_t len, size_t *off, void *dst, size_t n)
+{
+    if (*off > len || len - *off < n)
+        return -1;
+    memcpy(dst, p + *off, n);
+    *off += n;
+    return 0;
+}
+
+int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
+{
+    char *tmp = NULL, *dcopy = NULL;
+    const unsigned char *p = buf;
+    int fd = -1, err = 0;
+    size_t done = 0;
+
+    tmp = malloc(strlen(path) + 32);
+    dcopy = strdup(path);
+    if (tmp == NULL || dcopy == NULL) {
+        err = HPML_ERR_NOMEM;
+        goto out;
+    }
+    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        err = hpml_set_error(HPML_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        goto out;
+    }
+    while (done < len) {
+        ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+            goto out;
+        }
+        done += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        err = hpml_set_error(HPML_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        err = hpml_set_error(HPML_ERR_IO, "cannot rename %s to %s: %s", tmp, path,
+                             strerror(errno));
+        goto out;
+    }
+    /* Make the rename itself durable. */
+    fd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0)
+        (void)fsync(fd);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (err && tmp)
+        unlink(tmp);
+    free(tmp);
+    free(dcopy);
+    return err;
+}
+
+int hpml__nn_read_file(const char *path, unsigned char **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *p = NULL;
+    long sz;
+
+    *buf = NULL;
+    *len = 0;
+    if (f == NULL)
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot read", path);
+    }
+    p = malloc((size_t)sz + 1);
+    if (p == NULL) {
+        fclose(f);
+        return HPML_ERR_NOMEM;
+    }
+    if (fread(p, 1, (size_t)sz, f) != (size_t)sz) {
+        fclose(f);
+        free(p);
+        return hpml_set_error(HPML_ERR_IO, "%s: read failed", path);
+    }
+    fclose(f);
+    *buf = p;
+    *len = (size_t)sz;
+    return 0;
+}
+
+int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *path)
+{
+    nn_buf_t b = {0};
+    uint32_t v = MODEL_VERSION, sl = (uint32_t)strlen(m->spec), crc;
+    int32_t shape[3] = {m->in_c, m->in_h, m->in_w};
+    uint64_t np = m->nparams;
+    int err;
+
+    hpml__nn_put(&b, MODEL_MAGIC, 8);
+    hpml__nn_put(&b, &v, 4);
+    hpml__nn_put(&b, shape, sizeof(shape));
+    hpml__nn_put(&b, &mean, 4);
+    hpml__nn_put(&b, &std, 4);
+    hpml__nn_put(&b, &sl, 4);
+    hpml__nn_put(&b, m->spec, sl);
+    hpml__nn_put(&b, &np, 8);
+    hpml__nn_put(&b, m->params, m->nparams * sizeof(float));
+    if (b.err) {
+        free(b.p);
+        return b.err;
+    }
+    crc = hpml__nn_crc(0, b.p, b.len);
+    hpml__nn_put(&b, &crc, 4);
+    err = b.err ? b.err : hpml__nn_write_atomic(path, b.p, b.len);
+    free(b.p);
+    return err;
+}
+
+int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *std)
+{
+    unsigned char *p = NULL;
+    size_t len, off = 0;
+    uint32_t v, sl, crc;
+    int32_t shape[3];
+    uint64_t np;
+    char *spec = NULL;
+    hpml_model_t *m = NULL;
+    int err;
+
+    *out = NULL;
+    if ((err = hpml__nn_read_file(path, &p, &len)) != 0)
+        return err;
+    if (len < 8 + 4 || memcmp(p, MODEL_MAGIC, 8) != 0) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: not an hpml model file (bad magic)", path);
+        goto out;
+    }
+    memcpy(&crc, p + len - 4, 4);
+    if (len < 40 || hpml__nn_crc(0, p, len - 4) != crc) {
+        err = hpml_set_error(HPML_ERR_FORMAT,
+                             "%s: checksum mismatch: the model file is truncated or corrupt",
+                             path);
+        goto out;
+    }
+    off = 8;
+    if (hpml__nn_get(p, len, &off, &v, 4) || v != MODEL_VERSION ||
+        hpml__nn_get(p, len, &off, shape, sizeof(shape)) || hpml__nn_get(p, len, &off, mean, 4) ||
+        hpml__nn_get(p, len, &off, std, 4) || hpml__nn_get(p, len, &off, &sl, 4) ||
+        sl > len || !(spec = calloc(sl + 1, 1)) || hpml__nn_get(p, len, &off, spec, sl) ||
+        hpml__nn_get(p, len, &off, &np, 8)) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: malformed model header (version %u)", path, v);
+        goto out;
+    }
+    if ((err = hpml_model_create(spec, shape[0], shape[1], shape[2], &m)) != 0)
+        goto out;
+    if (np != m->nparams || len - 4 - off != np * sizeof(float)) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: holds %llu parameters, its spec needs %zu",
+                             path, (unsigned long long)np, m->nparams);
+        goto out;
+    }
+    memcpy(m->params, p + off, np * sizeof(float));
+    *out = m;
+    m = NULL;
+out:
+    hpml_model_destroy(m);
+    free(spec);
+    free(p);
+    return err;
+}

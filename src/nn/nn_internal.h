@@ -1,0 +1,67 @@
+/* Private structures of the nn layer: the layer list of a model and its buffers. */
+#ifndef HPML_NN_INTERNAL_H
+#define HPML_NN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpml/nn.h"
+
+typedef enum { NN_DENSE, NN_CONV, NN_POOL, NN_RELU, NN_FLATTEN, NN_DROPOUT } nn_kind_t;
+
+typedef struct nn_layer {
+    nn_kind_t kind;
+    int in_c, in_h, in_w;    /* input shape per sample */
+    int out_c, out_h, out_w; /* output shape per sample */
+    size_t in_size, out_size;
+    int k, stride, pad;      /* conv: KxK kernel; pool: KxK window */
+    int relu;                /* conv/dense: ReLU fused into the output */
+    float p;                 /* dropout probability */
+    size_t w_off, b_off;     /* into the model's params/grads */
+    size_t nw, nb;
+    /* Buffers sized for max_batch. */
+    float *out;              /* n * out_size, owned (NULL for flatten) */
+    float *y;                /* the output of the last forward: out, or the input */
+    float *col;              /* conv: (C*K*K, n*OH*OW) im2col of the input */
+    float *tmp;              /* conv: (OC, n*OH*OW) GEMM output / output gradient */
+    int32_t *arg;            /* pool: input index of each output's maximum */
+    float *mask;             /* dropout: 0 or 1/(1-p) */
+} nn_layer_t;
+
+struct hpml_model {
+    nn_layer_t *layers;
+    int nlayers;
+    int in_c, in_h, in_w;
+    size_t nparams;
+    float *params, *grads;
+    size_t max_batch, n;     /* reserved batch, batch of the last forward */
+    const float *input;      /* borrowed during forward/backward */
+    float *dbuf[2];          /* gradient ping-pong buffers (max activation size) */
+    float *probs;            /* n * classes softmax output */
+    int training;
+    char *spec;              /* canonical */
+};
+
+/* Parse a spec into layers (shapes filled, no buffers). */
+int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **layers,
+                   int *nlayers, char **canonical);
+
+/* CRC32 (zlib) helpers for model and checkpoint files. */
+uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);
+
+/* Write len bytes to path via path.tmp, fsync, rename, fsync of the folder. */
+int hpml__nn_write_atomic(const char *path, const void *buf, size_t len);
+/* Read a whole file (malloc'ed into *buf). */
+int hpml__nn_read_file(const char *path, unsigned char **buf, size_t *len);
+
+/* A growable byte buffer for serialising files. */
+typedef struct {
+    unsigned char *p;
+    size_t len, cap;
+    int err;
+} nn_buf_t;
+void hpml__nn_put(nn_buf_t *b, const void *p, size_t n);
+/* Reading: copy n bytes at *off (bounds-checked); -1 when the file is too short. */
+int hpml__nn_get(const unsigned char *p, size_t len, size_t *off, void *dst, size_t n);
+
+#endif

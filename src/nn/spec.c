@@ -1,0 +1,377 @@
+/*
+ * The model spec parser: "conv 32 5x5 pad2 relu | pool 2 | dense 10". Layers are
+ * separated by '|' (or ';' or a newline); errors name the line, column and what was
+ * expected, and shapes are checked as the layers are stacked.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+typedef struct {
+    const char *s; /* whole spec */
+    size_t pos;
+} lexer_t;
+
+typedef struct {
+    const char *p;
+    size_t len;
+    size_t at; /* offset in spec */
+} token_t;
+
+static void where(const char *s, size_t at, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < at && s[i]; i++) {
+        if (s[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static int fail(const char *s, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(const char *s, size_t at, const char *fmt, ...)
+{
+    int line, col;
+    char what[320];
+    va_list ap;
+
+    where(s, at, &line, &col);
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (strchr(s, '\n'))
+        return hpml_set_error(HPML_ERR_FORMAT, "model spec line %d, column %d: %s", line, col,
+                              what);
+    return hpml_set_error(HPML_ERR_FORMAT, "model spec column %d: %s", col, what);
+}
+
+/* Next word of the current layer; len 0 at a separator or the end. */
+static token_t next(lexer_t *lx)
+{
+    token_t t;
+    const char *s = lx->s;
+
+    while (s[lx->pos] == ' ' || s[lx->pos] == '\t' || s[lx->pos] == '\r')
+        lx->pos++;
+    t.p = s + lx->pos;
+    t.at = lx->pos;
+    t.len = 0;
+    while (s[lx->pos] && !isspace((unsigned char)s[lx->pos]) && s[lx->pos] != '|' &&
+           s[lx->pos] != ';')
+        lx->pos++;
+    t.len = (size_t)(s + lx->pos - t.p);
+    return t;
+}
+
+static int tok_eq(token_t t, const char *w)
+{
+    return t.len == strlen(w) && strncmp(t.p, w, t.len) == 0;
+}
+
+/* A positive integer filling [p, p+len); -1 if not. */
+static long tok_int(const char *p, size_t len)
+{
+    long v = 0;
+
+    if (len == 0 || len > 9)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v;
+}
+
+static int tok_float(token_t t, float *out)
+{
+    char buf[64];
+    char *end;
+    double v;
+
+    if (t.len == 0 || t.len >= sizeof(buf))
+        return -1;
+    memcpy(buf, t.p, t.len);
+    buf[t.len] = '\0';
+    errno = 0;
+    v = strtod(buf, &end);
+    if (errno || *end)
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
+int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **layers,
+                   int *nlayers, char **canonical)
+{
+    lexer_t lx = {spec, 0};
+    nn_layer_t *L = NULL;
+    int n = 0, cap = 0, err = 0;
+    int c = in_c, h = in_h, w = in_w;
+    size_t canon_len = 0;
+    char *canon = NULL;
+
+    *layers = NULL;
+    *nlayers = 0;
+    *canonical = NULL;
+    if (spec == NULL || in_c <= 0 || in_h <= 0 || in_w <= 0)
+        return hpml_set_error(HPML_ERR_INVAL, "model spec: no spec or bad input shape");
+    canon_len = strlen(spec) * 2 + 64;
+    canon = calloc(canon_len + 256, 1);
+    if (canon == NULL)
+        return HPML_ERR_NOMEM;
+
+    for (;;) {
+        token_t t = next(&lx);
+        nn_layer_t l;
+        char piece[128];
+
+        if (t.len == 0) {
+            char sep = spec[lx.pos];
+            if (sep == '\0') {
+                if (n == 0) {
+                    err = fail(spec, t.at, "expected a layer (dense, conv, pool, relu, "
+                                           "flatten, dropout), got the end of the spec");
+                    goto out;
+                }
+                break;
+            }
+            if (sep == '\n' && n == 0) { /* leading blank lines */
+                lx.pos++;
+                continue;
+            }
+            err = fail(spec, t.at,
+                       "expected a layer (dense, conv, pool, relu, flatten, dropout) before "
+                       "'%c'",
+                       spec[lx.pos]);
+            goto out;
+        }
+        memset(&l, 0, sizeof(l));
+        l.in_c = c;
+        l.in_h = h;
+        l.in_w = w;
+        l.stride = 1;
+        if (tok_eq(t, "dense") || tok_eq(t, "fc") || tok_eq(t, "linear")) {
+            token_t a = next(&lx);
+            long units = tok_int(a.p, a.len);
+            if (units <= 0) {
+                err = fail(spec, a.at,
+                           "expected the number of outputs after 'dense' (e.g. 'dense 128'), "
+                           "got '%.*s'", (int)a.len, a.p);
+                goto out;
+            }
+            l.kind = NN_DENSE;
+            l.out_c = (int)units;
+            l.out_h = l.out_w = 1;
+        } else if (tok_eq(t, "conv")) {
+            token_t a = next(&lx), kt;
+            long oc = tok_int(a.p, a.len), k1, k2;
+            const char *x;
+            if (oc <= 0) {
+                err = fail(spec, a.at,
+                           "expected the number of output channels after 'conv' (e.g. 'conv "
+                           "32 5x5'), got '%.*s'", (int)a.len, a.p);
+                goto out;
+            }
+            kt = next(&lx);
+            x = kt.len ? memchr(kt.p, 'x', kt.len) : NULL;
+            if (x) {
+                k1 = tok_int(kt.p, (size_t)(x - kt.p));
+                k2 = tok_int(x + 1, kt.len - (size_t)(x - kt.p) - 1);
+            } else {
+                k1 = k2 = tok_int(kt.p, kt.len);
+            }
+            if (k1 <= 0 || k2 <= 0) {
+                err = fail(spec, kt.at,
+                           "expected a kernel size like '5x5' or '3' after the channel count, "
+                           "got '%.*s'", (int)kt.len, kt.p);
+                goto out;
+            }
+            if (k1 != k2) {
+                err = fail(spec, kt.at, "only square kernels are supported, got '%.*s'", (int)kt.len, kt.p);
+                goto out;
+            }
+            l.kind = NN_CONV;
+            l.out_c = (int)oc;
+            l.k = (int)k1;
+        } else if (tok_eq(t, "pool") || tok_eq(t, "maxpool")) {
+            token_t a = next(&lx);
+            long k = tok_int(a.p, a.len);
+            if (k <= 0) {
+                err = fail(spec, a.at,
+                           "expected the window size after 'pool' (e.g. 'pool 2'), got '%.*s'", (int)a.len, a.p);
+                goto out;
+            }
+            l.kind = NN_POOL;
+            l.k = (int)k;
+            l.stride = (int)k;
+        } else if (tok_eq(t, "relu")) {
+            l.kind = NN_RELU;
+        } else if (tok_eq(t, "flatten")) {
+            l.kind = NN_FLATTEN;
+        } else if (tok_eq(t, "dropout")) {
+            token_t a = next(&lx);
+            if (tok_float(a, &l.p) != 0 || !(l.p >= 0.0f && l.p < 1.0f)) {
+                err = fail(spec, a.at,
+                           "expected a probability in [0, 1) after 'dropout', got '%.*s'", (int)a.len, a.p);
+                goto out;
+            }
+            l.kind = NN_DROPOUT;
+        } else {
+            err = fail(spec, t.at,
+                       "expected a layer (dense, conv, pool, relu, flatten, dropout), got "
+                       "'%.*s'", (int)t.len, t.p);
+            goto out;
+        }
+
+        /* Options. */
+        for (;;) {
+            token_t o = next(&lx);
+            long v;
+            if (o.len == 0)
+                break;
+            if (tok_eq(o, "relu") && (l.kind == NN_DENSE || l.kind == NN_CONV)) {
+                l.relu = 1;
+            } else if (o.len > 1 && o.p[0] == 's' && (l.kind == NN_CONV || l.kind == NN_POOL) &&
+                       (v = tok_int(o.p + 1, o.len - 1)) > 0) {
+                l.stride = (int)v;
+            } else if (l.kind == NN_CONV && tok_eq(o, "same")) {
+                l.pad = l.k / 2;
+            } else if (l.kind == NN_CONV && o.len > 3 && strncmp(o.p, "pad", 3) == 0 &&
+                       (tok_eq(o, "padsame") || (v = tok_int(o.p + 3, o.len - 3)) >= 0)) {
+                l.pad = tok_eq(o, "padsame") ? l.k / 2 : (int)tok_int(o.p + 3, o.len - 3);
+            } else if (l.kind == NN_CONV && tok_eq(o, "pad")) {
+                token_t a = next(&lx);
+                v = tok_int(a.p, a.len);
+                if (tok_eq(a, "same"))
+                    v = l.k / 2;
+                if (v < 0) {
+                    err = fail(spec, a.at,
+                               "expected a padding after 'pad' (e.g. 'pad 2' or 'pad same'), "
+                               "got '%.*s'", (int)a.len, a.p);
+                    goto out;
+                }
+                l.pad = (int)v;
+            } else {
+                const char *exp = l.kind == NN_CONV   ? "'relu', 'sS' (stride) or 'padP'"
+                                  : l.kind == NN_DENSE ? "'relu'"
+                                  : l.kind == NN_POOL  ? "'sS' (stride)"
+                                                       : "nothing more";
+                err = fail(spec, o.at, "expected %s or '|' before the next layer, got '%.*s'",
+                           exp, (int)o.len, o.p);
+                goto out;
+            }
+        }
+
+        /* Shapes. */
+        switch (l.kind) {
+        case NN_DENSE:
+            l.nw = (size_t)l.out_c * (size_t)c * (size_t)h * (size_t)w;
+            l.nb = (size_t)l.out_c;
+            snprintf(piece, sizeof(piece), "dense %d%s", l.out_c, l.relu ? " relu" : "");
+            break;
+        case NN_CONV:
+        case NN_POOL: {
+            int k = l.k, s = l.stride, p = l.kind == NN_CONV ? l.pad : 0;
+            int oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+            if (h + 2 * p < k || w + 2 * p < k || oh <= 0 || ow <= 0) {
+                err = fail(spec, t.at,
+                           "'%.*s' has a %dx%d window but its input is only %dx%dx%d (remove "
+                           "a pool or add padding)",
+                           (int)t.len, t.p, k, k, c, h, w);
+                goto out;
+            }
+            l.out_h = oh;
+            l.out_w = ow;
+            if (l.kind == NN_CONV) {
+                l.nw = (size_t)l.out_c * (size_t)c * (size_t)k * (size_t)k;
+                l.nb = (size_t)l.out_c;
+                snprintf(piece, sizeof(piece), "conv %d %dx%d s%d pad%d%s", l.out_c, k, k, s, p,
+                         l.relu ? " relu" : "");
+            } else {
+                l.out_c = c;
+                snprintf(piece, sizeof(piece), "pool %d s%d", k, s);
+            }
+            break;
+        }
+        case NN_RELU:
+        case NN_DROPOUT:
+            l.out_c = c;
+            l.out_h = h;
+            l.out_w = w;
+            if (l.kind == NN_RELU)
+                snprintf(piece, sizeof(piece), "relu");
+            else
+                snprintf(piece, sizeof(piece), "dropout %g", (double)l.p);
+            break;
+        case NN_FLATTEN:
+            l.out_c = c * h * w;
+            l.out_h = l.out_w = 1;
+            snprintf(piece, sizeof(piece), "flatten");
+            break;
+        }
+        l.in_size = (size_t)c * (size_t)h * (size_t)w;
+        l.out_size = (size_t)l.out_c * (size_t)l.out_h * (size_t)l.out_w;
+        c = l.out_c;
+        h = l.out_h;
+        w = l.out_w;
+
+        /* A standalone relu right after dense/conv is fused into it. */
+        if (l.kind == NN_RELU && n > 0 && (L[n - 1].kind == NN_DENSE || L[n - 1].kind == NN_CONV) &&
+            !L[n - 1].relu) {
+            L[n - 1].relu = 1;
+            strcat(canon, " relu");
+        } else {
+            if (n == cap) {
+                int nc = cap ? cap * 2 : 8;
+                nn_layer_t *nl = realloc(L, (size_t)nc * sizeof(*L));
+                if (nl == NULL) {
+                    err = HPML_ERR_NOMEM;
+                    goto out;
+                }
+                L = nl;
+                cap = nc;
+            }
+            L[n++] = l;
+            if (strlen(canon) + strlen(piece) + 4 < canon_len) {
+                if (n > 1)
+                    strcat(canon, " | ");
+                strcat(canon, piece);
+            }
+        }
+
+        if (spec[lx.pos] == '\0')
+            break;
+        {
+            char sepc = spec[lx.pos++]; /* the separator */
+            while (isspace((unsigned char)spec[lx.pos]))
+                lx.pos++;
+            if (spec[lx.pos] == '\0') { /* trailing separator: fine after a newline */
+                if (sepc == '\n')
+                    break;
+                err = fail(spec, lx.pos,
+                           "expected a layer after '%c', got the end of the spec", sepc);
+                goto out;
+            }
+        }
+    }
+    *layers = L;
+    *nlayers = n;
+    *canonical = canon;
+    L = NULL;
+    canon = NULL;
+out:
+    free(L);
+    free(canon);
+    return err;
+}

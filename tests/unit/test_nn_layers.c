@@ -1,0 +1,228 @@
+/*
+ * nn engine unit tests: every layer's backward against central finite differences of the
+ * loss (accumulated in double), the spec parser's errors, optimizers, model files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hpml/nn.h"
+
+/* Loss of the model on (x, y) in double: sum of per-sample losses * scale. */
+static double loss_at(hpml_model_t *m, const float *x, size_t n, const int32_t *y,
+                      const uint64_t *ids, double scale)
+{
+    const float *z;
+    double l;
+    size_t c;
+
+    assert_int_equal(hpml_model_forward(m, x, n, 1, ids, 77, &z), 0);
+    assert_int_equal(hpml_model_loss(m, y, &l, &c), 0);
+    return l * scale;
+}
+
+static void gradcheck(const char *spec, int c, int h, int w, size_t n)
+{
+    hpml_model_t *m = NULL;
+    size_t in, np, classes, bad = 0, checked = 0;
+    float *x;
+    int32_t *y;
+    uint64_t *ids;
+    float *g;
+    const float *z;
+    hpml_rng_t rng;
+    double ls;
+    size_t cor;
+    const double scale = 1.0 / (double)n;
+
+    assert_int_equal(hpml_model_create(spec, c, h, w, &m), 0);
+    hpml_model_init(m, 42);
+    in = hpml_model_input_size(m);
+    np = hpml_model_num_params(m);
+    classes = hpml_model_output_size(m);
+    x = malloc(n * in * sizeof(float));
+    y = malloc(n * sizeof(int32_t));
+    ids = malloc(n * sizeof(uint64_t));
+    g = malloc(np * sizeof(float));
+    hpml_rng_init(&rng, 5, 0);
+    for (size_t i = 0; i < n * in; i++)
+        x[i] = (float)hpml_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++) {
+        y[i] = (int32_t)hpml_rng_below(&rng, classes);
+        ids[i] = 1000 + i;
+    }
+    /* Biases start at zero; perturb them so ReLU kinks are not hit exactly. */
+    for (size_t i = 0; i < np; i++)
+        hpml_model_params(m)[i] += (float)(0.05 * hpml_rng_normal(&rng));
+    assert_int_equal(hpml_model_forward(m, x, n, 1, ids, 77, &z), 0);
+    assert_int_equal(hpml_model_backward(m, y, (float)scale, NULL, NULL, &ls, &cor), 0);
+    memcpy(g, hpml_model_grads(m), np * sizeof(float));
+    for (size_t k = 0; k < 120 && k < np; k++) {
+        size_t i = np <= 120 ? k : (size_t)hpml_rng_below(&rng, np);
+        float *p = &hpml_model_params(m)[i], save = *p;
+        const float eps = 2e-3f;
+        double lp, lm, l0, num, err, e1, e2;
+        *p = save + eps;
+        lp = loss_at(m, x, n, y, ids, scale);
+        *p = save - eps;
+        lm = loss_at(m, x, n, y, ids, scale);
+        *p = save;
+        l0 = loss_at(m, x, n, y, ids, scale);
+        num = (lp - lm) / (2.0 * (double)eps);
+        err = fabs(num - g[i]) / fmax(1e-3, fabs(num) + fabs(g[i]));
+        /* Next to a ReLU or max-pool kink the gradient is one of the one-sided
+         * derivatives; accept it then (with a looser tolerance: they are O(eps)). */
+        e1 = fabs((lp - l0) / eps - g[i]) / fmax(1e-3, fabs(g[i]));
+        e2 = fabs((l0 - lm) / eps - g[i]) / fmax(1e-3, fabs(g[i]));
+        if (e1 < 0.1 || e2 < 0.1)
+            err = fmin(err, 0.0);
+        checked++;
+        if (err > 2e-2) {
+            bad++;
+            fprintf(stderr, "%s: param %zu analytic %.6g numeric %.6g\n", spec, i, g[i], num);
+        }
+    }
+    /* A kink of ReLU or max-pool inside [-eps, eps] can spoil a handful of points. */
+    assert_true(bad <= checked / 50);
+    free(x);
+    free(y);
+    free(ids);
+    free(g);
+    hpml_model_destroy(m);
+}
+
+static void test_grad_dense(void **state)
+{
+    (void)state;
+    gradcheck("dense 7 relu | dense 5 | relu | dense 3", 1, 1, 6, 4);
+}
+
+static void test_grad_conv(void **state)
+{
+    (void)state;
+    gradcheck("conv 3 3x3 pad1 relu | pool 2 | dense 4", 2, 6, 6, 3);
+    gradcheck("conv 4 3 s2 relu | conv 2 2x2 | flatten | dense 3", 1, 7, 7, 2);
+}
+
+static void test_grad_pool_dropout(void **state)
+{
+    (void)state;
+    gradcheck("conv 3 5x5 pad2 relu | pool 2 s2 | dropout 0.3 | dense 6 relu | dense 4", 1, 8, 8,
+              3);
+    gradcheck("pool 3 s2 | dense 5 relu | dropout 0.5 | dense 2", 2, 7, 7, 3);
+}
+
+static void expect_spec_error(const char *spec, const char *needle)
+{
+    hpml_model_t *m = NULL;
+    int err = hpml_model_create(spec, 1, 28, 28, &m);
+
+    assert_int_equal(err, HPML_ERR_FORMAT);
+    assert_null(m);
+    if (strstr(hpml_last_error(), needle) == NULL)
+        fail_msg("spec '%s': message '%s' lacks '%s'", spec, hpml_last_error(), needle);
+}
+
+static void test_spec(void **state)
+{
+    hpml_model_t *m = NULL;
+    (void)state;
+    assert_int_equal(hpml_model_create("conv 32 5x5 pad2 relu | pool 2 | conv 64 5x5 relu | "
+                                       "pool 2 | dense 128 relu | dense 10",
+                                       1, 28, 28, &m),
+                     0);
+    assert_int_equal(hpml_model_output_size(m), 10);
+    /* 32*25+32 + 64*32*25+64 + 128*64*5*5+128 + 1290 */
+    assert_int_equal(hpml_model_num_params(m), 832 + 51264 + 204928 + 1290);
+    hpml_model_destroy(m);
+    expect_spec_error("conv 32 5y5 relu", "column 9");
+    expect_spec_error("conv 32 5y5 relu", "kernel size");
+    expect_spec_error("dense 128 relu | dnse 10", "column 18");
+    expect_spec_error("dense 128 relu | dnse 10", "expected a layer");
+    expect_spec_error("dense x", "number of outputs");
+    expect_spec_error("dense 10 |", "expected a layer after '|'");
+    expect_spec_error("pool 2 | pool 2 | pool 2 | pool 2 | pool 2", "window");
+    expect_spec_error("dropout 1.5", "probability");
+    expect_spec_error("dense 10 sigmoid", "expected 'relu'");
+    expect_spec_error("", "expected a layer");
+}
+
+static void test_optim(void **state)
+{
+    hpml_opt_config_t c;
+    hpml_optim_t *o = NULL;
+    float w[2] = {1.0f, -2.0f}, g[2] = {0.5f, 0.25f};
+    (void)state;
+    hpml_opt_config_default(&c);
+    c.lr = 0.1;
+    c.momentum = 0.9;
+    assert_int_equal(hpml_optim_create(&c, 2, &o), 0);
+    hpml_optim_step(o, w, g, c.lr); /* v = g */
+    hpml_optim_step(o, w, g, c.lr); /* v = 0.9 g + g */
+    assert_float_equal(w[0], 1.0f - 0.1f * 0.5f - 0.1f * 0.95f, 1e-6);
+    hpml_optim_destroy(o);
+    c.kind = HPML_OPT_ADAM;
+    c.lr = 0.01;
+    w[0] = 1.0f;
+    assert_int_equal(hpml_optim_create(&c, 2, &o), 0);
+    hpml_optim_step(o, w, g, c.lr); /* first Adam step moves by lr*sign(g) */
+    assert_float_equal(w[0], 0.99f, 1e-5);
+    hpml_optim_destroy(o);
+    c.sched = HPML_SCHED_COSINE;
+    c.lr = 1.0;
+    assert_float_equal(hpml_opt_lr(&c, 50, 100, 10), 0.5, 1e-9);
+    c.sched = HPML_SCHED_STEP;
+    c.step_every = 2;
+    c.step_gamma = 0.1;
+    assert_float_equal(hpml_opt_lr(&c, 25, 100, 10), 0.1, 1e-9);
+}
+
+static void test_model_file(void **state)
+{
+    hpml_model_t *m = NULL, *m2 = NULL;
+    char path[] = "/tmp/hpml_nn_model_XXXXXX";
+    float mean, sd;
+    FILE *f;
+    int fd = mkstemp(path);
+    (void)state;
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(hpml_model_create("conv 2 3x3 relu | pool 2 | dense 3", 1, 8, 8, &m), 0);
+    hpml_model_init(m, 3);
+    assert_int_equal(hpml_model_save(m, 0.25f, 0.5f, path), 0);
+    assert_int_equal(hpml_model_load(path, &m2, &mean, &sd), 0);
+    assert_float_equal(mean, 0.25f, 0);
+    assert_memory_equal(hpml_model_params(m), hpml_model_params(m2),
+                        hpml_model_num_params(m) * sizeof(float));
+    hpml_model_destroy(m2);
+    m2 = NULL;
+    /* flip one byte in the middle */
+    f = fopen(path, "r+b");
+    fseek(f, 60, SEEK_SET);
+    fputc(0x5a, f);
+    fclose(f);
+    assert_int_equal(hpml_model_load(path, &m2, &mean, &sd), HPML_ERR_FORMAT);
+    assert_non_null(strstr(hpml_last_error(), "corrupt"));
+    /* truncate */
+    assert_int_equal(truncate(path, 50), 0);
+    assert_int_equal(hpml_model_load(path, &m2, &mean, &sd), HPML_ERR_FORMAT);
+    unlink(path);
+    hpml_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grad_dense),    cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_grad_pool_dropout), cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_optim),         cmocka_unit_test(test_model_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
