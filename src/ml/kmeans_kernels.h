@@ -1,0 +1,210 @@
+/*
+ * K-Means kernels, instantiated for float and double by kmeans_kernels.c: include this
+ * file with KM_T (element type), KM_SUF (name suffix) and KM_GEMM (cblas_sgemm or
+ * cblas_dgemm) defined.
+ *
+ * The hot one is assign: per tile of rows, one GEMM gives -2 C.X^T (k x tile, so the
+ * argmin over clusters runs over contiguous rows and vectorises), then, while the tile
+ * of X is still in cache, the argmin, the label change count, the inertia and the
+ * per-cluster sums are done in the same sweep. X is read from memory once per
+ * iteration. Sums accumulate in KM_T over blocks of rows and are flushed into double,
+ * which bounds the f32 rounding error without a double convert per element.
+ */
+#define KM_CAT2(a, b) a##_##b
+#define KM_CAT(a, b) KM_CAT2(a, b)
+#define KM_FN(name) KM_CAT(hpml__kmeans_##name, KM_SUF)
+
+/* Rows accumulated in KM_T before the partial sums are added into the double sums. */
+#define KM_FLUSH_ROWS 4096
+
+int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
+                  const KM_T *cn, size_t k, size_t tile, int32_t *labels, double *sums,
+                  double *counts, double *inertia, size_t *changed, double *mind)
+{
+    KM_T *dt = NULL, *bv = NULL, *csum = NULL;
+    int32_t *bi = NULL;
+    double inert = 0.0;
+    size_t nchanged = 0, since_flush = 0;
+    int rc = HPML_ERR_NOMEM;
+
+    if (tile == 0)
+        tile = 256;
+    dt = hpml_malloc(k * tile * sizeof(KM_T));
+    bv = hpml_malloc(tile * sizeof(KM_T));
+    bi = hpml_malloc(tile * sizeof(int32_t));
+    if (sums != NULL)
+        csum = hpml_calloc(k * d, sizeof(KM_T));
+    if (dt == NULL || bv == NULL || bi == NULL || (sums != NULL && csum == NULL))
+        goto out;
+
+    for (size_t i0 = 0; i0 < n; i0 += tile) {
+        size_t m = n - i0 < tile ? n - i0 : tile;
+        const KM_T *xt = X + i0 * d;
+
+        /* dt (k x m) = -2 C (k x d) . xt^T (d x m) */
+        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)k, (int)m, (int)d, -2.0, C,
+                (int)d, xt, (int)d, 0.0, dt, (int)m);
+        {
+            const KM_T c0 = cn[0];
+            for (size_t i = 0; i < m; i++) {
+                bv[i] = c0 + dt[i];
+                bi[i] = 0;
+            }
+        }
+        for (size_t j = 1; j < k; j++) {
+            const KM_T cj = cn[j];
+            const KM_T *row = dt + j * m;
+            const int32_t jj = (int32_t)j;
+            /* strict <: the first of equal minima wins, as in scikit-learn */
+            for (size_t i = 0; i < m; i++) {
+                KM_T v = cj + row[i];
+                int lt = v < bv[i];
+                bv[i] = lt ? v : bv[i];
+                bi[i] = lt ? jj : bi[i];
+            }
+        }
+        for (size_t i = 0; i < m; i++) {
+            int32_t l = bi[i];
+            double dist = (double)xn[i0 + i] + (double)bv[i];
+
+            if (dist < 0.0)
+                dist = 0.0;
+            inert += dist;
+            if (mind != NULL)
+                mind[i0 + i] = dist;
+            if (labels[i0 + i] != l) {
+                nchanged++;
+                labels[i0 + i] = l;
+            }
+            if (sums != NULL) {
+                KM_T *s = csum + (size_t)l * d;
+                const KM_T *x = xt + i * d;
+                for (size_t c = 0; c < d; c++)
+                    s[c] += x[c];
+                counts[l] += 1.0;
+            }
+        }
+        if (sums != NULL) {
+            since_flush += m;
+            if (since_flush >= KM_FLUSH_ROWS || i0 + m >= n) {
+                for (size_t q = 0; q < k * d; q++) {
+                    sums[q] += (double)csum[q];
+                    csum[q] = 0;
+                }
+                since_flush = 0;
+            }
+        }
+    }
+    *inertia += inert;
+    if (changed != NULL)
+        *changed += nchanged;
+    rc = 0;
+out:
+    hpml_free(dt);
+    hpml_free(bv);
+    hpml_free(bi);
+    hpml_free(csum);
+    return rc;
+}
+
+/* out (m x n, double) = squared distances of the n rows of X to the m rows of C,
+ * clamped at 0 (|x|^2 + |c|^2 - 2 x.c as scikit-learn's euclidean_distances). */
+int KM_FN(dists)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
+                 const KM_T *cn, size_t m, size_t tile, double *out)
+{
+    KM_T *dt = NULL;
+
+    if (tile == 0)
+        tile = 256;
+    dt = hpml_malloc(m * tile * sizeof(KM_T));
+    if (dt == NULL)
+        return HPML_ERR_NOMEM;
+    for (size_t i0 = 0; i0 < n; i0 += tile) {
+        size_t r = n - i0 < tile ? n - i0 : tile;
+
+        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)r, (int)d, -2.0, C,
+                (int)d, X + i0 * d, (int)d, 0.0, dt, (int)r);
+        for (size_t j = 0; j < m; j++)
+            for (size_t i = 0; i < r; i++) {
+                double v = (double)xn[i0 + i] + (double)cn[j] + (double)dt[j * r + i];
+                out[j * n + i0 + i] = v > 0.0 ? v : 0.0;
+            }
+    }
+    hpml_free(dt);
+    return 0;
+}
+
+/* xn[i] = |x_i|^2 */
+void KM_FN(rownorms)(const KM_T *X, size_t n, size_t d, KM_T *xn)
+{
+    for (size_t i = 0; i < n; i++) {
+        const KM_T *x = X + i * d;
+        double s = 0.0;
+        for (size_t c = 0; c < d; c++)
+            s += (double)x[c] * (double)x[c];
+        xn[i] = (KM_T)s;
+    }
+}
+
+/* sum[c] += sum_i x_ic; with mean != NULL: sum[c] += sum_i (x_ic - mean_c)^2 */
+void KM_FN(colstats)(const KM_T *X, size_t n, size_t d, const double *mean, double *sum)
+{
+    for (size_t i = 0; i < n; i++) {
+        const KM_T *x = X + i * d;
+        if (mean == NULL) {
+            for (size_t c = 0; c < d; c++)
+                sum[c] += (double)x[c];
+        } else {
+            for (size_t c = 0; c < d; c++) {
+                double v = (double)x[c] - mean[c];
+                sum[c] += v * v;
+            }
+        }
+    }
+}
+
+/* X += sign * mean (row-wise) */
+void KM_FN(shift)(KM_T *X, size_t n, size_t d, const double *mean, double sign)
+{
+    KM_T *mt = malloc(d * sizeof(KM_T));
+
+    if (mt == NULL) { /* fall back to the slow form rather than fail */
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < d; c++)
+                X[i * d + c] = (KM_T)((double)X[i * d + c] + sign * mean[c]);
+        return;
+    }
+    for (size_t c = 0; c < d; c++)
+        mt[c] = (KM_T)(sign * mean[c]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < d; c++)
+            X[i * d + c] += mt[c];
+    free(mt);
+}
+
+/* Exact squared distance of each row to its centre (C in double): sum over rows, and
+ * per row into dist when dist != NULL. */
+double KM_FN(exact)(const KM_T *X, size_t n, size_t d, const double *C, const int32_t *labels,
+                    double *dist)
+{
+    double tot = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        const KM_T *x = X + i * d;
+        const double *c = C + (size_t)labels[i] * d;
+        double s = 0.0;
+        for (size_t q = 0; q < d; q++) {
+            double v = (double)x[q] - c[q];
+            s += v * v;
+        }
+        if (dist != NULL)
+            dist[i] = s;
+        tot += s;
+    }
+    return tot;
+}
+
+#undef KM_FLUSH_ROWS
+#undef KM_FN
+#undef KM_CAT
+#undef KM_CAT2

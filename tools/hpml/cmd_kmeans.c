@@ -1,0 +1,457 @@
+/* `hpml kmeans`: distributed K-Means clustering (fit, or predict with given centroids). */
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hpml/comm.h"
+#include "hpml/core.h"
+#include "hpml/io.h"
+#include "hpml/kmeans.h"
+
+static const char *usage_text =
+    "Usage: mpirun -np N hpml kmeans --data FILE -k K [options]\n"
+    "       mpirun -np N hpml kmeans --data FILE --predict CENTROIDS.npy [options]\n\n"
+    "Cluster the rows of FILE (.npy, IDX or CSV; each rank reads its own block of rows)\n"
+    "with Lloyd's K-Means, as scikit-learn's KMeans(algorithm=\"lloyd\") does. With\n"
+    "--predict, assign each row to the nearest of the given centroids instead.\n\n"
+    "Options:\n"
+    "  --data FILE         input rows (required)\n"
+    "  -k, --clusters K    number of clusters (or taken from --init FILE / --predict)\n"
+    "  --init METHOD       k-means++ (default), k-means|| (for large data), random,\n"
+    "                      or a .npy file of k initial centroids\n"
+    "  --max-iter N        Lloyd iterations per run (default 300)\n"
+    "  --tol T             stop when the squared centre shift <= T * mean feature\n"
+    "                      variance (default 1e-4); a run also stops when no label changes\n"
+    "  --n-init N          runs from different initialisations, best inertia kept\n"
+    "                      (default: 10 for random, 1 otherwise)\n"
+    "  --seed S            random seed (default 0)\n"
+    "  --dtype f32|f64     computation type (default f32)\n"
+    "  --out PATH          FILE.npy: write the centroids there; otherwise PATH is a prefix:\n"
+    "                      PATH.centroids.npy and PATH.labels.npy\n"
+    "  --labels FILE       write the labels (int32 .npy, or .csv) there\n"
+    "  --predict FILE      centroids (.npy, k x cols): label the data, no fitting\n"
+    "  --threads N         BLAS threads per rank (default 1)\n"
+    "  --tile ROWS         rows per distance tile (default: from cols and k)\n"
+    "  --json              print the summary as JSON\n"
+    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
+    "  -h, --help          this text\n\n"
+    "The summary goes to stdout (rank 0). Labels are gathered to rank 0 to be written.\n";
+
+#define CMD "kmeans"
+
+typedef struct opts {
+    const char *data, *init_file, *out, *labels, *predict;
+    hpml_kmeans_params_t p;
+    hpml_dtype_t dtype;
+    int json, verbose, threads, have_k;
+} opts_t;
+
+static int parse(int argc, char **argv, opts_t *o)
+{
+    enum { O_DATA = 256, O_INIT, O_MAXIT, O_TOL, O_NINIT, O_SEED, O_DTYPE, O_OUT, O_LABELS,
+           O_PREDICT, O_THREADS, O_TILE, O_JSON };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"clusters", required_argument, NULL, 'k'},
+        {"init", required_argument, NULL, O_INIT},
+        {"max-iter", required_argument, NULL, O_MAXIT},
+        {"tol", required_argument, NULL, O_TOL},
+        {"n-init", required_argument, NULL, O_NINIT},
+        {"seed", required_argument, NULL, O_SEED},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"out", required_argument, NULL, O_OUT},
+        {"labels", required_argument, NULL, O_LABELS},
+        {"predict", required_argument, NULL, O_PREDICT},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"tile", required_argument, NULL, O_TILE},
+        {"json", no_argument, NULL, O_JSON},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long v;
+    double x;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    hpml_kmeans_params_default(&o->p);
+    o->dtype = HPML_F32;
+    o->threads = 1;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":k:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_DATA: o->data = optarg; break;
+        case 'k':
+            if (cli_parse_long(optarg, 1, INT32_MAX, &v) != 0)
+                return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", optarg);
+            o->p.k = (size_t)v;
+            o->have_k = 1;
+            break;
+        case O_INIT:
+            if (hpml_kmeans_init_parse(optarg, &o->p.init) != 0) {
+                size_t n = strlen(optarg);
+                if (n < 4 || strcmp(optarg + n - 4, ".npy") != 0)
+                    return cli_usage_error(CMD, "--init must be k-means++, k-means||, random "
+                                                "or a .npy file (got '%s')", optarg);
+                o->init_file = optarg;
+                o->p.init = HPML_KMEANS_INIT_ARRAY;
+            }
+            break;
+        case O_MAXIT:
+            if (cli_parse_long(optarg, 1, 1000000000L, &v) != 0)
+                return cli_usage_error(CMD, "--max-iter must be an integer >= 1 (got '%s')",
+                                       optarg);
+            o->p.max_iter = (int)v;
+            break;
+        case O_TOL:
+            if (cli_parse_double(optarg, &x) != 0 || x < 0)
+                return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", optarg);
+            o->p.tol = x;
+            break;
+        case O_NINIT:
+            if (cli_parse_long(optarg, 1, 100000, &v) != 0)
+                return cli_usage_error(CMD, "--n-init must be an integer >= 1 (got '%s')",
+                                       optarg);
+            o->p.n_init = (int)v;
+            break;
+        case O_SEED:
+            if (cli_parse_long(optarg, 0, LONG_MAX, &v) != 0)
+                return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", optarg);
+            o->p.seed = (uint64_t)v;
+            break;
+        case O_DTYPE:
+            if (hpml_dtype_parse(optarg, &o->dtype) != 0 ||
+                (o->dtype != HPML_F32 && o->dtype != HPML_F64))
+                return cli_usage_error(CMD, "--dtype must be f32 or f64 (got '%s')", optarg);
+            break;
+        case O_OUT: o->out = optarg; break;
+        case O_LABELS: o->labels = optarg; break;
+        case O_PREDICT: o->predict = optarg; break;
+        case O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
+                                       optarg);
+            o->threads = (int)v;
+            break;
+        case O_TILE:
+            if (cli_parse_long(optarg, 1, 1 << 20, &v) != 0)
+                return cli_usage_error(CMD, "--tile must be an integer >= 1 (got '%s')", optarg);
+            o->p.tile_rows = (size_t)v;
+            break;
+        case O_JSON: o->json = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'h':
+            if (cli_rank() == 0)
+                fputs(usage_text, stdout);
+            return -1;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o->data == NULL)
+        return cli_usage_error(CMD, "--data FILE is required");
+    if (o->predict != NULL) {
+        if (o->init_file || o->p.init != HPML_KMEANS_INIT_KMEANSPP)
+            return cli_usage_error(CMD, "--predict and --init cannot be combined");
+    } else if (!o->have_k && o->init_file == NULL) {
+        return cli_usage_error(CMD, "-k K is required (or --init FILE.npy)");
+    }
+    return 0;
+}
+
+/* Agree on a status: 0 when every rank succeeded; otherwise the lowest failing rank
+ * prints its message and every rank returns CLI_EXIT_FAIL. */
+static int agree(hpml_comm_t *comm, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int agree(hpml_comm_t *comm, int rc, const char *fmt, ...)
+{
+    int32_t who = rc != 0 ? hpml_comm_rank(comm) : hpml_comm_size(comm);
+    char msg[1024];
+    va_list ap;
+
+    if (hpml_allreduce(HPML_IN_PLACE, &who, 1, HPML_I32, HPML_MIN, comm) != 0)
+        cli_fatal(CMD, "allreduce failed: %s", hpml_last_error());
+    if (who == hpml_comm_size(comm))
+        return 0;
+    if (who == hpml_comm_rank(comm)) {
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s %s: %s\n", cli_prog, CMD, msg);
+        fflush(stderr);
+    }
+    return CLI_EXIT_FAIL;
+}
+
+static const char *errtext(int rc)
+{
+    const char *d = hpml_last_error();
+    return d != NULL && *d != '\0' ? d : hpml_strerror(rc);
+}
+
+static void progress(const hpml_kmeans_progress_t *p, void *user)
+{
+    (void)user;
+    fprintf(stderr, "[kmeans] run %d iter %4d  inertia %.6e  shift %.3e  changed %zu  %.1f ms\n",
+            p->run, p->iter, p->inertia, p->shift, p->changed, p->seconds * 1e3);
+}
+
+/* All labels at rank 0 (others get NULL): hpml_allgather of blocks padded to the largest
+ * rank's row count (comm has no gatherv; the blocks differ by at most one row). */
+static int gather_labels(hpml_comm_t *comm, const int32_t *mine, size_t rows, int32_t **out)
+{
+    int P = hpml_comm_size(comm);
+    int64_t me = (int64_t)rows, *cnt = hpml_malloc((size_t)P * sizeof(int64_t));
+    int32_t *pad = NULL, *all = NULL;
+    size_t maxr = 0, total = 0;
+    int rc = HPML_ERR_NOMEM;
+
+    *out = NULL;
+    if (cnt == NULL)
+        goto out;
+    if ((rc = hpml_allgather(&me, cnt, 1, HPML_I64, comm)) != 0)
+        goto out;
+    for (int q = 0; q < P; q++) {
+        total += (size_t)cnt[q];
+        if ((size_t)cnt[q] > maxr)
+            maxr = (size_t)cnt[q];
+    }
+    rc = HPML_ERR_NOMEM;
+    pad = hpml_calloc(maxr ? maxr : 1, sizeof(int32_t));
+    all = hpml_malloc(((size_t)P * maxr + 1) * sizeof(int32_t));
+    if (pad == NULL || all == NULL)
+        goto out;
+    memcpy(pad, mine, rows * sizeof(int32_t));
+    if ((rc = hpml_allgather(pad, all, maxr, HPML_I32, comm)) != 0)
+        goto out;
+    if (hpml_comm_rank(comm) == 0) {
+        size_t at = 0;
+        for (int q = 0; q < P; q++) {
+            memmove(all + at, all + (size_t)q * maxr, (size_t)cnt[q] * sizeof(int32_t));
+            at += (size_t)cnt[q];
+        }
+        *out = all;
+        all = NULL;
+    }
+    rc = 0;
+out:
+    hpml_free(cnt);
+    hpml_free(pad);
+    hpml_free(all);
+    return rc;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int write_labels(const char *path, const int32_t *labels, size_t n)
+{
+    if (ends_with(path, ".csv"))
+        return hpml_csv_write(path, labels, HPML_I32, n, 1, "label");
+    return hpml_npy_write(path, labels, HPML_I32, n, 1);
+}
+
+/* Read a whole small array (centroids) on every rank. */
+static int read_all(const char *path, hpml_dtype_t dt, hpml_array_t *a)
+{
+    size_t rows, cols;
+    hpml_dtype_t stored;
+    int rc = hpml_io_shape(path, HPML_FMT_AUTO, &rows, &cols, &stored);
+
+    if (rc != 0)
+        return rc;
+    return hpml_io_read_rows(path, HPML_FMT_AUTO, dt, 0, rows, 1, a);
+}
+
+int cmd_kmeans(int argc, char **argv);
+int cmd_kmeans(int argc, char **argv)
+{
+    opts_t o;
+    hpml_comm_t *comm = NULL;
+    hpml_array_t X, C0;
+    hpml_kmeans_result_t res;
+    int32_t *all_labels = NULL, *plabels = NULL;
+    char cpath[4096] = "", lpath[4096] = "";
+    double t0, t_read, t_fit = 0.0, inertia = 0.0;
+    int rc, status = CLI_EXIT_FAIL, rank;
+    size_t k;
+
+    memset(&X, 0, sizeof(X));
+    memset(&C0, 0, sizeof(C0));
+    memset(&res, 0, sizeof(res));
+    rc = parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
+        cli_fatal(CMD, "cannot create the communicator: %s", errtext(rc));
+    rank = hpml_comm_rank(comm);
+    hpml_blas_set_threads(o.threads);
+    if (!(isatty(2) || o.verbose) || rank != 0)
+        o.verbose = 0;
+    else
+        o.verbose = 1;
+
+    /* Output paths. */
+    if (o.out != NULL) {
+        if (ends_with(o.out, ".npy")) {
+            snprintf(cpath, sizeof(cpath), "%s", o.out);
+        } else {
+            snprintf(cpath, sizeof(cpath), "%s.centroids.npy", o.out);
+            snprintf(lpath, sizeof(lpath), "%s.labels.npy", o.out);
+        }
+    }
+    if (o.labels != NULL)
+        snprintf(lpath, sizeof(lpath), "%s", o.labels);
+    if (o.predict != NULL)
+        cpath[0] = '\0'; /* nothing fitted to write */
+
+    /* Centroids given in a file (--init FILE or --predict FILE): every rank reads them. */
+    if (o.init_file || o.predict) {
+        const char *f = o.init_file ? o.init_file : o.predict;
+        rc = read_all(f, o.dtype, &C0);
+        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+            goto out;
+        if (o.have_k && C0.rows != o.p.k) {
+            status = agree(comm, 1, "%s holds %zu centroids but -k is %zu", f, C0.rows, o.p.k);
+            goto out;
+        }
+        o.p.k = C0.rows;
+        o.p.init_centroids = C0.data;
+    }
+    k = o.p.k;
+
+    t0 = hpml_time();
+    rc = hpml_io_read_block(o.data, HPML_FMT_AUTO, o.dtype, rank, hpml_comm_size(comm), 1, &X);
+    if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        goto out;
+    t_read = hpml_time() - t0;
+    if (C0.data != NULL && C0.cols != X.cols) {
+        status = agree(comm, 1, "%s has %zu columns but %s has %zu",
+                       o.init_file ? o.init_file : o.predict, C0.cols, o.data, X.cols);
+        goto out;
+    }
+    if (k > X.total_rows) {
+        status = agree(comm, 1, "k=%zu is larger than the %zu rows of %s", k, X.total_rows,
+                       o.data);
+        goto out;
+    }
+
+    if (o.predict == NULL) {
+        if (o.verbose)
+            o.p.progress = progress;
+        t0 = hpml_time();
+        rc = hpml_kmeans_fit(comm, &o.p, o.dtype, X.data, X.rows, X.cols, &res);
+        t_fit = hpml_time() - t0;
+        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+            goto out;
+        plabels = res.labels;
+        inertia = res.inertia;
+    } else {
+        plabels = hpml_malloc((X.rows ? X.rows : 1) * sizeof(int32_t));
+        rc = plabels ? 0 : HPML_ERR_NOMEM;
+        t0 = hpml_time();
+        if (rc == 0)
+            rc = hpml_kmeans_predict(comm, o.dtype, X.data, X.rows, X.cols, C0.data, k,
+                                     plabels, &inertia);
+        t_fit = hpml_time() - t0;
+        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+            goto out;
+    }
+
+    if (lpath[0] != '\0') {
+        rc = gather_labels(comm, plabels, X.rows, &all_labels);
+        if ((status = agree(comm, rc, "gathering labels: %s", errtext(rc))) != 0)
+            goto out;
+    }
+    rc = 0;
+    if (rank == 0 && cpath[0] != '\0')
+        rc = hpml_npy_write(cpath, res.centroids, o.dtype, k, X.cols);
+    if (rank == 0 && rc == 0 && lpath[0] != '\0')
+        rc = write_labels(lpath, all_labels, X.total_rows);
+    if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        goto out;
+
+    if (rank == 0) {
+        const char *mode = o.predict ? "predict" : "fit";
+        const char *init = o.predict ? "-" : o.init_file ? o.init_file
+                                                         : hpml_kmeans_init_name(o.p.init);
+        double per_iter = res.total_iter ? res.lloyd_seconds / res.total_iter : 0.0;
+        if (o.json) {
+            printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ", mode);
+            hpml_json_string(stdout, o.data);
+            printf(", \"rows\": %zu, \"cols\": %zu, \"k\": %zu, \"ranks\": %d, \"dtype\": \"%s\", "
+                   "\"init\": ",
+                   X.total_rows, X.cols, k, hpml_comm_size(comm), hpml_dtype_name(o.dtype));
+            hpml_json_string(stdout, init);
+            printf(", \"inertia\": %.17g", inertia);
+            if (!o.predict)
+                printf(", \"n_iter\": %d, \"converged\": %s, \"strict_convergence\": %s, "
+                       "\"n_init\": %d, \"best_run\": %d, \"total_iter\": %d, "
+                       "\"relocated\": %zu, \"empty_clusters\": %zu, \"init_seconds\": %.6f, "
+                       "\"lloyd_seconds\": %.6f, \"seconds_per_iter\": %.6f",
+                       res.n_iter, res.converged ? "true" : "false",
+                       res.strict ? "true" : "false",
+                       o.p.n_init ? o.p.n_init
+                                  : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
+                       res.best_run, res.total_iter, res.relocated, res.empty, res.init_seconds,
+                       res.lloyd_seconds, per_iter);
+            printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ",
+                   t_read, t_fit);
+            if (cpath[0]) hpml_json_string(stdout, cpath); else printf("null");
+            printf(", \"labels\": ");
+            if (lpath[0]) hpml_json_string(stdout, lpath); else printf("null");
+            printf("}\n");
+        } else {
+            printf("kmeans %s: %zu rows x %zu cols, k=%zu, %d rank%s, %s, init %s\n", mode,
+                   X.total_rows, X.cols, k, hpml_comm_size(comm),
+                   hpml_comm_size(comm) == 1 ? "" : "s", hpml_dtype_name(o.dtype), init);
+            printf("  inertia      %.10g\n", inertia);
+            if (!o.predict) {
+                printf("  iterations   %d (%s)\n", res.n_iter,
+                       res.strict ? "converged: labels unchanged"
+                       : res.converged ? "converged: centre shift within tol"
+                                       : "max-iter reached");
+                printf("  runs         %d (best %d), %d iterations in all\n",
+                       o.p.init == HPML_KMEANS_INIT_ARRAY ? 1
+                       : o.p.n_init ? o.p.n_init
+                                    : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
+                       res.best_run, res.total_iter);
+                if (res.relocated || res.empty)
+                    printf("  empty        %zu refilled, %zu left empty\n", res.relocated,
+                           res.empty);
+                printf("  time         read %.3f s, init %.3f s, lloyd %.3f s (%.2f ms/iter)\n",
+                       t_read, res.init_seconds, res.lloyd_seconds, per_iter * 1e3);
+            } else {
+                printf("  time         read %.3f s, predict %.3f s\n", t_read, t_fit);
+            }
+            if (cpath[0])
+                printf("  centroids -> %s\n", cpath);
+            if (lpath[0])
+                printf("  labels    -> %s\n", lpath);
+        }
+        fflush(stdout);
+    }
+    status = CLI_EXIT_OK;
+out:
+    if (plabels != res.labels)
+        hpml_free(plabels);
+    hpml_free(all_labels);
+    hpml_kmeans_result_free(&res);
+    hpml_array_free(&X);
+    hpml_array_free(&C0);
+    hpml_comm_destroy(comm);
+    return status;
+}
