@@ -3,3 +3,4 @@
  * Each is implemented as `int cmd_<name>(int argc, char **argv)` in cmd_<name>.c.
  */
 HPML_COMMAND(info, "show hpml's build, the MPI library, nodes, shared memory, BLAS and CPU")
+HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allreduced X'X, Cholesky)")

@@ -1,0 +1,194 @@
+/* Helpers shared by the knn, pca, linreg and logreg commands (see mlcli.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mlcli.h"
+
+const char *mlcli_errtext(int rc)
+{
+    const char *d = hpml_last_error();
+    return d != NULL && *d != '\0' ? d : hpml_strerror(rc);
+}
+
+int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...)
+{
+    int32_t who = rc != 0 ? hpml_comm_rank(comm) : hpml_comm_size(comm);
+    char msg[1024];
+    va_list ap;
+
+    if (hpml_allreduce(HPML_IN_PLACE, &who, 1, HPML_I32, HPML_MIN, comm) != 0)
+        cli_fatal(cmd, "allreduce failed: %s", hpml_last_error());
+    if (who == hpml_comm_size(comm))
+        return 0;
+    if (who == hpml_comm_rank(comm)) {
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
+        fflush(stderr);
+    }
+    return CLI_EXIT_FAIL;
+}
+
+int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli_target_t *tgt,
+               hpml_array_t *x, hpml_array_t *y)
+{
+    int rank = hpml_comm_rank(comm), P = hpml_comm_size(comm), rc;
+    size_t rows, cols, trows, tcols;
+    hpml_dtype_t st;
+
+    memset(x, 0, sizeof(*x));
+    if (y != NULL)
+        memset(y, 0, sizeof(*y));
+    /* Shapes first, on every rank: mismatches are then reported once and identically. */
+    rc = hpml_io_shape(path, HPML_FMT_AUTO, &rows, &cols, &st);
+    if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+        return CLI_EXIT_FAIL;
+    if (mlcli_agree(cmd, comm, rows == 0 || cols == 0, "%s: no data (%zu rows x %zu columns)",
+                    path, rows, cols))
+        return CLI_EXIT_FAIL;
+    if (tgt != NULL && tgt->file != NULL) {
+        rc = hpml_io_shape(tgt->file, HPML_FMT_AUTO, &trows, &tcols, &st);
+        if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+            return CLI_EXIT_FAIL;
+        if (mlcli_agree(cmd, comm, trows != rows, "%s has %zu rows but %s has %zu", tgt->file,
+                        trows, path, rows))
+            return CLI_EXIT_FAIL;
+    }
+    if (tgt != NULL && tgt->file == NULL) {
+        long c = tgt->col < 0 ? (long)cols + tgt->col : tgt->col;
+
+        if (mlcli_agree(cmd, comm, c < 0 || c >= (long)cols || cols < 2,
+                        "--target-col %ld is out of range: %s has %zu columns (need the target "
+                        "and at least one feature)",
+                        tgt->col, path, cols))
+            return CLI_EXIT_FAIL;
+    }
+    rc = hpml_io_read_block(path, HPML_FMT_AUTO, HPML_F64, rank, P, 1, x);
+    if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+        return CLI_EXIT_FAIL;
+    if (tgt == NULL)
+        return 0;
+    if (tgt->file != NULL) {
+        rc = hpml_io_read_block(tgt->file, HPML_FMT_AUTO, HPML_F64, rank, P, 1, y);
+        return mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc));
+    }
+    /* Split column c out of x, in place. */
+    {
+        size_t c = (size_t)(tgt->col < 0 ? (long)cols + tgt->col : tgt->col);
+        double *d = x->data, *t = hpml_malloc((x->rows ? x->rows : 1) * sizeof(double));
+
+        if (mlcli_agree(cmd, comm, t == NULL, "out of memory"))
+            return CLI_EXIT_FAIL;
+        for (size_t i = 0, k = 0; i < x->rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                if (j == c)
+                    t[i] = d[i * cols + j];
+                else
+                    d[k++] = d[i * cols + j];
+            }
+        *y = *x;
+        y->cols = 1;
+        y->data = t;
+        x->cols = cols - 1;
+    }
+    return 0;
+}
+
+int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
+                     hpml_dtype_t dtype, size_t rows, size_t cols)
+{
+    int P = hpml_comm_size(comm), rc;
+    size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0;
+    int64_t me = (int64_t)rows, *cnt = hpml_malloc((size_t)P * sizeof(int64_t));
+    char *pad = NULL, *all = NULL;
+
+    rc = cnt == NULL ? HPML_ERR_NOMEM : hpml_allgather(&me, cnt, 1, HPML_I64, comm);
+    if (mlcli_agree(cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc))) {
+        hpml_free(cnt);
+        return CLI_EXIT_FAIL;
+    }
+    for (int q = 0; q < P; q++) {
+        total += (size_t)cnt[q];
+        if ((size_t)cnt[q] > maxr)
+            maxr = (size_t)cnt[q];
+    }
+    /* comm has no gatherv: blocks are padded to the largest (they differ by one row). */
+    pad = hpml_calloc(maxr * cols + 1, es);
+    all = hpml_malloc(((size_t)P * maxr * cols + 1) * es);
+    rc = pad && all ? 0 : HPML_ERR_NOMEM;
+    if (rc == 0) {
+        memcpy(pad, local, rows * cols * es);
+        rc = hpml_allgather(pad, all, maxr * cols, dtype, comm);
+    }
+    if (mlcli_agree(cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)) == 0) {
+        size_t at = 0;
+
+        for (int q = 0; q < P; q++) {
+            memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
+            at += (size_t)cnt[q] * cols * es;
+        }
+        rc = mlcli_write(cmd, comm, path, all, dtype, total, cols);
+    } else {
+        rc = CLI_EXIT_FAIL;
+    }
+    hpml_free(cnt);
+    hpml_free(pad);
+    hpml_free(all);
+    return rc;
+}
+
+int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void *data,
+                hpml_dtype_t dtype, size_t rows, size_t cols)
+{
+    size_t n = strlen(path);
+    int rc = 0;
+
+    if (hpml_comm_rank(comm) == 0) {
+        if (n >= 4 && strcmp(path + n - 4, ".csv") == 0)
+            rc = hpml_csv_write(path, data, dtype, rows, cols, NULL);
+        else
+            rc = hpml_npy_write(path, data, dtype, rows, cols);
+    }
+    return mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc));
+}
+
+void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, int main_one)
+{
+    size_t n;
+
+    buf[0] = '\0';
+    if (out == NULL)
+        return;
+    n = strlen(out);
+    if (n >= 4 && strcmp(out + n - 4, ".npy") == 0) {
+        if (main_one)
+            snprintf(buf, size, "%s", out);
+        return;
+    }
+    snprintf(buf, size, "%s.%s.npy", out, what);
+}
+
+void mlcli_json_doubles(const double *v, size_t n)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++)
+        printf("%s%.17g", i ? ", " : "", v[i]);
+    putchar(']');
+}
+
+void mlcli_print_doubles(const double *v, size_t n, size_t max)
+{
+    for (size_t i = 0; i < n && i < max; i++)
+        printf(" %.6g", v[i]);
+    if (n > max)
+        printf(" ... (%zu more)", n - max);
+}
+
+int mlcli_progress_on(hpml_comm_t *comm, int verbose)
+{
+    return hpml_comm_rank(comm) == 0 && (verbose || isatty(2));
+}
