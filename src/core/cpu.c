@@ -4,8 +4,8 @@
  * The choice is made once (AUTO: best available; HPML_SIMD=portable|avx2|auto in the
  * environment overrides it) and can be forced by hpml_simd_select() for tests.
  */
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/simd_internal.h"
 #include "hpml/core.h"
@@ -70,8 +70,7 @@ int hpml_simd_select(hpml_simd_t which)
         return 0;
     case HPML_SIMD_AVX2:
         if (!avx2_usable())
-            return hpml_set_error(HPML_ERR_UNSUPPORTED,
-                                  "this CPU lacks AVX2, F16C or FMA");
+            return hpml_set_error(HPML_ERR_UNSUPPORTED, "this CPU lacks AVX2, F16C or FMA");
         __atomic_store_n(&simd_path, (int)HPML_SIMD_AVX2, __ATOMIC_RELAXED);
         return 0;
     }

@@ -63,9 +63,9 @@ static inline uint16_t f32_to_f16_bits(uint32_t x)
     /* Subnormal result: value = m * 2^(e-150); in units of 2^-24 that is
      * m >> (126 - e), rounded to nearest even. The result may round up to 0x400, the
      * smallest normal, which is the right encoding. */
-    uint32_t e = ax >> 23;                  /* 102 .. 112 */
+    uint32_t e = ax >> 23; /* 102 .. 112 */
     uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126 - e;               /* 14 .. 24 */
+    uint32_t shift = 126 - e; /* 14 .. 24 */
     uint32_t q = m >> shift;
     uint32_t rem = m & ((1u << shift) - 1);
     uint32_t half = 1u << (shift - 1);

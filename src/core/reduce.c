@@ -27,10 +27,22 @@ typedef void (*kern_fn)(void *d, const void *a, const void *b, size_t n);
 
 /* ---- element operations ------------------------------------------------------------ */
 
-static inline float f32_sum(float a, float b) { return a + b; }
-static inline float f32_prod(float a, float b) { return a * b; }
-static inline double f64_sum(double a, double b) { return a + b; }
-static inline double f64_prod(double a, double b) { return a * b; }
+static inline float f32_sum(float a, float b)
+{
+    return a + b;
+}
+static inline float f32_prod(float a, float b)
+{
+    return a * b;
+}
+static inline double f64_sum(double a, double b)
+{
+    return a + b;
+}
+static inline double f64_prod(double a, double b)
+{
+    return a * b;
+}
 
 /*
  * Float MIN/MAX follow IEEE 754-2019 minimum/maximum: a NaN operand propagates (a's if
@@ -38,24 +50,24 @@ static inline double f64_prod(double a, double b) { return a * b; }
  * order of the operands except for which of two NaNs is kept. They compare keys that
  * order the bit patterns like the values: for negative numbers flip the magnitude bits.
  */
-#define FLOAT_MINMAX(NAME, U, S, ABS, INF, SHIFT)                                              \
-    static inline U NAME##_key_le(U a, U b)                                                    \
-    {                                                                                          \
-        U ka = a ^ ((0 - (a >> SHIFT)) & ABS);                                                 \
-        U kb = b ^ ((0 - (b >> SHIFT)) & ABS);                                                 \
-        return (S)ka <= (S)kb;                                                                 \
-    }                                                                                          \
-    static inline U NAME##_min(U a, U b)                                                       \
-    {                                                                                          \
-        U r = NAME##_key_le(a, b) ? a : b;                                                     \
-        r = (b & ABS) > INF ? b : r;                                                           \
-        return (a & ABS) > INF ? a : r;                                                        \
-    }                                                                                          \
-    static inline U NAME##_max(U a, U b)                                                       \
-    {                                                                                          \
-        U r = NAME##_key_le(a, b) ? b : a;                                                     \
-        r = (b & ABS) > INF ? b : r;                                                           \
-        return (a & ABS) > INF ? a : r;                                                        \
+#define FLOAT_MINMAX(NAME, U, S, ABS, INF, SHIFT)                                                  \
+    static inline U NAME##_key_le(U a, U b)                                                        \
+    {                                                                                              \
+        U ka = a ^ ((0 - (a >> SHIFT)) & ABS);                                                     \
+        U kb = b ^ ((0 - (b >> SHIFT)) & ABS);                                                     \
+        return (S)ka <= (S)kb;                                                                     \
+    }                                                                                              \
+    static inline U NAME##_min(U a, U b)                                                           \
+    {                                                                                              \
+        U r = NAME##_key_le(a, b) ? a : b;                                                         \
+        r = (b & ABS) > INF ? b : r;                                                               \
+        return (a & ABS) > INF ? a : r;                                                            \
+    }                                                                                              \
+    static inline U NAME##_max(U a, U b)                                                           \
+    {                                                                                              \
+        U r = NAME##_key_le(a, b) ? b : a;                                                         \
+        r = (b & ABS) > INF ? b : r;                                                               \
+        return (a & ABS) > INF ? a : r;                                                            \
     }
 
 FLOAT_MINMAX(f32b, uint32_t, int32_t, 0x7fffffffu, 0x7f800000u, 31)
@@ -63,11 +75,23 @@ FLOAT_MINMAX(f64b, uint64_t, int64_t, 0x7fffffffffffffffull, 0x7ff0000000000000u
 
 /* Integer SUM/PROD in an unsigned type wrap modulo 2^bits; the conversion back to the
  * signed type is GCC's modulo conversion (implementation-defined, never undefined). */
-#define INT_OPS(NAME, T, U)                                                                    \
-    static inline T NAME##_sum(T a, T b) { return (T)((U)a + (U)b); }                         \
-    static inline T NAME##_prod(T a, T b) { return (T)((U)a * (U)b); }                        \
-    static inline T NAME##_min(T a, T b) { return a < b ? a : b; }                            \
-    static inline T NAME##_max(T a, T b) { return a > b ? a : b; }
+#define INT_OPS(NAME, T, U)                                                                        \
+    static inline T NAME##_sum(T a, T b)                                                           \
+    {                                                                                              \
+        return (T)((U)a + (U)b);                                                                   \
+    }                                                                                              \
+    static inline T NAME##_prod(T a, T b)                                                          \
+    {                                                                                              \
+        return (T)((U)a * (U)b);                                                                   \
+    }                                                                                              \
+    static inline T NAME##_min(T a, T b)                                                           \
+    {                                                                                              \
+        return a < b ? a : b;                                                                      \
+    }                                                                                              \
+    static inline T NAME##_max(T a, T b)                                                           \
+    {                                                                                              \
+        return a > b ? a : b;                                                                      \
+    }
 
 INT_OPS(i8, int8_t, uint32_t)
 INT_OPS(u8, uint8_t, uint32_t)
@@ -80,44 +104,44 @@ INT_OPS(i64, int64_t, uint64_t)
  * loop-carried dependences: ivdep spares the runtime alias checks that would otherwise
  * send the in-place case down the scalar fallback. */
 
-#define DEF_LOOP(ATTR, FNAME, T, OPFN)                                                         \
-    ATTR static void FNAME(void *dv, const void *av, const void *bv, size_t n)                 \
-    {                                                                                          \
-        T *d = dv;                                                                             \
-        const T *a = av, *b = bv;                                                              \
-        _Pragma("GCC ivdep") for (size_t i = 0; i < n; i++) d[i] = OPFN(a[i], b[i]);          \
+#define DEF_LOOP(ATTR, FNAME, T, OPFN)                                                             \
+    ATTR static void FNAME(void *dv, const void *av, const void *bv, size_t n)                     \
+    {                                                                                              \
+        T *d = dv;                                                                                 \
+        const T *a = av, *b = bv;                                                                  \
+        _Pragma("GCC ivdep") for (size_t i = 0; i < n; i++) d[i] = OPFN(a[i], b[i]);               \
     }
 
 /* fp16/bf16: BLK elements at a time into f32 stack buffers, combined with the f32 kernel
  * of the same path, rounded back once. The raw halves are copied through an aligned
  * buffer so the converters never see an odd address. */
 #define BLK 512
-#define DEF_HALF(ATTR, FNAME, F32FN, CONV_IN, CONV_OUT)                                         \
-    ATTR static void FNAME(void *dv, const void *av, const void *bv, size_t n)                 \
-    {                                                                                          \
-        uint16_t h[BLK];                                                                       \
-        float fa[BLK], fb[BLK];                                                                \
-        for (size_t i = 0; i < n; i += BLK) {                                                  \
-            size_t m = n - i < BLK ? n - i : BLK;                                              \
-            memcpy(h, (const char *)av + 2 * i, 2 * m);                                        \
-            CONV_IN(fa, h, m);                                                                 \
-            memcpy(h, (const char *)bv + 2 * i, 2 * m);                                        \
-            CONV_IN(fb, h, m);                                                                 \
-            F32FN(fa, fa, fb, m);                                                              \
-            CONV_OUT(h, fa, m);                                                                \
-            memcpy((char *)dv + 2 * i, h, 2 * m);                                              \
-        }                                                                                      \
+#define DEF_HALF(ATTR, FNAME, F32FN, CONV_IN, CONV_OUT)                                            \
+    ATTR static void FNAME(void *dv, const void *av, const void *bv, size_t n)                     \
+    {                                                                                              \
+        uint16_t h[BLK];                                                                           \
+        float fa[BLK], fb[BLK];                                                                    \
+        for (size_t i = 0; i < n; i += BLK) {                                                      \
+            size_t m = n - i < BLK ? n - i : BLK;                                                  \
+            memcpy(h, (const char *)av + 2 * i, 2 * m);                                            \
+            CONV_IN(fa, h, m);                                                                     \
+            memcpy(h, (const char *)bv + 2 * i, 2 * m);                                            \
+            CONV_IN(fb, h, m);                                                                     \
+            F32FN(fa, fa, fb, m);                                                                  \
+            CONV_OUT(h, fa, m);                                                                    \
+            memcpy((char *)dv + 2 * i, h, 2 * m);                                                  \
+        }                                                                                          \
     }
 
 /* Each line defines one kernel for both paths, so `make vec-report` names it by line:
  * expect "16 byte vectors" (baseline SSE2) and "32 byte vectors" (AVX2) on each. */
 #define AVX2 __attribute__((target("avx2,f16c,fma")))
-#define LOOP2(NAME, T, OPFN)                                                                   \
+#define LOOP2(NAME, T, OPFN)                                                                       \
     DEF_LOOP(, NAME##_portable, T, OPFN) DEF_LOOP(AVX2, NAME##_avx2, T, OPFN)
-#define HALF2(NAME, FMT, OP)                                                                   \
-    DEF_HALF(, NAME##_portable, f32_##OP##_portable, hpml__##FMT##_to_f32_portable,          \
-             hpml__f32_to_##FMT##_portable)                                                    \
-    DEF_HALF(AVX2, NAME##_avx2, f32_##OP##_avx2, hpml__##FMT##_to_f32_avx2,                  \
+#define HALF2(NAME, FMT, OP)                                                                       \
+    DEF_HALF(, NAME##_portable, f32_##OP##_portable, hpml__##FMT##_to_f32_portable,                \
+             hpml__f32_to_##FMT##_portable)                                                        \
+    DEF_HALF(AVX2, NAME##_avx2, f32_##OP##_avx2, hpml__##FMT##_to_f32_avx2,                        \
              hpml__f32_to_##FMT##_avx2)
 
 LOOP2(f32_sum, f32_ua, f32_sum)
@@ -153,12 +177,15 @@ HALF2(bf16_prod, bf16, prod)
 HALF2(bf16_min, bf16, min)
 HALF2(bf16_max, bf16, max)
 
-#define ROW(D, P) {D##_sum_##P, D##_prod_##P, D##_min_##P, D##_max_##P}
-#define TABLE(P)                                                                               \
-    {                                                                                          \
-        [HPML_F32] = ROW(f32, P), [HPML_F64] = ROW(f64, P), [HPML_F16] = ROW(f16, P),          \
-        [HPML_BF16] = ROW(bf16, P), [HPML_I8] = ROW(i8, P), [HPML_U8] = ROW(u8, P),            \
-        [HPML_I32] = ROW(i32, P), [HPML_I64] = ROW(i64, P),                                    \
+#define ROW(D, P)                                                                                  \
+    {                                                                                              \
+        D##_sum_##P, D##_prod_##P, D##_min_##P, D##_max_##P                                        \
+    }
+#define TABLE(P)                                                                                   \
+    {                                                                                              \
+        [HPML_F32] = ROW(f32, P), [HPML_F64] = ROW(f64, P), [HPML_F16] = ROW(f16, P),              \
+        [HPML_BF16] = ROW(bf16, P), [HPML_I8] = ROW(i8, P), [HPML_U8] = ROW(u8, P),                \
+        [HPML_I32] = ROW(i32, P), [HPML_I64] = ROW(i64, P),                                        \
     }
 
 /* [path: 0 portable, 1 avx2][dtype][op: sum prod min max; AVG reduces as SUM] */
@@ -177,8 +204,7 @@ int hpml_reduce_local3(void *dst, const void *a, const void *b, size_t n, hpml_d
                        hpml_op_t op)
 {
     if ((unsigned)dt >= HPML_DTYPE_COUNT || (unsigned)op >= HPML_OP_COUNT)
-        return hpml_set_error(HPML_ERR_INVAL, "reduce: bad dtype %d or op %d", (int)dt,
-                              (int)op);
+        return hpml_set_error(HPML_ERR_INVAL, "reduce: bad dtype %d or op %d", (int)dt, (int)op);
     if (n == 0)
         return 0;
     if (!dst || !a || !b)
@@ -205,12 +231,12 @@ int hpml_reduce_local(void *dst, const void *src, size_t n, hpml_dtype_t dt, hpm
  * more than 2p+2 bits of either format, so the double rounding gives the correctly
  * rounded quotient. Integers use C division, truncating toward zero. */
 
-#define DEF_DIV(NAME, T, W)                                                                    \
-    static void NAME(void *bv, size_t n, W p)                                                  \
-    {                                                                                          \
-        T *d = bv;                                                                             \
-        for (size_t i = 0; i < n; i++)                                                         \
-            d[i] = d[i] / p;                                                                   \
+#define DEF_DIV(NAME, T, W)                                                                        \
+    static void NAME(void *bv, size_t n, W p)                                                      \
+    {                                                                                              \
+        T *d = bv;                                                                                 \
+        for (size_t i = 0; i < n; i++)                                                             \
+            d[i] = d[i] / p;                                                                       \
     }
 
 DEF_DIV(div_f32, f32_ua, float)
@@ -243,13 +269,12 @@ static void div_half(void *bv, size_t n, int p, int bf16)
 int hpml_reduce_finish(void *buf, size_t n, hpml_dtype_t dt, hpml_op_t op, int contributions)
 {
     if ((unsigned)dt >= HPML_DTYPE_COUNT || (unsigned)op >= HPML_OP_COUNT)
-        return hpml_set_error(HPML_ERR_INVAL, "reduce_finish: bad dtype %d or op %d",
-                              (int)dt, (int)op);
+        return hpml_set_error(HPML_ERR_INVAL, "reduce_finish: bad dtype %d or op %d", (int)dt,
+                              (int)op);
     if (op != HPML_AVG)
         return 0;
     if (contributions <= 0)
-        return hpml_set_error(HPML_ERR_INVAL, "reduce_finish: %d contributions",
-                              contributions);
+        return hpml_set_error(HPML_ERR_INVAL, "reduce_finish: %d contributions", contributions);
     if (n == 0 || contributions == 1)
         return 0;
     if (!buf)

@@ -18,11 +18,11 @@
 #include "hpml/core.h"
 
 struct ref {
-    uint32_t *f16_to_f32;   /* [65536] */
-    uint32_t *f32_to_f16;   /* pairs (f32 bits, f16 bits) */
+    uint32_t *f16_to_f32; /* [65536] */
+    uint32_t *f32_to_f16; /* pairs (f32 bits, f16 bits) */
     size_t n_f32_to_f16;
-    uint32_t *bf16_to_f32;  /* [65536] */
-    uint32_t *f32_to_bf16;  /* pairs (f32 bits, bf16 bits) */
+    uint32_t *bf16_to_f32; /* [65536] */
+    uint32_t *f32_to_bf16; /* pairs (f32 bits, bf16 bits) */
     size_t n_f32_to_bf16;
     uint32_t *blob;
 };
@@ -68,8 +68,7 @@ static int find_script(char *out, size_t len)
     return -1;
 }
 
-static int read_section(FILE *f, uint32_t **p, size_t *n, size_t words_per_rec,
-                        uint32_t **cursor)
+static int read_section(FILE *f, uint32_t **p, size_t *n, size_t words_per_rec, uint32_t **cursor)
 {
     uint32_t cnt;
     if (fread(&cnt, 4, 1, f) != 1)
@@ -176,8 +175,8 @@ static void test_f16_to_f32_all(void **state)
                 /* NumPy leaves the quiet bit alone; hpml sets it, as F16C does. */
                 assert_true(is_nan32(got) && is_nan32(want));
                 assert_int_equal(got >> 31, want >> 31);
-                uint32_t doc = ((uint32_t)(i & 0x8000) << 16) | 0x7fc00000u |
-                               ((uint32_t)(i & 0x3ff) << 13);
+                uint32_t doc =
+                    ((uint32_t)(i & 0x8000) << 16) | 0x7fc00000u | ((uint32_t)(i & 0x3ff) << 13);
                 assert_int_equal(got, doc);
             } else if (got != want) {
                 fail_msg("f16 %04x -> f32 %08x, NumPy says %08x (path %d)", i, got, want,
@@ -236,12 +235,12 @@ static void test_f32_to_f16_boundaries(void **state)
         float x;
         uint16_t h;
     } cases[] = {
-        {65504.0f, 0x7bff},           {65519.996f, 0x7bff},  {65520.0f, 0x7c00},
-        {1e30f, 0x7c00},              {-65520.0f, 0xfc00},   {0x1p-24f, 0x0001},
-        {0x1p-25f, 0x0000},           {0x1.000002p-25f, 0x0001}, {0x1.8p-24f, 0x0002},
-        {0x1p-14f, 0x0400},           {0x1.ffcp-15f, 0x0400}, {0x1.ffbffep-15f, 0x03ff},
-        {0x1.ff8p-15f, 0x03ff},
-        {-0.0f, 0x8000},              {0x1p-149f, 0x0000},   {-0x1p-149f, 0x8000},
+        {65504.0f, 0x7bff},     {65519.996f, 0x7bff},      {65520.0f, 0x7c00},
+        {1e30f, 0x7c00},        {-65520.0f, 0xfc00},       {0x1p-24f, 0x0001},
+        {0x1p-25f, 0x0000},     {0x1.000002p-25f, 0x0001}, {0x1.8p-24f, 0x0002},
+        {0x1p-14f, 0x0400},     {0x1.ffcp-15f, 0x0400},    {0x1.ffbffep-15f, 0x03ff},
+        {0x1.ff8p-15f, 0x03ff}, {-0.0f, 0x8000},           {0x1p-149f, 0x0000},
+        {-0x1p-149f, 0x8000},
     };
     hpml_simd_t ps[2];
     int np = paths(ps);

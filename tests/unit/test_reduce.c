@@ -28,26 +28,26 @@ static int npaths(hpml_simd_t ps[2])
  * Written from the documented contract, independently of the kernels' bit tricks:
  * floats MIN/MAX propagate NaN (a's if both), and -0 < +0. */
 
-#define REF_FMINMAX(T, NAME)                                                                   \
-    static T NAME##_min(T a, T b)                                                              \
-    {                                                                                          \
-        if (isnan(a))                                                                          \
-            return a;                                                                          \
-        if (isnan(b))                                                                          \
-            return b;                                                                          \
-        if (a != b)                                                                            \
-            return a < b ? a : b;                                                              \
-        return signbit(a) ? a : b;                                                             \
-    }                                                                                          \
-    static T NAME##_max(T a, T b)                                                              \
-    {                                                                                          \
-        if (isnan(a))                                                                          \
-            return a;                                                                          \
-        if (isnan(b))                                                                          \
-            return b;                                                                          \
-        if (a != b)                                                                            \
-            return a > b ? a : b;                                                              \
-        return signbit(a) ? b : a;                                                             \
+#define REF_FMINMAX(T, NAME)                                                                       \
+    static T NAME##_min(T a, T b)                                                                  \
+    {                                                                                              \
+        if (isnan(a))                                                                              \
+            return a;                                                                              \
+        if (isnan(b))                                                                              \
+            return b;                                                                              \
+        if (a != b)                                                                                \
+            return a < b ? a : b;                                                                  \
+        return signbit(a) ? a : b;                                                                 \
+    }                                                                                              \
+    static T NAME##_max(T a, T b)                                                                  \
+    {                                                                                              \
+        if (isnan(a))                                                                              \
+            return a;                                                                              \
+        if (isnan(b))                                                                              \
+            return b;                                                                              \
+        if (a != b)                                                                                \
+            return a > b ? a : b;                                                                  \
+        return signbit(a) ? b : a;                                                                 \
     }
 REF_FMINMAX(float, rf)
 REF_FMINMAX(double, rd)
@@ -186,18 +186,34 @@ static void ref_elem(void *d, const void *a, const void *b, hpml_dtype_t dt, hpm
 static int elem_is_nan(const void *p, hpml_dtype_t dt)
 {
     switch (dt) {
-    case HPML_F32: { float x; memcpy(&x, p, 4); return isnan(x); }
-    case HPML_F64: { double x; memcpy(&x, p, 8); return isnan(x); }
-    case HPML_F16: { uint16_t h; memcpy(&h, p, 2); return (h & 0x7fff) > 0x7c00; }
-    case HPML_BF16: { uint16_t h; memcpy(&h, p, 2); return (h & 0x7fff) > 0x7f80; }
+    case HPML_F32: {
+        float x;
+        memcpy(&x, p, 4);
+        return isnan(x);
+    }
+    case HPML_F64: {
+        double x;
+        memcpy(&x, p, 8);
+        return isnan(x);
+    }
+    case HPML_F16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return (h & 0x7fff) > 0x7c00;
+    }
+    case HPML_BF16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return (h & 0x7fff) > 0x7f80;
+    }
     default: return 0;
     }
 }
 
 /* ---- test data -------------------------------------------------------------------------- */
 
-static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1.0, -1.0,
-                                  65504.0, 1e-8, -3.5, 2.0};
+static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN,  -NAN,
+                                  1.0, -1.0, 65504.0,  1e-8,      -3.5, 2.0};
 
 /* Fill n elements at p: integers get random bytes (so sums and products overflow);
  * floats get random values of mixed sign and magnitude, and when `special` is set
@@ -230,8 +246,8 @@ static void fill(unsigned char *p, size_t n, hpml_dtype_t dt, hpml_rng_t *rng, i
 }
 
 /* Compare n elements; floats under SUM/PROD/AVG compare NaN-ness for NaN results. */
-static void check(const unsigned char *got, const unsigned char *want, size_t n,
-                  hpml_dtype_t dt, hpml_op_t op, const char *what)
+static void check(const unsigned char *got, const unsigned char *want, size_t n, hpml_dtype_t dt,
+                  hpml_op_t op, const char *what)
 {
     size_t sz = hpml_dtype_size(dt);
     int nan_loose = op != HPML_MIN && op != HPML_MAX;
@@ -294,15 +310,15 @@ static void test_all_kernels(void **state)
                             memcpy(A0, a, n * sz);
                             memcpy(B0, b, n * sz);
                             for (size_t i = 0; i < n; i++)
-                                ref_elem(W + i * sz, A0 + i * sz, B0 + i * sz,
-                                         (hpml_dtype_t)dt, (hpml_op_t)op);
+                                ref_elem(W + i * sz, A0 + i * sz, B0 + i * sz, (hpml_dtype_t)dt,
+                                         (hpml_op_t)op);
                             memset(D, 0xee, CAP);
                             int rc;
                             unsigned char *out;
                             switch (mode) {
                             case MODE_OUT:
-                                rc = hpml_reduce_local3(d, a, b, n, (hpml_dtype_t)dt,
-                                                        (hpml_op_t)op);
+                                rc =
+                                    hpml_reduce_local3(d, a, b, n, (hpml_dtype_t)dt, (hpml_op_t)op);
                                 out = d;
                                 /* Nothing written outside [d, d + n*sz). */
                                 for (unsigned char *q = D; q < D + CAP; q++)
@@ -310,18 +326,17 @@ static void test_all_kernels(void **state)
                                         assert_int_equal(*q, 0xee);
                                 break;
                             case MODE_DST_A:
-                                rc = hpml_reduce_local(a, b, n, (hpml_dtype_t)dt,
-                                                       (hpml_op_t)op);
+                                rc = hpml_reduce_local(a, b, n, (hpml_dtype_t)dt, (hpml_op_t)op);
                                 out = a;
                                 break;
                             case MODE_DST_B:
-                                rc = hpml_reduce_local3(b, a, b, n, (hpml_dtype_t)dt,
-                                                        (hpml_op_t)op);
+                                rc =
+                                    hpml_reduce_local3(b, a, b, n, (hpml_dtype_t)dt, (hpml_op_t)op);
                                 out = b;
                                 break;
                             default:
-                                rc = hpml_reduce_local3(a, a, a, n, (hpml_dtype_t)dt,
-                                                        (hpml_op_t)op);
+                                rc =
+                                    hpml_reduce_local3(a, a, a, n, (hpml_dtype_t)dt, (hpml_op_t)op);
                                 out = a;
                                 break;
                             }
@@ -356,8 +371,7 @@ static void test_paths_agree(void **state)
     if (npaths(ps) < 2)
         skip();
     enum { N = 100003 };
-    unsigned char *a = malloc(N * 8), *b = malloc(N * 8), *d0 = malloc(N * 8),
-                  *d1 = malloc(N * 8);
+    unsigned char *a = malloc(N * 8), *b = malloc(N * 8), *d0 = malloc(N * 8), *d1 = malloc(N * 8);
     hpml_rng_t rng;
     hpml_rng_init(&rng, 7, 3);
     assert_true(a && b && d0 && d1);

@@ -148,7 +148,7 @@ static void test_normal(void **state)
     double mean = sum / N, var = sum2 / N - mean * mean;
     assert_true(fabs(mean) < 0.015);
     assert_true(fabs(var - 1.0) < 0.02);
-    assert_true(fabs(sum4 / N - 3.0) < 0.15);               /* kurtosis of a normal */
+    assert_true(fabs(sum4 / N - 3.0) < 0.15);                /* kurtosis of a normal */
     assert_true(fabs(within1 / (double)N - 0.6827) < 0.005); /* 68% within one sigma */
 }
 
