@@ -1,0 +1,87 @@
+/*
+ * iallreduce: MPI_Iallreduce against hpml_iallreduce with OMB's overlap method
+ * (osu_iallreduce): pure communication time, then the operation overlapped with compute.
+ */
+#include "bench/bench_internal.h"
+
+static double bus(int p)
+{
+    return 2.0 * hpml__bench_ring_factor(p);
+}
+
+static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
+{
+    (void)c;
+    *s = bytes;
+    *r = bytes;
+}
+
+static int start(bench_ctx_t *c)
+{
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Iallreduce(BENCH_SEND_MPI(c), c->rbuf, (int)c->count, c->mdt,
+                                        c->msum, c->comm, &c->mreq));
+    return hpml_iallreduce(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, HPML_SUM,
+                           c->hcomm, &c->hreq);
+}
+
+static int test(bench_ctx_t *c, int *done)
+{
+    int rc;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Test(&c->mreq, done, MPI_STATUS_IGNORE));
+    if (c->hreq == NULL) {
+        *done = 1;
+        return 0;
+    }
+    rc = hpml_test(c->hreq, done);
+    if (*done)
+        c->hreq = NULL; /* hpml_test freed it */
+    return rc;
+}
+
+static int wait(bench_ctx_t *c)
+{
+    hpml_request_t *r = c->hreq;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Wait(&c->mreq, MPI_STATUS_IGNORE));
+    c->hreq = NULL;
+    return r ? hpml_wait(r) : 0;
+}
+
+static void fill(bench_ctx_t *c)
+{
+    hpml__bench_fill_rank(c, c->in_place ? c->rbuf : c->sbuf, c->rank, 0, c->count);
+}
+
+static void *result(bench_ctx_t *c, size_t *n)
+{
+    *n = c->count;
+    return c->rbuf;
+}
+
+static double expect(const bench_ctx_t *c, size_t i)
+{
+    return hpml__bench_sum(c, i);
+}
+
+const bench_case_t hpml__bench_iallreduce = {
+    .name = "iallreduce",
+    .title = "Non-blocking Allreduce Latency Test",
+    .kind = HPML_BENCH_KIND_NBC,
+    .hpml_coll = -1,
+    .hpml_plain = 1,
+    .total_mult = hpml__bench_one,
+    .bus_factor = bus,
+    .time_scale = 1.0,
+    .buffers = buffers,
+    .reports = hpml__bench_everyone,
+    .start = start,
+    .test = test,
+    .wait = wait,
+    .fill = fill,
+    .result = result,
+    .expect = expect,
+};

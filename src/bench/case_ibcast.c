@@ -1,0 +1,86 @@
+/*
+ * ibcast: MPI_Ibcast against hpml_ibcast with OMB's overlap method (osu_ibcast), root
+ * from -k.
+ */
+#include "bench/bench_internal.h"
+
+static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
+{
+    (void)c;
+    *s = 0;
+    *r = bytes;
+}
+
+static int start(bench_ctx_t *c)
+{
+    if (c->impl->native)
+        return BENCH_MPI(
+            MPI_Ibcast(c->rbuf, (int)c->count, c->mdt, c->root, c->comm, &c->mreq));
+    return hpml_ibcast(c->rbuf, c->count, c->dtype, c->root, c->hcomm, &c->hreq);
+}
+
+static int test(bench_ctx_t *c, int *done)
+{
+    int rc;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Test(&c->mreq, done, MPI_STATUS_IGNORE));
+    if (c->hreq == NULL) {
+        *done = 1;
+        return 0;
+    }
+    rc = hpml_test(c->hreq, done);
+    if (*done)
+        c->hreq = NULL; /* hpml_test freed it */
+    return rc;
+}
+
+static int wait(bench_ctx_t *c)
+{
+    hpml_request_t *r = c->hreq;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Wait(&c->mreq, MPI_STATUS_IGNORE));
+    c->hreq = NULL;
+    return r ? hpml_wait(r) : 0;
+}
+
+static void fill(bench_ctx_t *c)
+{
+    if (c->rank == c->root)
+        hpml__bench_fill_rank(c, c->rbuf, c->root, 0, c->count);
+    else
+        for (size_t i = 0; i < c->count; i++)
+            hpml__bench_set(c->rbuf, c->dtype, i, 0);
+}
+
+static void *result(bench_ctx_t *c, size_t *n)
+{
+    *n = c->count;
+    return c->rbuf;
+}
+
+static double expect(const bench_ctx_t *c, size_t i)
+{
+    return hpml__bench_value(c, c->root, i);
+}
+
+const bench_case_t hpml__bench_ibcast = {
+    .name = "ibcast",
+    .title = "Non-blocking Broadcast Latency Test",
+    .kind = HPML_BENCH_KIND_NBC,
+    .hpml_coll = -1,
+    .hpml_plain = 1,
+    .rooted = 1,
+    .total_mult = hpml__bench_one,
+    .bus_factor = hpml__bench_one,
+    .time_scale = 1.0,
+    .buffers = buffers,
+    .reports = hpml__bench_everyone,
+    .start = start,
+    .test = test,
+    .wait = wait,
+    .fill = fill,
+    .result = result,
+    .expect = expect,
+};

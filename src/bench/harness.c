@@ -1,0 +1,732 @@
+/*
+ * The one benchmark harness: size sweep, OMB's timing loops (blocking, point-to-point,
+ * nonblocking overlap), statistics reduced across ranks, and validation. Each case is a
+ * bench_case_t in its own file; nothing here knows which collective it is timing.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_internal.h"
+
+static const bench_case_t *const cases[] = {
+    &hpml__bench_latency,   &hpml__bench_bw,         &hpml__bench_bibw,
+    &hpml__bench_mbw_mr,    &hpml__bench_multi_lat,  &hpml__bench_allreduce,
+    &hpml__bench_bcast,     &hpml__bench_reduce,     &hpml__bench_allgather,
+    &hpml__bench_reduce_scatter, &hpml__bench_alltoall, &hpml__bench_gather,
+    &hpml__bench_scatter,   &hpml__bench_barrier,    &hpml__bench_iallreduce,
+    &hpml__bench_ibcast,    NULL,
+};
+
+#define NCASES (sizeof(cases) / sizeof(cases[0]) - 1)
+#define LARGE_MESSAGE 8192
+
+const bench_case_t *hpml__bench_case_find(const char *name)
+{
+    for (size_t i = 0; name != NULL && cases[i] != NULL; i++)
+        if (strcmp(cases[i]->name, name) == 0)
+            return cases[i];
+    return NULL;
+}
+
+const char *const *hpml_bench_cases(void)
+{
+    static const char *names[NCASES + 1];
+
+    for (size_t i = 0; i < NCASES; i++)
+        names[i] = cases[i]->name;
+    names[NCASES] = NULL;
+    return names;
+}
+
+int hpml_bench_case_exists(const char *name)
+{
+    return hpml__bench_case_find(name) != NULL;
+}
+
+void hpml_bench_opts_init(hpml_bench_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->warmup = -1;
+    o->dtype = HPML_I8; /* OMB's default datatype is MPI_CHAR */
+    o->window = 64;
+    o->mem_limit = (size_t)512 << 20;
+}
+
+/* ---- --impl ------------------------------------------------------------------------ */
+
+static int add_impl(hpml_bench_opts_t *o, int native, hpml_algo_t algo)
+{
+    hpml_bench_impl_t im = {0};
+
+    im.native = native;
+    im.algo = algo;
+    if (native)
+        snprintf(im.name, sizeof(im.name), "mpi");
+    else if (algo == HPML_ALGO_AUTO)
+        snprintf(im.name, sizeof(im.name), "hpml");
+    else
+        snprintf(im.name, sizeof(im.name), "hpml:%s", hpml_algo_name(algo));
+    for (int i = 0; i < o->nimpls; i++)
+        if (strcmp(o->impls[i].name, im.name) == 0)
+            return 0;
+    if (o->nimpls == HPML_BENCH_MAX_IMPLS)
+        return hpml_set_error(HPML_ERR_INVAL, "too many implementations");
+    o->impls[o->nimpls++] = im;
+    return 0;
+}
+
+static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_opts_t *o,
+                          char *note, size_t note_len)
+{
+    const hpml_algo_t *algos = NULL;
+    size_t nalgos = 0;
+    int has_hpml = bc->hpml_coll >= 0 || bc->hpml_plain;
+    hpml_algo_t a;
+
+    if (strcmp(tok, "mpi") == 0)
+        return add_impl(o, 1, HPML_ALGO_MPI);
+    if (bc->hpml_coll >= 0 &&
+        hpml_algo_list((hpml_coll_t)bc->hpml_coll, &algos, &nalgos) != 0)
+        nalgos = 0;
+    if (strcmp(tok, "all") == 0) {
+        int rc = add_impl(o, 1, HPML_ALGO_MPI);
+
+        if (!has_hpml) {
+            snprintf(note, note_len, "hpml has no %s of its own: native MPI only", bc->name);
+            return rc;
+        }
+        if (rc == 0)
+            rc = add_impl(o, 0, HPML_ALGO_AUTO);
+        /* hpml:mpi is hpml's pass-through to the same MPI call as "mpi": left out of
+         * "all" (ask for it by name to see the wrapper's cost). */
+        for (size_t i = 0; rc == 0 && i < nalgos; i++)
+            if (algos[i] != HPML_ALGO_MPI && algos[i] != HPML_ALGO_AUTO)
+                rc = add_impl(o, 0, algos[i]);
+        return rc;
+    }
+    if (!has_hpml && strncmp(tok, "hpml", 4) == 0)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml has no %s of its own; use --impl mpi (or all)", bc->name);
+    if (strcmp(tok, "hpml") == 0)
+        return add_impl(o, 0, HPML_ALGO_AUTO);
+    if (strncmp(tok, "hpml:", 5) == 0) {
+        if (bc->hpml_coll < 0)
+            return hpml_set_error(HPML_ERR_INVAL, "hpml has no algorithm choice for %s",
+                                  bc->name);
+        if (hpml_algo_parse(tok + 5, &a) == 0) {
+            if (a == HPML_ALGO_AUTO)
+                return add_impl(o, 0, a);
+            for (size_t i = 0; i < nalgos; i++)
+                if (algos[i] == a)
+                    return add_impl(o, 0, a);
+        }
+        {
+            char list[256] = "";
+            size_t len = 0;
+
+            for (size_t i = 0; i < nalgos && len < sizeof(list); i++)
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+                                        i ? " " : "", hpml_algo_name(algos[i]));
+            return hpml_set_error(HPML_ERR_INVAL, "unknown %s algorithm '%s' (have: %s)",
+                                  bc->name, tok + 5, list);
+        }
+    }
+    return hpml_set_error(HPML_ERR_INVAL,
+                          "bad --impl '%s' (mpi, hpml, hpml:<algorithm>, all)", tok);
+}
+
+int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_opts_t *o,
+                           char *note, size_t note_len)
+{
+    const bench_case_t *bc = hpml__bench_case_find(case_name);
+    char buf[512], *tok, *save = NULL;
+    int rc = 0;
+
+    if (note_len)
+        note[0] = '\0';
+    if (bc == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "unknown benchmark '%s'", case_name);
+    if (spec == NULL || strlen(spec) >= sizeof(buf) || *spec == '\0')
+        return hpml_set_error(HPML_ERR_INVAL, "bad --impl");
+    o->nimpls = 0;
+    strcpy(buf, spec);
+    for (tok = strtok_r(buf, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
+        rc = parse_one_impl(bc, tok, o, note, note_len);
+    if (rc == 0 && o->nimpls == 0)
+        rc = hpml_set_error(HPML_ERR_INVAL, "bad --impl '%s'", spec);
+    return rc;
+}
+
+/* ---- sweep --------------------------------------------------------------------------- */
+
+/* OMB's iteration counts: (small, warm-up small, large, warm-up large). An explicit -i
+ * or -x keeps OMB's ratio between small and large messages. */
+static void iterations(const bench_case_t *bc, const hpml_bench_opts_t *o, size_t size,
+                       long *iters, long *skip)
+{
+    long d[4];
+    int large = size > LARGE_MESSAGE;
+
+    switch (bc->kind) {
+    case HPML_BENCH_KIND_LAT: d[0] = 10000, d[1] = 100, d[2] = 1000, d[3] = 10; break;
+    case HPML_BENCH_KIND_BW:
+    case HPML_BENCH_KIND_MBW: d[0] = 100, d[1] = 10, d[2] = 20, d[3] = 2; break;
+    default: d[0] = 1000, d[1] = 100, d[2] = 100, d[3] = 10; break;
+    }
+    if (o->iters > 0)
+        *iters = large ? (o->iters * d[2] + d[0] - 1) / d[0] : o->iters;
+    else
+        *iters = large ? d[2] : d[0];
+    if (o->warmup >= 0)
+        *skip = large ? (o->warmup * d[3] + d[1] - 1) / d[1] : o->warmup;
+    else
+        *skip = large ? d[3] : d[1];
+    if (*iters < 1)
+        *iters = 1;
+}
+
+static size_t buffer_bytes(const bench_case_t *bc, bench_ctx_t *c, size_t size)
+{
+    size_t s, r;
+
+    bc->buffers(c, size, &s, &r);
+    return s + r;
+}
+
+/* Sizes: 0 when the range starts at 0 (OMB skips it; hpml keeps it), then powers of two
+ * from the minimum up to the maximum, leaving out sizes below one element. */
+static size_t make_sizes(const bench_case_t *bc, bench_ctx_t *c, const hpml_bench_opts_t *o,
+                         size_t max, size_t *sizes, size_t cap, char *note, size_t note_len)
+{
+    size_t n = 0;
+
+    if (bc->kind == HPML_BENCH_KIND_BARRIER) {
+        sizes[0] = 0;
+        return 1;
+    }
+    if (o->min_size == 0)
+        sizes[n++] = 0;
+    for (size_t s = o->min_size ? o->min_size : 1; s <= max && n < cap; s *= 2) {
+        if (s < c->esize)
+            continue;
+        if (buffer_bytes(bc, c, s) > o->mem_limit) {
+            snprintf(note, note_len, "sizes above %zu bytes left out: -M %zu bytes per rank",
+                     s / 2, o->mem_limit);
+            break;
+        }
+        sizes[n++] = s;
+        if (s > SIZE_MAX / 2)
+            break;
+    }
+    return n;
+}
+
+/* ---- statistics ------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Reduce this rank's per-iteration times t[0..n) (microseconds) into the row:
+ * OMB's mean/min/max of per-rank averages, the mean of per-iteration maxima across
+ * ranks, and OMB's percentiles (element-wise sum across ranks, sorted, / rank count). */
+static int reduce_stats(bench_ctx_t *c, const hpml_bench_opts_t *o, int rep, const double *t,
+                        long n, double *work, hpml_bench_row_t *row, double *my_avg)
+{
+    double avg = 0, in[2], out[2], mn, mx;
+    int nrep;
+
+    for (long i = 0; i < n; i++)
+        avg += t[i];
+    avg /= (double)n;
+    *my_avg = avg;
+    in[0] = rep ? avg : 0;
+    in[1] = rep ? 1 : 0;
+    if (MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    nrep = (int)out[1];
+    row->avg = out[0] / nrep;
+    in[0] = rep ? avg : DBL_MAX;
+    if (MPI_Allreduce(in, &mn, 1, MPI_DOUBLE, MPI_MIN, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    in[0] = rep ? avg : -DBL_MAX;
+    if (MPI_Allreduce(in, &mx, 1, MPI_DOUBLE, MPI_MAX, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    row->min = mn;
+    row->max = mx;
+
+    for (long i = 0; i < n; i++)
+        work[i] = rep ? t[i] : -DBL_MAX;
+    if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_MAX, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    row->maxrank = 0;
+    for (long i = 0; i < n; i++)
+        row->maxrank += work[i];
+    row->maxrank /= (double)n;
+
+    for (int k = 0; k < HPML_BENCH_MAX_PCT; k++)
+        row->pct[k] = NAN;
+    if (o->npct > 0) {
+        for (long i = 0; i < n; i++)
+            work[i] = rep ? t[i] : 0;
+        if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_SUM, c->comm) !=
+            MPI_SUCCESS)
+            return HPML_ERR_MPI;
+        qsort(work, (size_t)n, sizeof(double), cmp_double);
+        for (int k = 0; k < o->npct; k++) {
+            long idx = lround((double)n * o->pct[k] / 100.0) - 1;
+
+            if (idx < 0)
+                idx = 0;
+            if (idx >= n)
+                idx = n - 1;
+            row->pct[k] = work[idx] / nrep;
+        }
+    }
+    return 0;
+}
+
+/* ---- timing loops ------------------------------------------------------------------ */
+
+static void set_root(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                     long i)
+{
+    if (bc->rooted)
+        c->root = o->root_rotate ? (int)(i % c->size) : o->root;
+}
+
+/* Blocking loop (OMB): a barrier per size; each iteration timer, operation, timer;
+ * collectives then a barrier outside the timed region. */
+static int time_blocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                         long iters, long skip, double *t)
+{
+    int coll = bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_BARRIER;
+
+    if (MPI_Barrier(c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    for (long i = 0; i < skip + iters; i++) {
+        double t0, t1;
+        int rc;
+
+        set_root(c, bc, o, i);
+        t0 = MPI_Wtime();
+        rc = bc->run(c);
+        t1 = MPI_Wtime();
+        if (rc != 0)
+            return rc;
+        if (i >= skip)
+            t[i - skip] = (t1 - t0) * 1e6 * bc->time_scale;
+        if (coll && MPI_Barrier(c->comm) != MPI_SUCCESS)
+            return HPML_ERR_MPI;
+    }
+    return 0;
+}
+
+/* A compute kernel that runs for `seconds` of wall time, calling the case's test
+ * `ntest` times at even intervals (OMB's dummy compute with MPI_Test calls). Returns the
+ * time spent computing, excluding the test calls. */
+static double compute(bench_ctx_t *c, const bench_case_t *bc, double seconds, int ntest,
+                      int *rc)
+{
+    volatile double x = 1.0;
+    double t0 = MPI_Wtime(), spent_testing = 0;
+    int done = 0;
+
+    for (int s = 0; s <= ntest; s++) {
+        double until = t0 + seconds * (s + 1) / (ntest + 1);
+
+        while (MPI_Wtime() < until)
+            for (int k = 0; k < 64; k++)
+                x = x * 1.0000001 + 1e-9;
+        if (s < ntest && !done && *rc == 0) {
+            double a = MPI_Wtime();
+
+            *rc = bc->test(c, &done);
+            spent_testing += MPI_Wtime() - a;
+        }
+    }
+    return MPI_Wtime() - t0 - spent_testing;
+}
+
+/* OMB's overlap method: the pure communication time (start + wait), then each
+ * iteration starts the operation, computes for as long as the mean pure time, waits. */
+static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc,
+                            const hpml_bench_opts_t *o, long iters, long skip, double *t,
+                            double *work, hpml_bench_row_t *row)
+{
+    double pure_local = 0, comp_local = 0, target, sums[3], in[3], my_avg;
+    int rc = 0;
+
+    if (MPI_Barrier(c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    for (long i = 0; i < skip + iters; i++) {
+        double t0;
+
+        set_root(c, bc, o, i);
+        t0 = MPI_Wtime();
+        if ((rc = bc->start(c)) != 0 || (rc = bc->wait(c)) != 0)
+            return rc;
+        if (i >= skip)
+            pure_local += MPI_Wtime() - t0;
+        if (MPI_Barrier(c->comm) != MPI_SUCCESS)
+            return HPML_ERR_MPI;
+    }
+    pure_local /= (double)iters;
+    if (MPI_Allreduce(&pure_local, &target, 1, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    target /= c->size;
+
+    for (long i = 0; i < skip + iters; i++) {
+        double t0, cp;
+
+        set_root(c, bc, o, i);
+        t0 = MPI_Wtime();
+        if ((rc = bc->start(c)) != 0)
+            return rc;
+        cp = compute(c, bc, target, o->test_calls, &rc);
+        if (rc != 0 || (rc = bc->wait(c)) != 0)
+            return rc;
+        if (i >= skip) {
+            t[i - skip] = (MPI_Wtime() - t0) * 1e6;
+            comp_local += cp;
+        }
+        if (MPI_Barrier(c->comm) != MPI_SUCCESS)
+            return HPML_ERR_MPI;
+    }
+    comp_local /= (double)iters;
+    if ((rc = reduce_stats(c, o, 1, t, iters, work, row, &my_avg)) != 0)
+        return rc;
+    in[0] = my_avg;
+    in[1] = comp_local * 1e6;
+    in[2] = pure_local * 1e6;
+    if (MPI_Allreduce(in, sums, 3, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    row->overall = sums[0] / c->size;
+    row->compute = sums[1] / c->size;
+    row->pure = sums[2] / c->size;
+    row->overlap =
+        row->pure > 0 ? fmax(0.0, 100.0 - (row->overall - row->compute) / row->pure * 100.0)
+                      : 0;
+    return 0;
+}
+
+/* ---- validation ------------------------------------------------------------------- */
+
+static int break_mode(void)
+{
+    const char *e = getenv("HPML_BENCH_BREAK");
+
+    return e != NULL && strcmp(e, "drop-last") == 0;
+}
+
+/* Fresh inputs, one more operation, compare every element with its exact expected
+ * value. Every size is checked; the result records failures, the sweep goes on. */
+static int validate(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                    hpml_bench_row_t *row)
+{
+    long bad = 0, total = 0;
+    size_t n = 0, first = 0;
+    double got = 0, want = 0;
+    void *res;
+    int rc, who, first_rank;
+
+    if (bc->fill == NULL) {
+        row->valid = -1;
+        return 0;
+    }
+    c->root = bc->rooted ? (o->root_rotate ? c->size - 1 : o->root) : 0;
+    bc->fill(c);
+    if (MPI_Barrier(c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    if (bc->run != NULL)
+        rc = bc->run(c);
+    else if ((rc = bc->start(c)) == 0)
+        rc = bc->wait(c);
+    if (rc != 0)
+        return rc;
+    res = bc->result(c, &n);
+    if (res != NULL && n > 0 && !c->impl->native && break_mode())
+        memset((char *)res + (n - 1) * c->esize, 0, c->esize);
+    for (size_t i = 0; res != NULL && i < n; i++) {
+        double g = hpml__bench_get(res, c->dtype, i), w = bc->expect(c, i);
+
+        if (g != w) { /* exact: every expected value is a small integer */
+            if (bad == 0) {
+                first = i;
+                got = g;
+                want = w;
+            }
+            bad++;
+        }
+    }
+    if (MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    row->bad = total;
+    row->valid = total == 0;
+    row->note[0] = '\0';
+    if (total == 0)
+        return 0;
+    who = bad ? c->rank : c->size;
+    if (MPI_Allreduce(&who, &first_rank, 1, MPI_INT, MPI_MIN, c->comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    if (c->rank == first_rank)
+        snprintf(row->note, sizeof(row->note),
+                 "%ld wrong element(s); first on rank %d: element %zu is %g, expected %g",
+                 total, c->rank, first, got, want);
+    return BENCH_MPI(MPI_Bcast(row->note, (int)sizeof(row->note), MPI_CHAR, first_rank,
+                               c->comm));
+}
+
+/* ---- one measurement -------------------------------------------------------------- */
+
+static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                   size_t size, double *t, double *work, hpml_bench_row_t *row)
+{
+    long iters, skip;
+    double my_avg = 0;
+    int rc, p = c->size;
+
+    row->size = size;
+    c->bytes = size;
+    c->count = size / c->esize;
+    iterations(bc, o, size, &iters, &skip);
+    row->iters = iters;
+    row->bw = row->msg_rate = row->algbw = row->busbw = NAN;
+    row->overall = row->compute = row->pure = row->overlap = NAN;
+    row->valid = -1;
+
+    if (bc->kind == HPML_BENCH_KIND_NBC) {
+        rc = time_nonblocking(c, bc, o, iters, skip, t, work, row);
+    } else {
+        int rep = bc->reports(c);
+
+        if ((rc = time_blocking(c, bc, o, iters, skip, t)) != 0)
+            return rc;
+        rc = reduce_stats(c, o, rep, t, iters, work, row, &my_avg);
+        if (rc == 0 && bc->iter_bytes != NULL) {
+            /* Bandwidth: bytes per timed iteration over the time of one iteration, summed
+             * over the reporting ranks (one sender for bw/bibw, every sender for mbw_mr). */
+            double in[2] = {0, 0}, out[2];
+
+            if (rep && my_avg > 0) {
+                in[0] = bc->iter_bytes(c) / my_avg; /* bytes/us = MB/s */
+                in[1] = c->window / (my_avg * 1e-6);
+            }
+            if (MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+                return HPML_ERR_MPI;
+            row->bw = out[0];
+            row->msg_rate = out[1];
+        }
+    }
+    if (rc != 0)
+        return rc;
+    if (bc->bus_factor != NULL) {
+        double lat = bc->kind == HPML_BENCH_KIND_NBC ? row->pure : row->avg;
+
+        row->algbw = lat > 0 ? (double)size * bc->total_mult(p) / lat : 0;
+        row->busbw = row->algbw * bc->bus_factor(p);
+    }
+    return o->validate ? validate(c, bc, o, row) : 0;
+}
+
+/* Touch every pair of ranks once, so that connection set-up (lazy in many MPI
+ * libraries) happens before any warm-up, never inside a timed region. */
+static int connect_all(bench_ctx_t *c)
+{
+    for (int k = 1; k < c->size; k++) {
+        int to = (c->rank + k) % c->size, from = (c->rank - k + c->size) % c->size;
+        char s = 0, r;
+
+        if (MPI_Sendrecv(&s, 1, MPI_CHAR, to, 9, &r, 1, MPI_CHAR, from, 9, c->comm,
+                         MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return HPML_ERR_MPI;
+    }
+    return BENCH_MPI(MPI_Barrier(c->comm));
+}
+
+static const char *dtype_label(hpml_dtype_t dt)
+{
+    switch (dt) {
+    case HPML_F32: return "MPI_FLOAT";
+    case HPML_F64: return "MPI_DOUBLE";
+    case HPML_I8: return "MPI_CHAR";
+    case HPML_U8: return "MPI_UNSIGNED_CHAR";
+    case HPML_I32: return "MPI_INT";
+    case HPML_I64: return "MPI_INT64_T";
+    case HPML_F16: return "HPML_F16";
+    case HPML_BF16: return "HPML_BF16";
+    default: return "?";
+    }
+}
+
+static int check_opts(const bench_case_t *bc, const hpml_bench_opts_t *o, int p)
+{
+    if (bc == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "unknown benchmark '%s'",
+                              o->case_name ? o->case_name : "(null)");
+    if (p < 2)
+        return hpml_set_error(HPML_ERR_INVAL, "%s needs at least 2 ranks", bc->name);
+    if (bc->even_ranks && p % 2 != 0)
+        return hpml_set_error(HPML_ERR_INVAL, "%s needs an even number of ranks", bc->name);
+    if (hpml_dtype_size(o->dtype) == 0)
+        return hpml_set_error(HPML_ERR_INVAL, "bad datatype");
+    if (o->nimpls < 1)
+        return hpml_set_error(HPML_ERR_INVAL, "no implementation to run");
+    if (bc->rooted && !o->root_rotate && (o->root < 0 || o->root >= p))
+        return hpml_set_error(HPML_ERR_INVAL, "root %d out of range (0..%d)", o->root, p - 1);
+    if (o->window < 1 || o->npct < 0 || o->npct > HPML_BENCH_MAX_PCT || o->test_calls < 0)
+        return hpml_set_error(HPML_ERR_INVAL, "bad option value");
+    if (o->min_size > (o->max_size ? o->max_size : o->min_size))
+        return hpml_set_error(HPML_ERR_INVAL, "minimum size above maximum size");
+    return 0;
+}
+
+int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_t **out)
+{
+    const bench_case_t *bc = hpml__bench_case_find(o->case_name);
+    bench_ctx_t c = {0};
+    hpml_bench_result_t *r = NULL;
+    size_t sizes[80], nsizes, max, maxbuf = 0;
+    long maxit = 1;
+    double *t = NULL, *work = NULL;
+    int rc, p, need_hpml = 0;
+
+    *out = NULL;
+    c.comm = MPI_COMM_NULL;
+    c.msum = MPI_OP_NULL;
+    MPI_Comm_size(comm, &p);
+    if ((rc = check_opts(bc, o, p)) != 0)
+        return rc;
+    if (MPI_Comm_dup(comm, &c.comm) != MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(c.comm, &c.rank);
+    c.size = p;
+    c.dtype = o->dtype;
+    c.esize = hpml_dtype_size(o->dtype);
+    c.window = o->window;
+    c.in_place = o->in_place;
+    c.root = o->root;
+    if ((rc = hpml__bench_mpi_type(o->dtype, &c.mdt, &c.msum)) != 0)
+        goto out;
+    for (int i = 0; i < o->nimpls; i++)
+        need_hpml |= !o->impls[i].native;
+    if (need_hpml && (rc = hpml_comm_create(comm, NULL, &c.hcomm)) != 0)
+        goto out;
+
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        rc = HPML_ERR_NOMEM;
+        goto out;
+    }
+    max = o->max_size ? o->max_size
+                      : (bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_NBC
+                             ? (size_t)1 << 20
+                             : (size_t)4 << 20);
+    nsizes = make_sizes(bc, &c, o, max, sizes, sizeof(sizes) / sizeof(sizes[0]), r->note,
+                        sizeof(r->note));
+    for (size_t i = 0; i < nsizes; i++) {
+        long it, sk;
+        size_t s, rb;
+
+        bc->buffers(&c, sizes[i], &s, &rb);
+        if (s > maxbuf)
+            maxbuf = s;
+        if (rb > maxbuf)
+            maxbuf = rb;
+        iterations(bc, o, sizes[i], &it, &sk);
+        if (it > maxit)
+            maxit = it;
+        /* MPI counts are int: refuse sizes whose counts would not fit. */
+        if ((s > rb ? s : rb) / c.esize > (size_t)INT32_MAX) {
+            rc = hpml_set_error(HPML_ERR_RANGE, "size %zu too large for an MPI count",
+                                sizes[i]);
+            goto out;
+        }
+    }
+    r->case_name = bc->name;
+    r->title = bc->title;
+    r->kind = bc->kind;
+    r->ranks = p;
+    r->dtype = o->dtype;
+    snprintf(r->dtype_label, sizeof(r->dtype_label), "%s",
+             o->dtype_label ? o->dtype_label : dtype_label(o->dtype));
+    r->npct = o->npct;
+    memcpy(r->pct, o->pct, sizeof(r->pct));
+    r->full = o->full;
+    r->validate = o->validate && bc->fill != NULL;
+    r->nimpls = o->nimpls;
+    memcpy(r->impls, o->impls, sizeof(r->impls));
+    r->nsizes = nsizes;
+    r->rows = calloc(nsizes * (size_t)o->nimpls + 1, sizeof(*r->rows));
+    c.sbuf = hpml_malloc(maxbuf);
+    c.rbuf = hpml_malloc(maxbuf);
+    c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
+    t = malloc((size_t)maxit * sizeof(*t));
+    work = malloc((size_t)maxit * sizeof(*work));
+    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || t == NULL ||
+        work == NULL) {
+        rc = HPML_ERR_NOMEM;
+        goto out;
+    }
+    /* Inputs start valid (and finite) so the first timed operations reduce real data. */
+    memset(c.sbuf, 0, maxbuf);
+    memset(c.rbuf, 0, maxbuf);
+    if ((rc = connect_all(&c)) != 0)
+        goto out;
+
+    /* Sizes outer, implementations inner: every implementation of one size is timed
+     * under the same machine conditions, which matters on a shared machine. */
+    for (size_t s = 0; s < nsizes; s++) {
+        for (int i = 0; i < o->nimpls; i++) {
+            c.impl = &o->impls[i];
+            if (o->progress)
+                o->progress(o->progress_arg, c.impl->name, sizes[s],
+                            (int)(s * (size_t)o->nimpls + (size_t)i),
+                            (int)(nsizes * (size_t)o->nimpls));
+            rc = measure(&c, bc, o, sizes[s], t, work, &r->rows[(size_t)i * nsizes + s]);
+            if (rc != 0) {
+                if (hpml_last_error()[0] == '\0')
+                    hpml_set_error(rc, "%s %s size %zu: %s", bc->name, c.impl->name,
+                                   sizes[s], hpml_strerror(rc));
+                goto out;
+            }
+        }
+    }
+    *out = r;
+    r = NULL;
+out:
+    free(t);
+    free(work);
+    free(c.reqs);
+    hpml_free(c.sbuf);
+    hpml_free(c.rbuf);
+    hpml_bench_result_free(r);
+    hpml_comm_destroy(c.hcomm);
+    hpml__bench_mpi_type_free(&c.msum);
+    if (c.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&c.comm);
+    return rc;
+}
+
+void hpml_bench_result_free(hpml_bench_result_t *r)
+{
+    if (r == NULL)
+        return;
+    free(r->rows);
+    free(r);
+}
+
+int hpml_bench_failures(const hpml_bench_result_t *r)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < r->nsizes * (size_t)r->nimpls; i++)
+        n += r->rows[i].valid == 0;
+    return n;
+}

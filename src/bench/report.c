@@ -1,0 +1,252 @@
+/*
+ * Printing a benchmark result: OMB-shaped text (a left-aligned size of width 10, then
+ * right-aligned values of width 18 with 2 decimals, so existing OMB parsers keep
+ * working), CSV (one row per implementation and size) and JSON.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "bench/bench_internal.h"
+
+enum {
+    ST_AVG,
+    ST_MIN,
+    ST_MAX,
+    ST_ITERS,
+    ST_PCT,
+    ST_VALID,
+    ST_MAXRANK,
+    ST_BUSBW,
+    ST_BW,
+    ST_RATE,
+    ST_OVERALL,
+    ST_COMPUTE,
+    ST_PURE,
+    ST_OVERLAP
+};
+
+typedef struct {
+    int stat, pct;
+    const char *hdr;
+} stat_t;
+
+/* The statistic columns for the result's case and options, OMB's first, hpml's after. */
+static int stat_columns(const hpml_bench_result_t *r, stat_t *st, char pct_hdr[][32])
+{
+    int n = 0;
+    const char *lat = r->kind == HPML_BENCH_KIND_LAT ? "Latency (us)" : "Avg Latency(us)";
+
+    switch (r->kind) {
+    case HPML_BENCH_KIND_BW: st[n++] = (stat_t){ST_BW, 0, "Bandwidth (MB/s)"}; break;
+    case HPML_BENCH_KIND_MBW:
+        st[n++] = (stat_t){ST_BW, 0, "MB/s"};
+        st[n++] = (stat_t){ST_RATE, 0, "Messages/s"};
+        break;
+    case HPML_BENCH_KIND_NBC:
+        st[n++] = (stat_t){ST_OVERALL, 0, "Overall(us)"};
+        st[n++] = (stat_t){ST_COMPUTE, 0, "Compute(us)"};
+        st[n++] = (stat_t){ST_PURE, 0, "Pure Comm.(us)"};
+        st[n++] = (stat_t){ST_OVERLAP, 0, "Overlap(%)"};
+        break;
+    default: st[n++] = (stat_t){ST_AVG, 0, lat}; break;
+    }
+    if (r->full && r->kind != HPML_BENCH_KIND_BW && r->kind != HPML_BENCH_KIND_MBW) {
+        int nbc = r->kind == HPML_BENCH_KIND_NBC;
+
+        st[n++] = (stat_t){ST_MIN, 0, nbc ? "Min Overall(us)" : "Min Latency(us)"};
+        st[n++] = (stat_t){ST_MAX, 0, nbc ? "Max Overall(us)" : "Max Latency(us)"};
+        st[n++] = (stat_t){ST_ITERS, 0, "Iterations"};
+    }
+    for (int k = 0; k < r->npct; k++) {
+        snprintf(pct_hdr[k], 32, "P%g Tail Lat(us)", r->pct[k]);
+        st[n++] = (stat_t){ST_PCT, k, pct_hdr[k]};
+    }
+    if (r->validate)
+        st[n++] = (stat_t){ST_VALID, 0, "Validation"};
+    /* hpml's additions, after OMB's columns. With several implementations they come
+     * only with -f, so that the default table stays one column per implementation.
+     * latency and bw time on one rank only: no maximum across ranks there. */
+    if (r->nimpls > 1 && !r->full)
+        return n;
+    if (r->kind == HPML_BENCH_KIND_COLL || r->kind == HPML_BENCH_KIND_BARRIER ||
+        r->kind == HPML_BENCH_KIND_NBC ||
+        (r->kind == HPML_BENCH_KIND_LAT && strcmp(r->case_name, "multi_lat") == 0))
+        st[n++] = (stat_t){ST_MAXRANK, 0, "MaxRank Lat(us)"};
+    if ((r->kind == HPML_BENCH_KIND_COLL || r->kind == HPML_BENCH_KIND_NBC) &&
+        !isnan(r->rows[0].busbw))
+        st[n++] = (stat_t){ST_BUSBW, 0, "BusBW(MB/s)"};
+    return n;
+}
+
+static double value(const hpml_bench_row_t *w, int stat, int k)
+{
+    switch (stat) {
+    case ST_AVG: return w->avg;
+    case ST_MIN: return w->min;
+    case ST_MAX: return w->max;
+    case ST_ITERS: return (double)w->iters;
+    case ST_PCT: return w->pct[k];
+    case ST_MAXRANK: return w->maxrank;
+    case ST_BUSBW: return w->busbw;
+    case ST_BW: return w->bw;
+    case ST_RATE: return w->msg_rate;
+    case ST_OVERALL: return w->overall;
+    case ST_COMPUTE: return w->compute;
+    case ST_PURE: return w->pure;
+    case ST_OVERLAP: return w->overlap;
+    default: return NAN;
+    }
+}
+
+void hpml_bench_print_text(FILE *f, const hpml_bench_result_t *r)
+{
+    stat_t st[32];
+    char pct_hdr[HPML_BENCH_MAX_PCT][32], hdr[96];
+    int ns = stat_columns(r, st, pct_hdr), multi = r->nimpls > 1;
+    int sized = r->kind != HPML_BENCH_KIND_BARRIER;
+    int width[32 * HPML_BENCH_MAX_IMPLS];
+
+    fprintf(f, "# OSU MPI %s (hpml %s)\n", r->title, hpml_version());
+    fprintf(f, "# Datatype: %s.\n", r->dtype_label);
+    fprintf(f, "# Ranks: %d. Implementations:", r->ranks);
+    for (int i = 0; i < r->nimpls; i++)
+        fprintf(f, " %s", r->impls[i].name);
+    fprintf(f, ".\n");
+    if (r->note[0])
+        fprintf(f, "# Note: %s.\n", r->note);
+    /* Column headers: one column per statistic and implementation, grouped by
+     * statistic so that the implementations' averages stand side by side. */
+    if (sized)
+        fprintf(f, "%-10s", "# Size");
+    else
+        fprintf(f, "#");
+    for (int s = 0, col = 0; s < ns; s++)
+        for (int i = 0; i < r->nimpls; i++, col++) {
+            int w;
+
+            if (multi)
+                snprintf(hdr, sizeof(hdr), "%s %s", r->impls[i].name, st[s].hdr);
+            else
+                snprintf(hdr, sizeof(hdr), "%s", st[s].hdr);
+            w = (int)strlen(hdr) + 2;
+            width[col] = w > 18 ? w : 18;
+            fprintf(f, "%*s", width[col] - (!sized && col == 0), hdr);
+        }
+    fprintf(f, "\n");
+    for (size_t z = 0; z < r->nsizes; z++) {
+        if (sized)
+            fprintf(f, "%-10zu", r->rows[z].size);
+        for (int s = 0, col = 0; s < ns; s++)
+            for (int i = 0; i < r->nimpls; i++, col++) {
+                const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
+
+                if (st[s].stat == ST_VALID)
+                    fprintf(f, "%*s", width[col], w->valid == 1 ? "Pass" : "Fail");
+                else if (st[s].stat == ST_ITERS)
+                    fprintf(f, "%*ld", width[col], w->iters);
+                else
+                    fprintf(f, "%*.2f", width[col], value(w, st[s].stat, st[s].pct));
+            }
+        fprintf(f, "\n");
+    }
+    fflush(f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+    if (isnan(v))
+        fprintf(f, ",");
+    else
+        fprintf(f, ",%.4f", v);
+}
+
+void hpml_bench_print_csv(FILE *f, const hpml_bench_result_t *r, int header)
+{
+    if (header) {
+        fprintf(f, "case,impl,dtype,ranks,size,iterations,avg_us,min_us,max_us,maxrank_us,"
+                   "bw_MBps,msg_rate,algbw_MBps,busbw_MBps,overall_us,compute_us,pure_us,"
+                   "overlap_pct,validation");
+        for (int k = 0; k < r->npct; k++)
+            fprintf(f, ",p%g_us", r->pct[k]);
+        fprintf(f, "\n");
+    }
+    for (int i = 0; i < r->nimpls; i++)
+        for (size_t z = 0; z < r->nsizes; z++) {
+            const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
+
+            fprintf(f, "%s,%s,%s,%d,%zu,%ld", r->case_name, r->impls[i].name,
+                    hpml_dtype_name(r->dtype), r->ranks, w->size, w->iters);
+            csv_num(f, w->avg);
+            csv_num(f, w->min);
+            csv_num(f, w->max);
+            csv_num(f, w->maxrank);
+            csv_num(f, w->bw);
+            csv_num(f, w->msg_rate);
+            csv_num(f, w->algbw);
+            csv_num(f, w->busbw);
+            csv_num(f, w->overall);
+            csv_num(f, w->compute);
+            csv_num(f, w->pure);
+            csv_num(f, w->overlap);
+            fprintf(f, ",%s", w->valid < 0 ? "" : w->valid ? "pass" : "fail");
+            for (int k = 0; k < r->npct; k++)
+                csv_num(f, w->pct[k]);
+            fprintf(f, "\n");
+        }
+    fflush(f);
+}
+
+static void json_num(FILE *f, const char *key, double v)
+{
+    if (!isnan(v))
+        fprintf(f, ", \"%s\": %.4f", key, v);
+}
+
+void hpml_bench_print_json(FILE *f, const hpml_bench_result_t *r)
+{
+    fprintf(f, "{\"benchmark\": \"%s\", \"title\": ", r->case_name);
+    hpml_json_string(f, r->title);
+    fprintf(f, ", \"hpml_version\": \"%s\", \"dtype\": \"%s\", \"mpi_datatype\": \"%s\", "
+               "\"ranks\": %d, \"implementations\": [",
+            hpml_version(), hpml_dtype_name(r->dtype), r->dtype_label, r->ranks);
+    for (int i = 0; i < r->nimpls; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", r->impls[i].name);
+    fprintf(f, "], \"note\": ");
+    hpml_json_string(f, r->note);
+    fprintf(f, ", \"results\": [");
+    for (int i = 0; i < r->nimpls; i++)
+        for (size_t z = 0; z < r->nsizes; z++) {
+            const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
+
+            fprintf(f, "%s\n  {\"impl\": \"%s\", \"size\": %zu, \"iterations\": %ld",
+                    i || z ? "," : "", r->impls[i].name, w->size, w->iters);
+            json_num(f, "avg_us", w->avg);
+            json_num(f, "min_us", w->min);
+            json_num(f, "max_us", w->max);
+            json_num(f, "maxrank_us", w->maxrank);
+            json_num(f, "bw_MBps", w->bw);
+            json_num(f, "msg_rate", w->msg_rate);
+            json_num(f, "algbw_MBps", w->algbw);
+            json_num(f, "busbw_MBps", w->busbw);
+            json_num(f, "overall_us", w->overall);
+            json_num(f, "compute_us", w->compute);
+            json_num(f, "pure_us", w->pure);
+            json_num(f, "overlap_pct", w->overlap);
+            if (r->npct > 0) {
+                fprintf(f, ", \"percentiles_us\": {");
+                for (int k = 0; k < r->npct; k++)
+                    fprintf(f, "%s\"p%g\": %.4f", k ? ", " : "", r->pct[k], w->pct[k]);
+                fprintf(f, "}");
+            }
+            if (w->valid >= 0) {
+                fprintf(f, ", \"validation\": \"%s\"", w->valid ? "pass" : "fail");
+                if (!w->valid) {
+                    fprintf(f, ", \"validation_detail\": ");
+                    hpml_json_string(f, w->note);
+                }
+            }
+            fprintf(f, "}");
+        }
+    fprintf(f, "\n]}\n");
+    fflush(f);
+}

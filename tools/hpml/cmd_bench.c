@@ -1,0 +1,389 @@
+/*
+ * `hpml bench <case> [options]`: OSU-micro-benchmark-compatible benchmarks comparing
+ * native MPI with hpml's algorithms. Parses options (OMB's letters and meanings), runs
+ * hpml_bench_run, prints text/CSV/JSON on rank 0 and optionally plots with gnuplot.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hpml/bench.h"
+
+#define CMD "bench"
+
+static void usage(void)
+{
+    const char *const *names = hpml_bench_cases();
+
+    printf("Usage: hpml bench <benchmark> [options]\n"
+           "OSU-micro-benchmark-compatible benchmarks: native MPI and hpml side by side.\n\n"
+           "Benchmarks:");
+    for (int i = 0; names[i] != NULL; i++)
+        printf(" %s", names[i]);
+    printf("\n\nOptions (OMB's meaning and defaults):\n"
+           "  -m, --message-size [MIN:]MAX  sizes in bytes, powers of two (4K, 1M accepted;\n"
+           "                      default 0:1M collectives, 0:4M point-to-point; 0 is kept)\n"
+           "  -i, --iterations N  timed iterations for sizes <= 8 KiB (default 1000\n"
+           "                      collectives, 10000 latency, 100 bandwidth); larger sizes\n"
+           "                      use OMB's smaller share (1/10, bandwidth 1/5)\n"
+           "  -x, --warmup N      warm-up iterations, same rule (default 100, bandwidth 10)\n"
+           "  -f, --full          add Min/Max (of per-rank averages) and Iterations\n"
+           "  -c, --validation    check every result exactly; add a Validation column\n"
+           "  -T, --type TYPE     mpi_char (default) mpi_int mpi_float all, or\n"
+           "                      f32 f64 f16 bf16 i8 u8 i32 i64\n"
+           "  -z[P1,P2,...]       tail-latency percentiles (default 50,90,99)\n"
+           "  -l, --in-place      use MPI_IN_PLACE / HPML_IN_PLACE\n"
+           "  -k, --root fixed:N|rotate  root of rooted collectives (default fixed:0)\n"
+           "  -W, --window N      window of bw/bibw/mbw_mr (default 64)\n"
+           "  -M, --mem-limit B   per-rank buffer limit (default 512M)\n"
+           "  -t, --num-test-calls N  test calls during compute (iallreduce, ibcast)\n"
+           "hpml's additions:\n"
+           "      --impl LIST     mpi (default), hpml, hpml:<algorithm>, all; comma list\n"
+           "      --csv           CSV instead of text (one row per implementation and size)\n"
+           "      --json          JSON instead of text\n"
+           "      --plot FILE     latency and bandwidth against size through gnuplot\n"
+           "                      (FILE.svg or FILE.png), one line per implementation\n"
+           "  -h, --help          this text\n\n"
+           "Exit status: 0 ok, 1 a validation failure or error, 2 bad options.\n"
+           "See docs/benchmarks.md for how each statistic is computed.\n");
+}
+
+/* "50,90,99" into pct[]; 0 or -1. */
+static int parse_pcts(const char *s, hpml_bench_opts_t *o)
+{
+    char buf[256], *tok, *save = NULL;
+
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    o->npct = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        double v;
+
+        if (o->npct == HPML_BENCH_MAX_PCT || cli_parse_double(tok, &v) != 0 || v <= 0 ||
+            v > 100)
+            return -1;
+        o->pct[o->npct++] = v;
+    }
+    return o->npct > 0 ? 0 : -1;
+}
+
+static int parse_range(const char *s, hpml_bench_opts_t *o)
+{
+    const char *colon = strchr(s, ':');
+    char lo[64];
+
+    if (colon == NULL) {
+        o->min_size = 0;
+        return cli_parse_size(s, &o->max_size);
+    }
+    if ((size_t)(colon - s) >= sizeof(lo))
+        return -1;
+    memcpy(lo, s, (size_t)(colon - s));
+    lo[colon - s] = '\0';
+    if (cli_parse_size(lo, &o->min_size) != 0)
+        return -1;
+    if (colon[1] == '\0') /* "MIN:" keeps the default maximum */
+        return 0;
+    return cli_parse_size(colon + 1, &o->max_size) || o->max_size < o->min_size ? -1 : 0;
+}
+
+static int parse_root(const char *s, hpml_bench_opts_t *o)
+{
+    long v;
+
+    if (strcmp(s, "rotate") == 0) {
+        o->root_rotate = 1;
+        return 0;
+    }
+    if (strncmp(s, "fixed:", 6) == 0 && cli_parse_long(s + 6, 0, 1 << 30, &v) == 0) {
+        o->root_rotate = 0;
+        o->root = (int)v;
+        return 0;
+    }
+    return -1;
+}
+
+static void progress(void *arg, const char *impl, size_t size, int done, int total)
+{
+    const char *name = arg;
+
+    fprintf(stderr, "\r\033[K[hpml bench] %s %s %zu B (%d/%d)", name, impl, size, done + 1,
+            total);
+    fflush(stderr);
+}
+
+/* One gnuplot script with the data inline: latency (left) and bandwidth (right) against
+ * size, log-log, one line per implementation. Returns 0 or -1 with a message printed. */
+static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
+{
+    const hpml_bench_result_t *r = res[0];
+    const char *ext = strrchr(file, '.');
+    const char *bwname;
+    int png = ext && strcmp(ext, ".png") == 0, bwcol, rc;
+    FILE *g;
+
+    if (ext == NULL || (!png && strcmp(ext, ".svg") != 0)) {
+        fprintf(stderr, "hpml bench: --plot wants a .svg or .png file name\n");
+        return -1;
+    }
+    if (r->kind == HPML_BENCH_KIND_BARRIER) {
+        fprintf(stderr, "hpml bench: barrier has no sizes to plot\n");
+        return -1;
+    }
+    switch (r->kind) {
+    case HPML_BENCH_KIND_BW:
+    case HPML_BENCH_KIND_MBW: bwname = "Bandwidth (MB/s)"; bwcol = 1; break;
+    case HPML_BENCH_KIND_LAT: bwname = "Size / latency (MB/s)"; bwcol = 2; break;
+    default: bwname = "Bus bandwidth (MB/s, nccl-tests busbw)"; bwcol = 3; break;
+    }
+    g = popen("gnuplot", "w");
+    if (g == NULL) {
+        fprintf(stderr, "hpml bench: cannot run gnuplot\n");
+        return -1;
+    }
+    fprintf(g, "set terminal %s size 1200,500 %s\n", png ? "pngcairo" : "svg",
+            png ? "font ',10'" : "dynamic");
+    fprintf(g, "set output '%s'\n", file);
+    for (int d = 0; d < nres; d++)
+        for (int i = 0; i < r->nimpls; i++) {
+            fprintf(g, "$D%d_%d << EOD\n", d, i);
+            for (size_t z = 0; z < res[d]->nsizes; z++) {
+                const hpml_bench_row_t *w = &res[d]->rows[(size_t)i * res[d]->nsizes + z];
+                double lat = r->kind == HPML_BENCH_KIND_NBC ? w->overall : w->avg;
+                double bw = bwcol == 1 ? w->bw : bwcol == 2 ? w->size / w->avg : w->busbw;
+
+                if (w->size == 0) /* no place on a log axis */
+                    continue;
+                fprintf(g, "%zu %.6g %.6g\n", w->size, lat, bw);
+            }
+            fprintf(g, "EOD\n");
+        }
+    fprintf(g, "set multiplot layout 1,2 title \"hpml bench %s: %d ranks, %s\"\n",
+            r->case_name, r->ranks, r->dtype_label);
+    fprintf(g, "set logscale xy 2\nset logscale y 10\nset grid\nset key top left\n"
+               "set xlabel 'Message size (bytes)'\nset format x '%%.0s%%cB'\n");
+    for (int panel = 0; panel < 2; panel++) {
+        int col = panel == 0 ? 2 : 3;
+
+        if (panel == 0 && (r->kind == HPML_BENCH_KIND_BW || r->kind == HPML_BENCH_KIND_MBW))
+            fprintf(g, "set ylabel 'Time per window (us)'\n");
+        else if (panel == 0)
+            fprintf(g, "set ylabel '%s'\n",
+                    r->kind == HPML_BENCH_KIND_NBC ? "Overall latency (us)" : "Latency (us)");
+        else
+            fprintf(g, "set ylabel '%s'\n", bwname);
+        fprintf(g, "plot ");
+        for (int d = 0; d < nres; d++)
+            for (int i = 0; i < r->nimpls; i++)
+                fprintf(g, "%s$D%d_%d using 1:%d with linespoints lw 2 title '%s%s%s'",
+                        d || i ? ", " : "", d, i, col, r->impls[i].name,
+                        nres > 1 ? " " : "", nres > 1 ? res[d]->dtype_label : "");
+        fprintf(g, "\n");
+    }
+    fprintf(g, "unset multiplot\n");
+    rc = pclose(g);
+    if (rc != 0) {
+        fprintf(stderr, "hpml bench: gnuplot failed (status %d)\n", rc);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"message-size", required_argument, NULL, 'm'},
+        {"iterations", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'x'},
+        {"full", no_argument, NULL, 'f'},
+        {"validation", no_argument, NULL, 'c'},
+        {"type", required_argument, NULL, 'T'},
+        {"in-place", no_argument, NULL, 'l'},
+        {"root", required_argument, NULL, 'k'},
+        {"window", required_argument, NULL, 'W'},
+        {"mem-limit", required_argument, NULL, 'M'},
+        {"num-test-calls", required_argument, NULL, 't'},
+        {"impl", required_argument, NULL, 'I'},
+        {"csv", no_argument, NULL, 'C'},
+        {"json", no_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    hpml_bench_opts_t o;
+    hpml_dtype_t dtypes[3];
+    const char *labels[3] = {NULL, NULL, NULL};
+    const char *impl = "mpi", *plotfile = NULL, *case_name = NULL;
+    hpml_bench_result_t *res[3] = {NULL, NULL, NULL};
+    char note[200];
+    int ndt = 1, fmt = 0, opt, status = CLI_EXIT_OK, rank = cli_rank();
+    long v;
+
+    hpml_bench_opts_init(&o);
+    dtypes[0] = o.dtype;
+    labels[0] = "MPI_CHAR";
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":m:i:x:fcT:z::lk:W:M:t:h", longopts, NULL)) !=
+           -1) {
+        switch (opt) {
+        case 'm':
+            if (parse_range(optarg, &o) != 0)
+                return cli_usage_error(CMD, "bad -m '%s' (want [MIN:]MAX bytes)", optarg);
+            break;
+        case 'i':
+            if (cli_parse_long(optarg, 1, 100000000, &v) != 0)
+                return cli_usage_error(CMD, "bad -i '%s' (want a positive count)", optarg);
+            o.iters = v;
+            break;
+        case 'x':
+            if (cli_parse_long(optarg, 0, 100000000, &v) != 0)
+                return cli_usage_error(CMD, "bad -x '%s' (want a count >= 0)", optarg);
+            o.warmup = v;
+            break;
+        case 'f': o.full = 1; break;
+        case 'c': o.validate = 1; break;
+        case 'T':
+            if (strcmp(optarg, "all") == 0) {
+                dtypes[0] = HPML_I8, dtypes[1] = HPML_I32, dtypes[2] = HPML_F32;
+                labels[0] = "MPI_CHAR", labels[1] = "MPI_INT", labels[2] = "MPI_FLOAT";
+                ndt = 3;
+            } else if (hpml_dtype_parse(optarg, &dtypes[0]) != 0) {
+                return cli_usage_error(CMD, "bad -T '%s' (mpi_char mpi_int mpi_float all "
+                                            "f32 f64 f16 bf16 i8 u8 i32 i64)",
+                                       optarg);
+            } else {
+                ndt = 1;
+                labels[0] = NULL;
+                if (strcmp(optarg, "mpi_char") == 0 || strcmp(optarg, "char") == 0)
+                    labels[0] = "MPI_CHAR";
+            }
+            break;
+        case 'z':
+            if (parse_pcts(optarg ? optarg : "50,90,99", &o) != 0)
+                return cli_usage_error(CMD, "bad -z '%s' (want percentiles like 50,90,99)",
+                                       optarg);
+            break;
+        case 'l': o.in_place = 1; break;
+        case 'k':
+            if (parse_root(optarg, &o) != 0)
+                return cli_usage_error(CMD, "bad -k '%s' (want fixed:N or rotate)", optarg);
+            break;
+        case 'W':
+            if (cli_parse_long(optarg, 1, 100000, &v) != 0)
+                return cli_usage_error(CMD, "bad -W '%s' (want a window of 1..100000)",
+                                       optarg);
+            o.window = (int)v;
+            break;
+        case 'M':
+            if (cli_parse_size(optarg, &o.mem_limit) != 0 || o.mem_limit == 0)
+                return cli_usage_error(CMD, "bad -M '%s' (want bytes, e.g. 512M)", optarg);
+            break;
+        case 't':
+            if (cli_parse_long(optarg, 0, 1000000, &v) != 0)
+                return cli_usage_error(CMD, "bad -t '%s' (want a count >= 0)", optarg);
+            o.test_calls = (int)v;
+            break;
+        case 'I': impl = optarg; break;
+        case 'C': fmt = 1; break;
+        case 'J': fmt = 2; break;
+        case 'P': plotfile = optarg; break;
+        case 'h':
+            if (rank == 0)
+                usage();
+            return CLI_EXIT_OK;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing benchmark name");
+    if (optind + 1 < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind + 1]);
+    case_name = argv[optind];
+    if (!hpml_bench_case_exists(case_name))
+        return cli_usage_error(CMD, "unknown benchmark '%s'", case_name);
+    o.case_name = case_name;
+    if (hpml_bench_parse_impls(case_name, impl, &o, note, sizeof(note)) != 0)
+        return cli_usage_error(CMD, "%s", hpml_last_error());
+    if (plotfile != NULL) {
+        const char *ext = strrchr(plotfile, '.');
+
+        if (ext == NULL || (strcmp(ext, ".svg") != 0 && strcmp(ext, ".png") != 0))
+            return cli_usage_error(CMD, "--plot wants FILE.svg or FILE.png");
+        if (strpbrk(plotfile, "'\"\n") != NULL)
+            return cli_usage_error(CMD, "--plot file name may not contain quotes");
+        if (strcmp(case_name, "barrier") == 0)
+            return cli_usage_error(CMD, "--plot: barrier has no sizes to plot");
+    }
+    if (cli_size() < 2)
+        return cli_usage_error(CMD, "%s needs at least 2 ranks (mpirun -np 2 hpml bench ...)",
+                               case_name);
+    if ((strcmp(case_name, "mbw_mr") == 0 || strcmp(case_name, "multi_lat") == 0) &&
+        cli_size() % 2 != 0)
+        return cli_usage_error(CMD, "%s needs an even number of ranks", case_name);
+    {
+        int mx = o.root_rotate ? 0 : o.root, ok;
+
+        ok = mx < cli_size();
+        if (!ok)
+            return cli_usage_error(CMD, "-k fixed:%d: root out of range (0..%d)", o.root,
+                                   cli_size() - 1);
+    }
+    /* The progress line only when a person watches stderr, never into logs or pipes. */
+    if (rank == 0 && isatty(STDERR_FILENO)) {
+        o.progress = progress;
+        o.progress_arg = (void *)case_name;
+    }
+
+    for (int d = 0; d < ndt; d++) {
+        int rc;
+
+        o.dtype = dtypes[d];
+        o.dtype_label = labels[d];
+        rc = hpml_bench_run(MPI_COMM_WORLD, &o, &res[d]);
+        if (o.progress) {
+            fprintf(stderr, "\r\033[K");
+            fflush(stderr);
+        }
+        if (rc != 0)
+            cli_fatal(CMD, "%s: %s", hpml_strerror(rc), hpml_last_error());
+        if (note[0] && res[d]->note[0] == '\0')
+            snprintf(res[d]->note, sizeof(res[d]->note), "%s", note);
+        if (rank != 0)
+            continue;
+        if (fmt == 1)
+            hpml_bench_print_csv(stdout, res[d], d == 0);
+        else if (fmt == 2)
+            hpml_bench_print_json(stdout, res[d]);
+        else {
+            if (d > 0)
+                printf("\n");
+            hpml_bench_print_text(stdout, res[d]);
+        }
+        /* Every failing size is reported, not just the first. */
+        for (int i = 0; i < res[d]->nimpls; i++)
+            for (size_t z = 0; z < res[d]->nsizes; z++) {
+                const hpml_bench_row_t *w = &res[d]->rows[(size_t)i * res[d]->nsizes + z];
+
+                if (w->valid == 0)
+                    fprintf(stderr, "hpml bench: %s %s %s size %zu: validation failed: %s\n",
+                            case_name, res[d]->dtype_label, res[d]->impls[i].name, w->size,
+                            w->note);
+            }
+    }
+    for (int d = 0; d < ndt; d++)
+        if (hpml_bench_failures(res[d]) > 0)
+            status = CLI_EXIT_FAIL;
+    if (rank == 0 && plotfile != NULL && plot(plotfile, res, ndt) != 0)
+        status = CLI_EXIT_FAIL;
+    for (int d = 0; d < ndt; d++)
+        hpml_bench_result_free(res[d]);
+    return status;
+}
