@@ -1,0 +1,239 @@
+/* `hpml pca`: PCA / truncated SVD of row-distributed data. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hpml/decomp.h"
+#include "mlcli.h"
+
+#define CMD "pca"
+
+static const char *usage_text =
+    "Usage: mpirun -np N hpml pca --data FILE [-k K] [options]\n\n"
+    "Principal component analysis of the rows of FILE (.npy, IDX or CSV), as\n"
+    "scikit-learn's PCA; with --no-center, truncated SVD as TruncatedSVD. Components\n"
+    "follow sklearn's svd_flip sign convention, so they match entry by entry.\n\n"
+    "Options:\n"
+    "  --data FILE           input rows (required)\n"
+    "  -k, --n-components K  components to keep (default 2)\n"
+    "  --solver S            full (default): allreduced d x d covariance + LAPACK dsyevr;\n"
+    "                        randomized: randomized SVD (Halko et al.), never forms a\n"
+    "                        d x d matrix: for wide data\n"
+    "  --no-center           truncated SVD: do not subtract the mean\n"
+    "  --oversample N        randomized: extra columns (default 10)\n"
+    "  --n-iter N            randomized: power iterations (default: 7 if k < 0.1 min(n, d),\n"
+    "                        else 4, as sklearn)\n"
+    "  --seed S              randomized: seed of the Gaussian test matrix (default 0)\n"
+    "  --out PATH            PATH.npy: write the components (k x d) there; otherwise\n"
+    "                        PATH.{components,explained_variance,explained_variance_ratio,\n"
+    "                        singular_values,mean}.npy\n"
+    "  --transform-out FILE  write the data projected on the components (n x k)\n"
+    "  --threads N           BLAS threads per rank (default 1)\n"
+    "  --json                print the summary as JSON\n"
+    "  -v, --verbose         progress on stderr\n"
+    "  -h, --help            this text\n";
+
+typedef struct {
+    const char *data, *out, *transform_out;
+    hpml_pca_config_t cfg;
+    int threads, json, verbose;
+} opts_t;
+
+static int parse(int argc, char **argv, opts_t *o)
+{
+    enum { O_DATA = 256, O_SOLVER, O_NOCENTER, O_OVERS, O_NITER, O_SEED, O_OUT, O_TOUT,
+           O_THREADS, O_JSON };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"n-components", required_argument, NULL, 'k'},
+        {"solver", required_argument, NULL, O_SOLVER},
+        {"no-center", no_argument, NULL, O_NOCENTER},
+        {"oversample", required_argument, NULL, O_OVERS},
+        {"n-iter", required_argument, NULL, O_NITER},
+        {"seed", required_argument, NULL, O_SEED},
+        {"out", required_argument, NULL, O_OUT},
+        {"transform-out", required_argument, NULL, O_TOUT},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"json", no_argument, NULL, O_JSON},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long v;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    hpml_pca_config_init(&o->cfg);
+    o->threads = 1;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":k:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_DATA: o->data = optarg; break;
+        case 'k':
+            if (cli_parse_long(optarg, 1, 1L << 30, &v) != 0)
+                return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", optarg);
+            o->cfg.n_components = (size_t)v;
+            break;
+        case O_SOLVER:
+            if (strcmp(optarg, "full") == 0)
+                o->cfg.solver = HPML_PCA_FULL;
+            else if (strcmp(optarg, "randomized") == 0)
+                o->cfg.solver = HPML_PCA_RANDOMIZED;
+            else
+                return cli_usage_error(CMD, "--solver must be full or randomized (got '%s')",
+                                       optarg);
+            break;
+        case O_NOCENTER: o->cfg.center = 0; break;
+        case O_OVERS:
+            if (cli_parse_long(optarg, 0, 1L << 20, &v) != 0)
+                return cli_usage_error(CMD, "--oversample must be an integer >= 0 (got '%s')",
+                                       optarg);
+            o->cfg.oversample = (size_t)v;
+            break;
+        case O_NITER:
+            if (cli_parse_long(optarg, 0, 1000, &v) != 0)
+                return cli_usage_error(CMD, "--n-iter must be an integer in 0..1000 (got '%s')",
+                                       optarg);
+            o->cfg.n_iter = (int)v;
+            break;
+        case O_SEED:
+            if (cli_parse_long(optarg, 0, LONG_MAX, &v) != 0)
+                return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", optarg);
+            o->cfg.seed = (uint64_t)v;
+            break;
+        case O_OUT: o->out = optarg; break;
+        case O_TOUT: o->transform_out = optarg; break;
+        case O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
+                                       optarg);
+            o->threads = (int)v;
+            break;
+        case O_JSON: o->json = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'h':
+            if (cli_rank() == 0)
+                fputs(usage_text, stdout);
+            return -1;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o->data == NULL)
+        return cli_usage_error(CMD, "--data FILE is required");
+    return 0;
+}
+
+int cmd_pca(int argc, char **argv);
+int cmd_pca(int argc, char **argv)
+{
+    static const char *names[] = {"components", "explained_variance", "explained_variance_ratio",
+                                  "singular_values", "mean"};
+    opts_t o;
+    hpml_comm_t *comm = NULL;
+    hpml_array_t X = {0};
+    hpml_pca_t *p = NULL;
+    double *tr = NULL, t0, t_read, t_fit;
+    char path[5][4096];
+    int rc, status = CLI_EXIT_FAIL;
+    size_t k, d, n;
+
+    if ((rc = parse(argc, argv, &o)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
+        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
+    hpml_blas_set_threads(o.threads);
+    o.verbose = mlcli_progress_on(comm, o.verbose);
+
+    t0 = hpml_time();
+    if (mlcli_load(CMD, comm, o.data, NULL, &X, NULL))
+        goto out;
+    t_read = hpml_time() - t0;
+    n = X.total_rows;
+    d = X.cols;
+    k = o.cfg.n_components;
+    if (mlcli_agree(CMD, comm, k > (n < d ? n : d),
+                    "-k %zu is too large: %s has %zu rows x %zu columns (k <= min of both)", k,
+                    o.data, n, d))
+        goto out;
+    if (o.verbose)
+        fprintf(stderr, "[pca] read %zu rows x %zu cols in %.3f s; %s solver, k=%zu\n", n, d,
+                t_read, o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full", k);
+    t0 = hpml_time();
+    rc = hpml_pca_fit(comm, X.data, X.rows, d, &o.cfg, &p);
+    t_fit = hpml_time() - t0;
+    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        goto out;
+    if (o.verbose)
+        fprintf(stderr, "[pca] fitted in %.3f s\n", t_fit);
+
+    for (int i = 0; i < 5; i++)
+        mlcli_out_path(path[i], sizeof(path[i]), o.out, names[i], i == 0);
+    if ((path[0][0] && mlcli_write(CMD, comm, path[0], p->components, HPML_F64, k, d)) ||
+        (path[1][0] && mlcli_write(CMD, comm, path[1], p->explained_variance, HPML_F64, k, 1)) ||
+        (path[2][0] &&
+         mlcli_write(CMD, comm, path[2], p->explained_variance_ratio, HPML_F64, k, 1)) ||
+        (path[3][0] && mlcli_write(CMD, comm, path[3], p->singular_values, HPML_F64, k, 1)) ||
+        (path[4][0] && mlcli_write(CMD, comm, path[4], p->mean, HPML_F64, 1, d)))
+        goto out;
+    if (o.transform_out != NULL) {
+        tr = hpml_malloc((X.rows ? X.rows : 1) * k * sizeof(double));
+        rc = tr == NULL ? HPML_ERR_NOMEM : hpml_pca_transform(p, X.data, X.rows, tr);
+        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)) ||
+            mlcli_write_rows(CMD, comm, o.transform_out, tr, HPML_F64, X.rows, k))
+            goto out;
+    }
+
+    if (hpml_comm_rank(comm) == 0) {
+        double cum = 0.0;
+
+        for (size_t j = 0; j < k; j++)
+            cum += p->explained_variance_ratio[j];
+        if (o.json) {
+            printf("{\"command\": \"pca\", \"data\": ");
+            hpml_json_string(stdout, o.data);
+            printf(", \"rows\": %zu, \"cols\": %zu, \"n_components\": %zu, \"ranks\": %d, "
+                   "\"solver\": \"%s\", \"center\": %s, \"explained_variance\": ",
+                   n, d, k, hpml_comm_size(comm),
+                   o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full",
+                   o.cfg.center ? "true" : "false");
+            mlcli_json_doubles(p->explained_variance, k);
+            printf(", \"explained_variance_ratio\": ");
+            mlcli_json_doubles(p->explained_variance_ratio, k);
+            printf(", \"singular_values\": ");
+            mlcli_json_doubles(p->singular_values, k);
+            printf(", \"total_variance\": %.17g, \"read_seconds\": %.6f, \"fit_seconds\": %.6f}\n",
+                   p->total_variance, t_read, t_fit);
+        } else {
+            printf("pca: %zu rows x %zu cols, %zu components, %s solver%s, %d rank%s\n", n, d, k,
+                   o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full",
+                   o.cfg.center ? "" : " (truncated SVD, not centred)", hpml_comm_size(comm),
+                   hpml_comm_size(comm) == 1 ? "" : "s");
+            printf("  explained variance      ");
+            mlcli_print_doubles(p->explained_variance, k, 10);
+            printf("\n  explained variance ratio");
+            mlcli_print_doubles(p->explained_variance_ratio, k, 10);
+            printf("\n  (cumulative %.6g)\n  singular values         ", cum);
+            mlcli_print_doubles(p->singular_values, k, 10);
+            printf("\n  time         read %.3f s, fit %.3f s\n", t_read, t_fit);
+            for (int i = 0; i < 5; i++)
+                if (path[i][0])
+                    printf("  %-24s -> %s\n", names[i], path[i]);
+            if (o.transform_out)
+                printf("  %-24s -> %s\n", "transform", o.transform_out);
+        }
+        fflush(stdout);
+    }
+    status = CLI_EXIT_OK;
+out:
+    hpml_pca_destroy(p);
+    hpml_free(tr);
+    hpml_array_free(&X);
+    hpml_comm_destroy(comm);
+    return status;
+}
