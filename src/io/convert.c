@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/io_internal.h"
@@ -98,6 +99,19 @@ static val_t load(const unsigned char *p, hpml__io_stype_t t, int swap)
     return v;
 }
 
+/* Shortest %g form that reads back as d (so messages show 1e+39, not 9.99...e+38). */
+static const char *num_text(char *buf, size_t len, double d)
+{
+    int prec;
+
+    for (prec = 15; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    return buf;
+}
+
 static const char *nonfinite_text(double d)
 {
     return isnan(d) ? "NaN" : d > 0 ? "+Inf" : "-Inf";
@@ -107,6 +121,7 @@ static const char *nonfinite_text(double d)
 static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, size_t whylen)
 {
     const char *wn = hpml_dtype_name(want);
+    char nb[40];
 
     if (want == HPML_F32 || want == HPML_F64) {
         double d = v.kind == 0 ? (double)v.i : v.kind == 1 ? (double)v.u : v.d;
@@ -116,7 +131,7 @@ static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, s
                 return HPML_ERR_NUMERIC;
             }
         } else if (want == HPML_F32 && fabs(d) > FLT_MAX) {
-            snprintf(why, whylen, "value %.17g is out of range for f32", d);
+            snprintf(why, whylen, "value %s is out of range for f32", num_text(nb, sizeof(nb), d));
             return HPML_ERR_RANGE;
         }
         if (want == HPML_F32) {
@@ -137,11 +152,13 @@ static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, s
             return HPML_ERR_NUMERIC;
         }
         if (v.d != floor(v.d)) {
-            snprintf(why, whylen, "value %.17g is not an integer (reading as %s)", v.d, wn);
+            snprintf(why, whylen, "value %s is not an integer (reading as %s)",
+                     num_text(nb, sizeof(nb), v.d), wn);
             return HPML_ERR_RANGE;
         }
         if (fabs(v.d) >= 18446744073709551616.0) {
-            snprintf(why, whylen, "value %.17g is out of range for %s", v.d, wn);
+            snprintf(why, whylen, "value %s is out of range for %s",
+                     num_text(nb, sizeof(nb), v.d), wn);
             return HPML_ERR_RANGE;
         }
         neg = v.d < 0;
@@ -161,7 +178,8 @@ static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, s
     }
     if (neg ? mag > maxneg : mag > maxpos) {
         if (v.kind == 2)
-            snprintf(why, whylen, "value %.17g is out of range for %s", v.d, wn);
+            snprintf(why, whylen, "value %s is out of range for %s",
+                     num_text(nb, sizeof(nb), v.d), wn);
         else
             snprintf(why, whylen, "value %s%" PRIu64 " is out of range for %s", neg ? "-" : "",
                      mag, wn);

@@ -356,8 +356,8 @@ static int parse_field(const char *path, size_t lineno, size_t j, const char *f,
     return 0;
 }
 
-int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end,
-                   int reject_nonfinite, hpml_array_t *out)
+int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end, int rank,
+                   int nranks, int reject_nonfinite, hpml_array_t *out)
 {
     size_t ws = hpml_dtype_size(want), cols, rows, lineno, r, cap = 0, skip, nf, j;
     unsigned char *data = NULL;
@@ -372,6 +372,8 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     if ((rc = scan(path, f, &sc)) != 0)
         goto out;
     have_scan = 1;
+    if (nranks > 0)
+        hpml_io_partition(sc.rows, rank, nranks, &begin, &end);
     if (begin > end || end > sc.rows) {
         rc = hpml_set_error(HPML_ERR_INVAL, "%s: rows [%zu, %zu) out of range: the file has %zu rows",
                             path, begin, end, sc.rows);

@@ -414,17 +414,9 @@ static int read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, int
     rc = detect(path, fmt, &f);
     if (rc != 0)
         return rc;
-    if (f == HPML_FMT_CSV) {
-        size_t total = 0, cols = 0;
-        if (by_rank) {
-            /* The CSV reader counts rows itself; a partition needs the count first. */
-            rc = hpml__csv_shape(path, &total, &cols);
-            if (rc != 0)
-                return rc;
-            hpml_io_partition(total, rank, nranks, &begin, &end);
-        }
-        return hpml__csv_read(path, want, begin, end, reject_nonfinite, out);
-    }
+    if (f == HPML_FMT_CSV)
+        return hpml__csv_read(path, want, begin, end, rank, by_rank ? nranks : 0,
+                              reject_nonfinite, out);
     rc = dense_open(path, f, &s, &h);
     if (rc != 0)
         return rc;

@@ -97,8 +97,9 @@ int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype
 int hpml__npy_header(hpml__io_src_t *s, hpml__io_dense_t *h);
 int hpml__idx_header(hpml__io_src_t *s, hpml__io_dense_t *h);
 int hpml__csv_shape(const char *path, size_t *rows, size_t *cols);
-int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end,
-                   int reject_nonfinite, hpml_array_t *out);
+/* Rows [begin, end), or, if nranks > 0, rank's block of hpml_io_partition (one scan). */
+int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end, int rank,
+                   int nranks, int reject_nonfinite, hpml_array_t *out);
 
 /* Writing through a temporary file in the same folder: open gives a FILE* on a
  * mkstemp name; commit flushes, fsyncs, renames over path and fsyncs the folder;

@@ -1,0 +1,259 @@
+/* io: CSV reader and writer: round trips at 1-3 ranks, header and delimiter detection,
+ * blank and comment lines, NumPy savetxt files, line-numbered errors. */
+#include <math.h>
+
+#include "test_io_util.h"
+
+static void read_all_blocks_f64(const char *path, int p, double *out, size_t *rows_out,
+                                size_t *cols_out)
+{
+    size_t rows, cols;
+    int r;
+
+    assert_int_equal(hpml_io_shape(path, HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    for (r = 0; r < p; r++) {
+        hpml_array_t a;
+        size_t b, e;
+        int rc = hpml_io_read_block(path, HPML_FMT_AUTO, HPML_F64, r, p, 0, &a);
+        if (rc != 0)
+            print_error("%s\n", hpml_last_error());
+        assert_int_equal(rc, 0);
+        hpml_io_partition(rows, r, p, &b, &e);
+        assert_int_equal(a.row_offset, b);
+        assert_int_equal(a.rows, e - b);
+        assert_int_equal(a.cols, cols);
+        assert_int_equal(a.total_rows, rows);
+        memcpy(out + b * cols, a.data, a.rows * cols * sizeof(double));
+        hpml_array_free(&a);
+    }
+    *rows_out = rows;
+    *cols_out = cols;
+}
+
+static void test_roundtrip(void **state)
+{
+    enum { R = 2501, C = 3 }; /* more rows than one scan checkpoint (1024) */
+    double *d = malloc(R * C * sizeof(double)), *got = malloc(R * C * sizeof(double));
+    float *f = malloc(R * C * sizeof(float));
+    int32_t iv[6] = {-2147483647 - 1, 2147483647, 0, -1, 5, 7};
+    hpml_rng_t rng;
+    size_t i, rows, cols;
+    int p;
+
+    (void)state;
+    hpml_rng_init(&rng, 7, 0);
+    for (i = 0; i < R * C; i++) {
+        d[i] = (hpml_rng_uniform(&rng) - 0.5) * pow(10.0, (double)hpml_rng_below(&rng, 40) - 20);
+        f[i] = (float)d[i];
+    }
+    d[5] = 1e308;
+    d[6] = -4.9e-324;
+    assert_int_equal(hpml_csv_write(tp("d.csv"), d, HPML_F64, R, C, "x,y,z"), 0);
+    assert_int_equal(hpml_csv_write(tp("f.csv"), f, HPML_F32, R, C, NULL), 0);
+    for (p = 1; p <= 3; p++) {
+        read_all_blocks_f64(tp("d.csv"), p, got, &rows, &cols);
+        assert_int_equal(rows, R);
+        assert_int_equal(cols, C);
+        assert_memory_equal(got, d, R * C * sizeof(double)); /* %.17g round-trips */
+        read_all_blocks_f64(tp("f.csv"), p, got, &rows, &cols);
+        assert_int_equal(rows, R);
+        for (i = 0; i < R * C; i++)
+            assert_true((float)got[i] == f[i]); /* %.9g round-trips f32 */
+    }
+    /* A block in the middle, as f32, bit exact. */
+    hpml_array_t a;
+    assert_int_equal(hpml_io_read_rows(tp("f.csv"), HPML_FMT_CSV, HPML_F32, 1023, 2049, 1, &a), 0);
+    assert_int_equal(a.rows, 1026);
+    assert_memory_equal(a.data, f + 1023 * C, 1026 * C * sizeof(float));
+    hpml_array_free(&a);
+    /* Integers, exact, including the i32 extremes. */
+    assert_int_equal(hpml_csv_write(tp("i.csv"), iv, HPML_I32, 3, 2, "a,b"), 0);
+    assert_int_equal(hpml_io_read_rows(tp("i.csv"), HPML_FMT_AUTO, HPML_I32, 0, 3, 0, &a), 0);
+    assert_memory_equal(a.data, iv, sizeof(iv));
+    hpml_array_free(&a);
+    int64_t big[2] = {9007199254740993LL, -9223372036854775807LL - 1};
+    assert_int_equal(hpml_csv_write(tp("big.csv"), big, HPML_I64, 2, 1, NULL), 0);
+    assert_int_equal(hpml_io_read_rows(tp("big.csv"), HPML_FMT_AUTO, HPML_I64, 0, 2, 0, &a), 0);
+    assert_memory_equal(a.data, big, sizeof(big));
+    hpml_array_free(&a);
+    assert_int_equal(count_entries(".tmp."), 0);
+    expect_error(hpml_csv_write(tp("h.csv"), iv, HPML_I32, 3, 2, "a\nb"), HPML_ERR_INVAL,
+                 "h.csv: the CSV header must be one line");
+    free(d);
+    free(got);
+    free(f);
+}
+
+static void test_dialects(void **state)
+{
+    static const char *files[][2] = {
+        {"plain.csv", "1,2,3\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n"},
+        {"header.csv", "a,b,c\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n"},
+        {"crlf.csv", "a,b,c\r\n1,2,3\r\n4,5,6\r\n7,8,9\r\n10,11,12\r\n13,14,15\r\n"},
+        {"semi.csv", "1;2;3\n4;5;6\n7;8;9\n10;11;12\n13;14;15"}, /* no final newline */
+        {"tab.tsv", "x\ty\tz\n1\t2\t3\n4\t5\t6\n7\t8\t9\n10\t11\t12\n13\t14\t15\n"},
+        {"space.txt", "  1 2   3\n4 5 6\n7\t8 9\n10 11 12\n13 14 15 \n"},
+        {"quoted.csv", "\"a, 1\",\"b\",c\n\"1\", 2 ,3\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n"},
+        {"blank.csv",
+         "# comment\n\n  \na,b,c\n1,2,3\n\n4,5,6\n# more\n7,8,9\n   \n10,11,12\n13,14,15\n\n"},
+    };
+    double got[15];
+    size_t k, i, rows, cols;
+    int p;
+
+    (void)state;
+    for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        write_text(tp(files[k][0]), files[k][1]);
+        for (p = 1; p <= 3; p++) {
+            memset(got, 0, sizeof(got));
+            read_all_blocks_f64(tp(files[k][0]), p, got, &rows, &cols);
+            if (rows != 5 || cols != 3)
+                print_error("%s: %zu x %zu\n", files[k][0], rows, cols);
+            assert_int_equal(rows, 5);
+            assert_int_equal(cols, 3);
+            for (i = 0; i < 15; i++)
+                assert_true(got[i] == (double)(i + 1));
+        }
+    }
+    /* Header only, and empty files: zero rows. */
+    write_text(tp("honly.csv"), "a,b\n");
+    assert_int_equal(hpml_io_shape(tp("honly.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 0);
+    assert_int_equal(cols, 2);
+    write_text(tp("empty.csv"), "");
+    assert_int_equal(hpml_io_shape(tp("empty.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 0);
+    hpml_array_t a;
+    assert_int_equal(hpml_io_read_block(tp("empty.csv"), HPML_FMT_AUTO, HPML_F32, 1, 2, 0, &a), 0);
+    assert_int_equal(a.rows, 0);
+    hpml_array_free(&a);
+}
+
+/* np.savetxt files (default: spaces and %.18e; with delimiter and a '# ' header). */
+static void test_numpy_savetxt(void **state)
+{
+    size_t rows, cols, n, i;
+    double got[64 * 5];
+
+    (void)state;
+    if (py("rng = np.random.default_rng(1)\n"
+           "a = rng.standard_normal((64, 5))\n"
+           "np.savetxt('np_default.txt', a)\n"
+           "np.savetxt('np_comma.csv', a, delimiter=',', header='a,b,c,d,e')\n"
+           "a.tofile('np.ref')\n") != 0) {
+        print_message("python3 with numpy not available; skipping\n");
+        skip();
+    }
+    double *ref = (double *)read_all(tp("np.ref"), &n);
+    read_all_blocks_f64(tp("np_default.txt"), 3, got, &rows, &cols);
+    assert_int_equal(rows, 64);
+    assert_int_equal(cols, 5);
+    for (i = 0; i < 64 * 5; i++)
+        assert_true(got[i] == ref[i]); /* %.18e is exact */
+    read_all_blocks_f64(tp("np_comma.csv"), 2, got, &rows, &cols);
+    assert_int_equal(rows, 64);
+    for (i = 0; i < 64 * 5; i++)
+        assert_true(got[i] == ref[i]);
+    free(ref);
+}
+
+static void test_errors(void **state)
+{
+    char text[2048];
+    size_t len = 0;
+    hpml_array_t a;
+    int line;
+
+    (void)state;
+    /* Line 17 (1-based) has 'abc' in field 3; header on line 1. */
+    len += (size_t)snprintf(text + len, sizeof(text) - len, "a,b,c,d\n");
+    for (line = 2; line <= 20; line++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "%d,2,%s,4\n", line,
+                                line == 17 ? "abc" : "3");
+    write_text(tp("x.csv"), text);
+    expect_error(hpml_io_read_rows(tp("x.csv"), HPML_FMT_AUTO, HPML_F64, 0, 19, 0, &a),
+                 HPML_ERR_FORMAT, "x.csv:17: field 3 'abc' is not a number");
+    assert_null(a.data);
+    /* Only the block is parsed: rows before the bad one are fine. */
+    assert_int_equal(hpml_io_read_rows(tp("x.csv"), HPML_FMT_AUTO, HPML_F64, 0, 15, 0, &a), 0);
+    hpml_array_free(&a);
+    assert_int_equal(hpml_io_read_block(tp("x.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a), 0);
+    hpml_array_free(&a);
+    expect_error(hpml_io_read_block(tp("x.csv"), HPML_FMT_AUTO, HPML_F64, 1, 2, 0, &a),
+                 HPML_ERR_FORMAT, "x.csv:17: field 3 'abc' is not a number");
+
+    write_text(tp("y.csv"), "1,2,3,4\n5,6,7,8\n\n9,10,11\n1,2,3,4\n");
+    expect_error(hpml_io_read_block(tp("y.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "y.csv:4: 3 fields, expected 4");
+    write_text(tp("z.csv"), "1,2\n3,4,\n");
+    expect_error(hpml_io_read_block(tp("z.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "z.csv:2: 3 fields, expected 2");
+    write_text(tp("e.csv"), "1,2\n3,\n");
+    expect_error(hpml_io_read_block(tp("e.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "e.csv:2: field 2 is empty");
+    write_text(tp("nan.csv"), "h1,h2\n1,2\n3,nan\n");
+    expect_error(hpml_io_read_block(tp("nan.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 1, &a),
+                 HPML_ERR_NUMERIC, "nan.csv:3: field 2 is NaN");
+    assert_int_equal(hpml_io_read_block(tp("nan.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a), 0);
+    assert_true(isnan(((double *)a.data)[3]));
+    hpml_array_free(&a);
+    write_text(tp("inf.csv"), "1,-inf\n");
+    expect_error(hpml_io_read_block(tp("inf.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 1, &a),
+                 HPML_ERR_NUMERIC, "inf.csv:1: field 2 is -Inf");
+    write_text(tp("frac.csv"), "1,2.5\n");
+    expect_error(hpml_io_read_block(tp("frac.csv"), HPML_FMT_AUTO, HPML_I32, 0, 1, 0, &a),
+                 HPML_ERR_RANGE, "frac.csv:1: field 2 value 2.5 is not an integer (reading as i32)");
+    write_text(tp("u8.csv"), "1,256\n");
+    expect_error(hpml_io_read_block(tp("u8.csv"), HPML_FMT_AUTO, HPML_U8, 0, 1, 0, &a),
+                 HPML_ERR_RANGE, "u8.csv:1: field 2 value 256 is out of range for u8");
+    write_text(tp("f32.csv"), "1,1e39\n");
+    expect_error(hpml_io_read_block(tp("f32.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_RANGE, "f32.csv:1: field 2 value 1e+39 is out of range for f32");
+    write_bytes(tp("bin.csv"), "1,2\n\0\0\x01", 7);
+    expect_error(hpml_io_read_block(tp("bin.csv"), HPML_FMT_CSV, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "bin.csv:");
+    expect_error(hpml_io_read_rows(tp("y.csv"), HPML_FMT_AUTO, HPML_F32, 3, 5, 0, &a),
+                 HPML_ERR_INVAL, "y.csv: rows [3, 5) out of range: the file has 4 rows");
+    expect_error(hpml_io_read_rows(tp("nope.csv"), HPML_FMT_AUTO, HPML_F32, 0, 1, 0, &a),
+                 HPML_ERR_IO, "nope.csv: cannot open");
+}
+
+/* Every truncation and random damage of a CSV: an error or a valid read, never a crash. */
+static void test_fuzz(void **state)
+{
+    const char *csv = "a,b,c\n1.5,-2,3e4\n\"4\",5,6\n# x\n7,8,9\n";
+    size_t n = strlen(csv), cut, k, i;
+    hpml_rng_t rng;
+    hpml_array_t a;
+    char m[64];
+
+    (void)state;
+    for (cut = 0; cut < n; cut++) {
+        write_bytes(tp("fz.csv"), csv, cut);
+        if (hpml_io_read_block(tp("fz.csv"), HPML_FMT_CSV, HPML_F64, 0, 1, 1, &a) == 0)
+            hpml_array_free(&a);
+        else
+            assert_non_null(strstr(hpml_last_error(), "fz.csv"));
+    }
+    hpml_rng_init(&rng, 9, 0);
+    for (k = 0; k < 600; k++) {
+        memcpy(m, csv, n);
+        for (i = 0; i < 1 + hpml_rng_below(&rng, 3); i++)
+            m[hpml_rng_below(&rng, n)] = ",;\t\n\r\" #ax0.-e\0"[hpml_rng_below(&rng, 16)];
+        write_bytes(tp("fz.csv"), m, n);
+        if (hpml_io_read_block(tp("fz.csv"), HPML_FMT_CSV, HPML_F32, 1, 2, 0, &a) == 0)
+            hpml_array_free(&a);
+        else
+            assert_true(strlen(hpml_last_error()) > 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_dialects),
+        cmocka_unit_test(test_numpy_savetxt), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_fuzz),
+    };
+    return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
+}
