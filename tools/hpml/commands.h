@@ -6,3 +6,4 @@ HPML_COMMAND(info, "show hpml's build, the MPI library, nodes, shared memory, BL
 HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allreduced X'X, Cholesky)")
 HPML_COMMAND(kmeans, "cluster rows with distributed K-Means (k-means++/k-means||, Lloyd)")
 HPML_COMMAND(pca, "PCA / truncated SVD: allreduced covariance + LAPACK, or randomized SVD")
+HPML_COMMAND(knn, "exact k-nearest neighbours search and classification (BLAS brute force)")

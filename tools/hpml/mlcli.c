@@ -192,3 +192,32 @@ int mlcli_progress_on(hpml_comm_t *comm, int verbose)
 {
     return hpml_comm_rank(comm) == 0 && (verbose || isatty(2));
 }
+
+int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpml_array_t *y,
+                 int64_t **out)
+{
+    const double *v = y->data;
+    int64_t *l;
+    size_t bad = (size_t)-1;
+
+    *out = NULL;
+    if (mlcli_agree(cmd, comm, y->cols != 1, "%s: class labels must be one column (got %zu)",
+                    name, y->cols))
+        return CLI_EXIT_FAIL;
+    l = hpml_malloc((y->rows ? y->rows : 1) * sizeof(int64_t));
+    if (mlcli_agree(cmd, comm, l == NULL, "out of memory"))
+        return CLI_EXIT_FAIL;
+    for (size_t i = 0; i < y->rows && bad == (size_t)-1; i++) {
+        if (v[i] != (double)(int64_t)v[i] || v[i] < -9.0e15 || v[i] > 9.0e15)
+            bad = i;
+        l[i] = (int64_t)v[i];
+    }
+    if (mlcli_agree(cmd, comm, bad != (size_t)-1,
+                    "%s: row %zu: class label %.17g is not an integer", name,
+                    y->row_offset + bad, bad != (size_t)-1 ? v[bad] : 0.0)) {
+        hpml_free(l);
+        return CLI_EXIT_FAIL;
+    }
+    *out = l;
+    return 0;
+}

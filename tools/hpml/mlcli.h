@@ -54,3 +54,8 @@ void mlcli_print_doubles(const double *v, size_t n, size_t max);
 int mlcli_progress_on(hpml_comm_t *comm, int verbose);
 
 #endif
+
+/* Class labels from a one-column f64 array (a target): every value must be an integer.
+ * *out (rows) is hpml_malloc'ed. Agreed across ranks; 0 or CLI_EXIT_FAIL. */
+int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpml_array_t *y,
+                 int64_t **out);
