@@ -102,10 +102,12 @@ $(HPML): $(TOOL_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
 
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+             -e 's|@BLAS_LIBS@|$(BLAS_LIBS)|g' hpml.pc.in
+
 $(O)/hpml.pc: hpml.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@BLAS_LIBS@|$(BLAS_LIBS)|g' $< > $@
+	$(PC_SED) > $@
 
 tests: $(UNIT_BINS) $(MPIT_BINS)
 
@@ -143,7 +145,7 @@ install: lib $(HPML)
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libhpml.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR)
 	ln -sf libhpml.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libhpml.so
-	install -m 644 $(O)/hpml.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
 	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:

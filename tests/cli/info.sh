@@ -9,7 +9,7 @@ check() { if eval "$1"; then :; else echo "FAIL: $2"; fail=1; fi; }
 out=$($MPIRUN -np 2 "$HPML" info) || { echo "FAIL: hpml info exited $?"; exit 1; }
 echo "$out"
 host=$(hostname)
-cores=$(nproc)
+cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 case "$MPI" in
 openmpi) lib='Open MPI' ;;
 mpich) lib='MPICH' ;;
