@@ -304,7 +304,7 @@ static void make_npy(const char *name, const char *dict, const void *data, size_
 
 static void test_malformed(void **state)
 {
-    static double data[300];
+    static double data[400];
     hpml_array_t a;
     size_t rows;
     const char *d100x3 = "{'descr': '<f8', 'fortran_order': False, 'shape': (100, 3), }\n";
