@@ -381,8 +381,12 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
         failed = line_search(&pb, w, f, gd, dir, a0, wn, &fn, gn, &moved, &rc);
         if (rc != 0)
             goto out;
-        if (!moved) /* no decrease possible at this precision: as good as it gets */
+        if (!moved) {
+            /* No decrease possible at this precision (scipy: ABNORMAL_TERMINATION_IN_LNSRCH):
+             * as good as it gets; converged if the gradient is at rounding level. */
+            m->converged = gmax <= fmax(cfg->tol, 1e-7);
             break;
+        }
         m->n_iter++;
         {
             size_t i = head;

@@ -7,3 +7,4 @@ HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allredu
 HPML_COMMAND(kmeans, "cluster rows with distributed K-Means (k-means++/k-means||, Lloyd)")
 HPML_COMMAND(pca, "PCA / truncated SVD: allreduced covariance + LAPACK, or randomized SVD")
 HPML_COMMAND(knn, "exact k-nearest neighbours search and classification (BLAS brute force)")
+HPML_COMMAND(logreg, "logistic regression, binary or multinomial, L2, by L-BFGS on allreduced gradients")

@@ -1,0 +1,339 @@
+/* `hpml logreg`: L2-regularised logistic regression (binary / multinomial) by L-BFGS. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hpml/linear.h"
+#include "mlcli.h"
+
+#define CMD "logreg"
+
+static const char *usage_text =
+    "Usage: mpirun -np N hpml logreg --data FILE (--target FILE | --target-col N) [options]\n\n"
+    "L2-regularised logistic regression on integer class labels, minimising\n"
+    "C * sum(log-loss) + |W|^2 / 2 (intercept unpenalised) by L-BFGS on allreduced\n"
+    "gradients: scikit-learn's LogisticRegression(solver='lbfgs'). Two classes give a\n"
+    "binary (sigmoid) model as sklearn's default; more classes a multinomial (softmax) one.\n\n"
+    "Options:\n"
+    "  --data FILE         training rows (.npy, IDX or CSV)\n"
+    "  --target FILE       integer class labels, one per data row (one column)\n"
+    "  --target-col N      or: column N of --data holds the labels, the rest are features\n"
+    "                      (counted from 0; negative counts from the end, -1 = last)\n"
+    "  --C C               inverse regularisation strength (default 1)\n"
+    "  --no-intercept      fit without an intercept\n"
+    "  --multinomial       softmax model even for two classes (sklearn's\n"
+    "                      multi_class='multinomial'; coef then holds class 1's row)\n"
+    "  --max-iter N        L-BFGS iterations (default 100)\n"
+    "  --tol T             stop when max |gradient| <= T, gradient of the mean objective\n"
+    "                      (default 1e-4)\n"
+    "  --test FILE         rows to predict (default: the training rows); with\n"
+    "                      --target-col, a FILE with the label column too is scored\n"
+    "  --test-target FILE  labels of --test, to score the predictions\n"
+    "  --pred-out FILE     write the predicted labels (int64 .npy, or .csv)\n"
+    "  --proba-out FILE    write the class probabilities (rows x classes)\n"
+    "  --out PATH          PATH.npy: write the coefficients (rows x features) there;\n"
+    "                      otherwise PATH.coef.npy, PATH.intercept.npy, PATH.classes.npy\n"
+    "  --threads N         BLAS threads per rank (default 1)\n"
+    "  --json              print the summary as JSON\n"
+    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
+    "  -h, --help          this text\n";
+
+typedef struct {
+    const char *data, *test, *test_target, *pred_out, *proba_out, *out;
+    mlcli_target_t tgt;
+    hpml_logreg_config_t cfg;
+    int threads, json, verbose;
+} opts_t;
+
+static int parse(int argc, char **argv, opts_t *o)
+{
+    enum { O_DATA = 256, O_TARGET, O_TCOL, O_C, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_TEST,
+           O_TTARGET, O_PRED, O_PROBA, O_OUT, O_THREADS, O_JSON };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"target", required_argument, NULL, O_TARGET},
+        {"target-col", required_argument, NULL, O_TCOL},
+        {"C", required_argument, NULL, O_C},
+        {"no-intercept", no_argument, NULL, O_NOINT},
+        {"multinomial", no_argument, NULL, O_MULTI},
+        {"max-iter", required_argument, NULL, O_MAXIT},
+        {"tol", required_argument, NULL, O_TOL},
+        {"test", required_argument, NULL, O_TEST},
+        {"test-target", required_argument, NULL, O_TTARGET},
+        {"pred-out", required_argument, NULL, O_PRED},
+        {"proba-out", required_argument, NULL, O_PROBA},
+        {"out", required_argument, NULL, O_OUT},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"json", no_argument, NULL, O_JSON},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long v;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    hpml_logreg_config_init(&o->cfg);
+    o->threads = 1;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_DATA: o->data = optarg; break;
+        case O_TARGET: o->tgt.file = optarg; break;
+        case O_TCOL:
+            if (cli_parse_long(optarg, -1000000000L, 1000000000L, &v) != 0)
+                return cli_usage_error(CMD, "--target-col must be an integer (got '%s')", optarg);
+            o->tgt.col = v;
+            o->tgt.have_col = 1;
+            break;
+        case O_C:
+            if (cli_parse_double(optarg, &o->cfg.C) != 0 || !(o->cfg.C > 0))
+                return cli_usage_error(CMD, "--C must be a number > 0 (got '%s')", optarg);
+            break;
+        case O_NOINT: o->cfg.fit_intercept = 0; break;
+        case O_MULTI: o->cfg.multinomial = 1; break;
+        case O_MAXIT:
+            if (cli_parse_long(optarg, 0, 100000000L, &v) != 0)
+                return cli_usage_error(CMD, "--max-iter must be an integer >= 0 (got '%s')",
+                                       optarg);
+            o->cfg.max_iter = (size_t)v;
+            break;
+        case O_TOL:
+            if (cli_parse_double(optarg, &o->cfg.tol) != 0 || o->cfg.tol < 0)
+                return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", optarg);
+            break;
+        case O_TEST: o->test = optarg; break;
+        case O_TTARGET: o->test_target = optarg; break;
+        case O_PRED: o->pred_out = optarg; break;
+        case O_PROBA: o->proba_out = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
+                                       optarg);
+            o->threads = (int)v;
+            break;
+        case O_JSON: o->json = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'h':
+            if (cli_rank() == 0)
+                fputs(usage_text, stdout);
+            return -1;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o->data == NULL)
+        return cli_usage_error(CMD, "--data FILE is required");
+    if ((o->tgt.file != NULL) == (o->tgt.have_col != 0))
+        return cli_usage_error(CMD, "give exactly one of --target FILE and --target-col N");
+    if (o->test_target != NULL && o->test == NULL)
+        return cli_usage_error(CMD, "--test-target needs --test");
+    if (o->test_target != NULL && o->tgt.have_col)
+        return cli_usage_error(CMD, "--test-target goes with --target FILE; with --target-col "
+                                    "the --test file holds its label column");
+    return 0;
+}
+
+typedef struct {
+    double t0;
+} progress_t;
+
+static void progress(void *ctx, size_t iter, double objective, double grad_norm)
+{
+    progress_t *p = ctx;
+
+    fprintf(stderr, "[logreg] iter %4zu  objective %.12e  max|grad| %.3e  %.3f s\n", iter,
+            objective, grad_norm, hpml_time() - p->t0);
+}
+
+/* Accuracy and mean log-loss (probabilities clipped at 1e-15, as sklearn's log_loss) of
+ * the model on (rows) local rows, over all ranks. The rows' labels must be classes of the
+ * model for the log-loss; unseen labels count as wrong with the clipped loss. */
+static int score(hpml_comm_t *comm, const hpml_logreg_t *m, const double *x, const int64_t *y,
+                 size_t rows, const int64_t *pred, double *acc, double *logloss)
+{
+    size_t K = m->n_classes;
+    double s[3] = {0, 0, (double)rows}, *proba = hpml_malloc((rows ? rows : 1) * K * sizeof(double));
+    int rc;
+
+    if (proba == NULL)
+        return HPML_ERR_NOMEM;
+    hpml_logreg_predict_proba(m, x, rows, proba);
+    for (size_t i = 0; i < rows; i++) {
+        double p = 1e-15;
+
+        s[0] += pred[i] == y[i];
+        for (size_t k = 0; k < K; k++)
+            if (m->classes[k] == y[i])
+                p = fmax(fmin(proba[i * K + k], 1.0 - 1e-15), 1e-15);
+        s[1] -= log(p);
+    }
+    hpml_free(proba);
+    if ((rc = hpml_allreduce(HPML_IN_PLACE, s, 3, HPML_F64, HPML_SUM, comm)) != 0)
+        return rc;
+    *acc = s[2] > 0 ? s[0] / s[2] : 0.0;
+    *logloss = s[2] > 0 ? s[1] / s[2] : 0.0;
+    return 0;
+}
+
+int cmd_logreg(int argc, char **argv);
+int cmd_logreg(int argc, char **argv)
+{
+    opts_t o;
+    hpml_comm_t *comm = NULL;
+    hpml_array_t X = {0}, Y = {0}, TX = {0}, TY = {0};
+    hpml_logreg_t *m = NULL;
+    int64_t *y = NULL, *ty = NULL, *pred = NULL, *tpred = NULL;
+    double *proba = NULL, acc = 0, ll = 0, tacc = 0, tll = 0, t0, t_read, t_fit;
+    char cpath[4096], ipath[4096], kpath[4096];
+    progress_t pg;
+    int rc, status = CLI_EXIT_FAIL, have_test_y = 0;
+    size_t d;
+    const hpml_array_t *px;
+    const int64_t *ppred;
+
+    if ((rc = parse(argc, argv, &o)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
+        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
+    hpml_blas_set_threads(o.threads);
+    o.verbose = mlcli_progress_on(comm, o.verbose);
+
+    t0 = hpml_time();
+    if (mlcli_load(CMD, comm, o.data, &o.tgt, &X, &Y) ||
+        mlcli_labels(CMD, comm, o.tgt.file ? o.tgt.file : o.data, &Y, &y))
+        goto out;
+    t_read = hpml_time() - t0;
+    d = X.cols;
+    if (o.verbose)
+        fprintf(stderr, "[logreg] read %zu rows x %zu features in %.3f s\n", X.total_rows, d,
+                t_read);
+
+    pg.t0 = hpml_time();
+    if (o.verbose) {
+        o.cfg.progress = progress;
+        o.cfg.progress_ctx = &pg;
+    }
+    t0 = hpml_time();
+    rc = hpml_logreg_fit(comm, X.data, y, X.rows, d, &o.cfg, &m);
+    t_fit = hpml_time() - t0;
+    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        goto out;
+    pred = hpml_malloc((X.rows ? X.rows : 1) * sizeof(int64_t));
+    rc = pred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(m, X.data, X.rows, pred);
+    if (rc == 0)
+        rc = score(comm, m, X.data, y, X.rows, pred, &acc, &ll);
+    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        goto out;
+    px = &X;
+    ppred = pred;
+
+    if (o.test != NULL) {
+        mlcli_target_t tt = {o.test_target, o.tgt.col, o.tgt.have_col};
+        size_t tc, tr;
+        hpml_dtype_t st;
+
+        rc = hpml_io_shape(o.test, HPML_FMT_AUTO, &tr, &tc, &st);
+        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+            goto out;
+        if (o.tgt.have_col && tc == d)
+            tt.have_col = 0; /* features only */
+        have_test_y = tt.file != NULL || tt.have_col;
+        if (mlcli_load(CMD, comm, o.test, have_test_y ? &tt : NULL, &TX, &TY))
+            goto out;
+        if (mlcli_agree(CMD, comm, TX.cols != d, "%s has %zu feature columns but the model has %zu",
+                        o.test, TX.cols, d))
+            goto out;
+        if (have_test_y && mlcli_labels(CMD, comm, o.test_target ? o.test_target : o.test, &TY, &ty))
+            goto out;
+        tpred = hpml_malloc((TX.rows ? TX.rows : 1) * sizeof(int64_t));
+        rc = tpred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(m, TX.data, TX.rows, tpred);
+        if (rc == 0 && have_test_y)
+            rc = score(comm, m, TX.data, ty, TX.rows, tpred, &tacc, &tll);
+        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+            goto out;
+        px = &TX;
+        ppred = tpred;
+    }
+    if (o.pred_out != NULL &&
+        mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
+        goto out;
+    if (o.proba_out != NULL) {
+        proba = hpml_malloc((px->rows ? px->rows : 1) * m->n_classes * sizeof(double));
+        rc = proba == NULL ? HPML_ERR_NOMEM
+                           : hpml_logreg_predict_proba(m, px->data, px->rows, proba);
+        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)) ||
+            mlcli_write_rows(CMD, comm, o.proba_out, proba, HPML_F64, px->rows, m->n_classes))
+            goto out;
+    }
+    mlcli_out_path(cpath, sizeof(cpath), o.out, "coef", 1);
+    mlcli_out_path(ipath, sizeof(ipath), o.out, "intercept", 0);
+    mlcli_out_path(kpath, sizeof(kpath), o.out, "classes", 0);
+    if ((cpath[0] && mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, m->n_rows, d)) ||
+        (ipath[0] && mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, m->n_rows, 1)) ||
+        (kpath[0] && mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1)))
+        goto out;
+
+    if (hpml_comm_rank(comm) == 0) {
+        if (o.json) {
+            printf("{\"command\": \"logreg\", \"data\": ");
+            hpml_json_string(stdout, o.data);
+            printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", m->n_samples, d);
+            for (size_t k = 0; k < m->n_classes; k++)
+                printf("%s%lld", k ? ", " : "", (long long)m->classes[k]);
+            printf("], \"model\": \"%s\", \"ranks\": %d, \"C\": %.17g, \"n_iter\": %zu, "
+                   "\"converged\": %s, \"objective\": %.17g, \"coef\": ",
+                   m->multinomial ? "multinomial" : "binary", hpml_comm_size(comm), o.cfg.C,
+                   m->n_iter, m->converged ? "true" : "false", m->objective);
+            mlcli_json_doubles(m->coef, m->n_rows * d);
+            printf(", \"intercept\": ");
+            mlcli_json_doubles(m->intercept, m->n_rows);
+            printf(", \"accuracy\": %.17g, \"log_loss\": %.17g", acc, ll);
+            if (have_test_y)
+                printf(", \"test_accuracy\": %.17g, \"test_log_loss\": %.17g", tacc, tll);
+            printf(", \"read_seconds\": %.6f, \"fit_seconds\": %.6f}\n", t_read, t_fit);
+        } else {
+            printf("logreg: %zu rows x %zu features, %zu classes (%s), C=%g, %d rank%s\n",
+                   m->n_samples, d, m->n_classes, m->multinomial ? "multinomial" : "binary",
+                   o.cfg.C, hpml_comm_size(comm), hpml_comm_size(comm) == 1 ? "" : "s");
+            printf("  iterations   %zu (%s)\n", m->n_iter,
+                   m->converged ? "converged" : "max-iter reached, not converged");
+            printf("  objective    %.12g (mean log-loss + |W|^2/(2Cn))\n", m->objective);
+            printf("  train        accuracy %.6f, log-loss %.6g\n", acc, ll);
+            if (have_test_y)
+                printf("  test         accuracy %.6f, log-loss %.6g\n", tacc, tll);
+            printf("  time         read %.3f s, fit %.3f s\n", t_read, t_fit);
+            if (cpath[0])
+                printf("  coef      -> %s\n", cpath);
+            if (ipath[0])
+                printf("  intercept -> %s\n", ipath);
+            if (kpath[0])
+                printf("  classes   -> %s\n", kpath);
+            if (o.pred_out)
+                printf("  predictions -> %s\n", o.pred_out);
+            if (o.proba_out)
+                printf("  probabilities -> %s\n", o.proba_out);
+        }
+        fflush(stdout);
+    }
+    status = CLI_EXIT_OK;
+out:
+    hpml_logreg_destroy(m);
+    hpml_free(y);
+    hpml_free(ty);
+    hpml_free(pred);
+    hpml_free(tpred);
+    hpml_free(proba);
+    hpml_array_free(&X);
+    hpml_array_free(&Y);
+    hpml_array_free(&TX);
+    hpml_array_free(&TY);
+    hpml_comm_destroy(comm);
+    return status;
+}
