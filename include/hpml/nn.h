@@ -156,6 +156,22 @@ int hpml_dataset_load(const char *images, const char *labels, size_t begin, size
 void hpml_dataset_free(hpml_dataset_t *d);
 /* Mean and standard deviation of all pixels (for normalisation). */
 void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std);
+/* x = (x - mean) / std in place. */
+void hpml_dataset_normalize(hpml_dataset_t *d, float mean, float std);
+
+/* The bundled default data set. */
+#define HPML_NN_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* File names of an MNIST-style folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte, with
+ * ".gz" when only the compressed file exists. */
+typedef struct hpml_data_paths {
+    char train_images[1024], train_labels[1024], test_images[1024], test_labels[1024];
+} hpml_data_paths_t;
+void hpml_data_paths(const char *dir, hpml_data_paths_t *p);
+
+/* The spec of a preset ("mlp": 784-512-256-10, "lenet": LeNet-5, "cnn": the 2-conv
+ * network of the issue), or `name` itself when it is not a preset. */
+const char *hpml_model_preset(const char *name);
 
 /* The sample order of `epoch` for seed: a permutation of 0..n-1 that depends only on
  * (seed, epoch, n), never on the number of ranks. */

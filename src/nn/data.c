@@ -5,7 +5,9 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hpml/io.h"
 #include "nn/nn_internal.h"
@@ -122,6 +124,15 @@ void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std)
     *std = nv ? sqrt(fmax(ss / (double)nv - *mean * *mean, 1e-12)) : 1.0;
 }
 
+void hpml_dataset_normalize(hpml_dataset_t *d, float mean, float std)
+{
+    const size_t nv = d->n * (size_t)d->c * d->h * d->w;
+    const float a = 1.0f / std, b = -mean / std;
+
+    for (size_t i = 0; i < nv; i++)
+        d->x[i] = d->x[i] * a + b;
+}
+
 void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm)
 {
     hpml_rng_t rng;
@@ -135,4 +146,38 @@ void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm)
         perm[i - 1] = perm[j];
         perm[j] = t;
     }
+}
+
+static void pick(char *dst, size_t len, const char *dir, const char *base)
+{
+    snprintf(dst, len, "%s/%s", dir, base);
+    if (access(dst, R_OK) != 0)
+        snprintf(dst, len, "%s/%s.gz", dir, base);
+}
+
+void hpml_data_paths(const char *dir, hpml_data_paths_t *p)
+{
+    pick(p->train_images, sizeof(p->train_images), dir, "train-images-idx3-ubyte");
+    pick(p->train_labels, sizeof(p->train_labels), dir, "train-labels-idx1-ubyte");
+    pick(p->test_images, sizeof(p->test_images), dir, "t10k-images-idx3-ubyte");
+    pick(p->test_labels, sizeof(p->test_labels), dir, "t10k-labels-idx1-ubyte");
+}
+
+const char *hpml_model_preset(const char *name)
+{
+    static const struct {
+        const char *name, *spec;
+    } presets[] = {
+        {"mlp", "dense 512 relu | dense 256 relu | dense 10"},
+        {"lenet", "conv 6 5x5 pad2 relu | pool 2 | conv 16 5x5 relu | pool 2 | dense 120 relu | "
+                  "dense 84 relu | dense 10"},
+        {"cnn", "conv 32 5x5 pad2 relu | pool 2 | conv 64 5x5 relu | pool 2 | dense 128 relu | "
+                "dense 10"},
+        {"small-cnn", "conv 16 5x5 pad2 relu | pool 2 | conv 32 5x5 relu | pool 2 | dense 64 "
+                      "relu | dense 10"},
+    };
+    for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+        if (strcmp(name, presets[i].name) == 0)
+            return presets[i].spec;
+    return name;
 }

@@ -3,8 +3,10 @@
  * Each is implemented as `int cmd_<name>(int argc, char **argv)` in cmd_<name>.c.
  */
 HPML_COMMAND(info, "show hpml's build, the MPI library, nodes, shared memory, BLAS and CPU")
-HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allreduced X'X, Cholesky)")
 HPML_COMMAND(kmeans, "cluster rows with distributed K-Means (k-means++/k-means||, Lloyd)")
+HPML_COMMAND(bench, "OSU-compatible micro-benchmarks: native MPI vs hpml algorithms side by side")
+HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allreduced X'X, Cholesky)")
 HPML_COMMAND(pca, "PCA / truncated SVD: allreduced covariance + LAPACK, or randomized SVD")
 HPML_COMMAND(knn, "exact k-nearest neighbours search and classification (BLAS brute force)")
+HPML_COMMAND(train, "data-parallel training of a neural network (Fashion-MNIST by default)")
 HPML_COMMAND(logreg, "logistic regression, binary or multinomial, L2, by L-BFGS on allreduced gradients")

@@ -1,0 +1,631 @@
+/*
+ * Data-parallel training (Horovod / PyTorch DDP style) over an hpml communicator.
+ *
+ * Every rank holds the model; rank 0's initial parameters are broadcast. Each epoch the
+ * sample order is a permutation that depends only on (seed, epoch), so the global
+ * batches are the same at any rank count; rank r takes its block of each global batch
+ * (hpml_io_partition), computes gradients scaled by 1/global batch, and the gradient
+ * buckets are summed with hpml_iallreduce as soon as backward has finished their layers.
+ * Buckets follow the layers in reverse (the order backward produces them), the first one
+ * small so communication starts early, later ones ~25 MiB; the allreduce of a bucket
+ * overlaps the backward of the layers below it. Summing gradients of sum-of-losses/B
+ * gives exactly the global mean even when B does not divide by the rank count.
+ *
+ * Checkpoints hold everything that determines the rest of the run (parameters,
+ * optimizer moments and step, RNG state, epoch, step in epoch, running epoch sums), so a
+ * resumed run is bit-identical to an uninterrupted one at the same rank count.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hpml/io.h"
+#include "nn/nn_internal.h"
+
+#define CKPT_MAGIC "HPMLCKPT"
+#define CKPT_VERSION 1u
+#define CKPT_NAME "checkpoint.hpml"
+
+void hpml_train_config_default(hpml_train_config_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    hpml_opt_config_default(&c->opt);
+    c->epochs = 5;
+    c->batch = 128;
+    c->seed = 1;
+    c->grad_dtype = HPML_F32;
+    c->bucket_bytes = 25u << 20;
+    c->first_bucket_bytes = 1u << 20;
+    c->overlap = 1;
+    c->eval_batch = 1000;
+    c->mean = 0.0f;
+    c->std = 1.0f;
+}
+
+/* ---- gradient buckets --------------------------------------------------------------- */
+
+typedef struct {
+    hpml_comm_t *comm;
+    int P;
+    float *grads;
+    size_t nparams;
+    int nb;               /* buckets, in the order backward completes them */
+    size_t *beg, *end;    /* parameter ranges */
+    hpml_request_t **req;
+    int next;             /* next bucket to start */
+    hpml_dtype_t dt;
+    uint16_t *wire;       /* f16/bf16 copy of the gradients */
+    int overlap;
+    int err;
+    double exposed;       /* seconds waiting after backward */
+} dp_t;
+
+static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train_config_t *c)
+{
+    size_t cap, cur_end, cur_bytes = 0;
+
+    memset(d, 0, sizeof(*d));
+    d->comm = comm;
+    d->P = hpml_comm_size(comm);
+    d->grads = m->grads;
+    d->nparams = m->nparams;
+    d->dt = c->grad_dtype;
+    d->overlap = c->overlap;
+    d->beg = calloc((size_t)m->nlayers + 1, sizeof(size_t));
+    d->end = calloc((size_t)m->nlayers + 1, sizeof(size_t));
+    d->req = calloc((size_t)m->nlayers + 1, sizeof(*d->req));
+    if (!d->beg || !d->end || !d->req)
+        return HPML_ERR_NOMEM;
+    if (d->dt != HPML_F32 && !(d->wire = hpml_malloc(m->nparams * sizeof(uint16_t) + 2)))
+        return HPML_ERR_NOMEM;
+    /* Walk the layers from the last: a bucket closes at a layer boundary once it holds
+     * at least its capacity (the first bucket's capacity is small). */
+    cap = c->first_bucket_bytes ? c->first_bucket_bytes : c->bucket_bytes;
+    cur_end = m->nparams;
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        nn_layer_t *l = &m->layers[i];
+        size_t bytes = (l->nw + l->nb) * sizeof(float);
+        if (bytes == 0)
+            continue;
+        cur_bytes += bytes;
+        if (cur_bytes >= cap || i == 0) {
+            d->beg[d->nb] = l->w_off;
+            d->end[d->nb] = cur_end;
+            d->nb++;
+            cur_end = l->w_off;
+            cur_bytes = 0;
+            cap = c->bucket_bytes;
+        }
+    }
+    if (cur_end > 0 && cur_bytes > 0) { /* layers without params before the first one */
+        d->beg[d->nb] = 0;
+        d->end[d->nb] = cur_end;
+        d->nb++;
+    }
+    return 0;
+}
+
+static void dp_free(dp_t *d)
+{
+    free(d->beg);
+    free(d->end);
+    free(d->req);
+    hpml_free(d->wire);
+}
+
+static void dp_start(dp_t *d, int b)
+{
+    size_t n = d->end[b] - d->beg[b];
+    void *buf = d->grads + d->beg[b];
+    int rc;
+
+    if (d->dt == HPML_F16) {
+        hpml_f32_to_f16_array(d->wire + d->beg[b], d->grads + d->beg[b], n);
+        buf = d->wire + d->beg[b];
+    } else if (d->dt == HPML_BF16) {
+        hpml_f32_to_bf16_array(d->wire + d->beg[b], d->grads + d->beg[b], n);
+        buf = d->wire + d->beg[b];
+    }
+    if (d->overlap)
+        rc = hpml_iallreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm, &d->req[b]);
+    else
+        rc = hpml_allreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm);
+    if (rc && !d->err)
+        d->err = rc;
+}
+
+static void dp_finish_bucket(dp_t *d, int b)
+{
+    size_t n = d->end[b] - d->beg[b];
+
+    if (d->dt == HPML_F16)
+        hpml_f16_to_f32_array(d->grads + d->beg[b], d->wire + d->beg[b], n);
+    else if (d->dt == HPML_BF16)
+        hpml_bf16_to_f32_array(d->grads + d->beg[b], d->wire + d->beg[b], n);
+}
+
+/* Backward callback: parameters [offset, nparams) are final. */
+static void dp_ready(void *ctx, size_t offset)
+{
+    dp_t *d = ctx;
+
+    if (d->P == 1 || !d->overlap)
+        return;
+    while (d->next < d->nb && d->beg[d->next] >= offset)
+        dp_start(d, d->next++);
+}
+
+/* After backward: start what is left, wait for everything. */
+static int dp_sync(dp_t *d)
+{
+    double t0 = hpml_time();
+    int err;
+
+    if (d->P == 1) {
+        d->next = 0;
+        return 0;
+    }
+    while (d->next < d->nb)
+        dp_start(d, d->next++);
+    for (int b = 0; b < d->nb; b++) {
+        if (d->req[b]) {
+            int rc = hpml_wait(d->req[b]);
+            d->req[b] = NULL;
+            if (rc && !d->err)
+                d->err = rc;
+        }
+        dp_finish_bucket(d, b);
+    }
+    d->next = 0;
+    d->exposed += hpml_time() - t0;
+    err = d->err;
+    d->err = 0;
+    return err;
+}
+
+/* ---- checkpoints ---------------------------------------------------------------- */
+
+typedef struct {
+    int64_t epoch, step_in_epoch, global_step;
+    uint64_t seed, batch;
+    hpml_rng_t rng;
+    double loss_sum, correct, seen, train_time, exposed;
+} train_state_t;
+
+static char *ckpt_path(const char *dir)
+{
+    char *p = malloc(strlen(dir) + sizeof(CKPT_NAME) + 2);
+    if (p)
+        sprintf(p, "%s/%s", dir, CKPT_NAME);
+    return p;
+}
+
+static int ckpt_save(const char *dir, hpml_model_t *m, hpml_optim_t *o, const train_state_t *st)
+{
+    nn_buf_t b = {0};
+    uint32_t v = CKPT_VERSION, sl = (uint32_t)strlen(m->spec), crc;
+    uint64_t np = m->nparams;
+    int32_t ns = hpml_optim_nstate(o);
+    int64_t t = *hpml_optim_t_ptr(o);
+    char *path = NULL;
+    int err;
+
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot create checkpoint folder: %s", dir,
+                              strerror(errno));
+    hpml__nn_put(&b, CKPT_MAGIC, 8);
+    hpml__nn_put(&b, &v, 4);
+    hpml__nn_put(&b, &sl, 4);
+    hpml__nn_put(&b, m->spec, sl);
+    hpml__nn_put(&b, &np, 8);
+    hpml__nn_put(&b, st, sizeof(*st));
+    hpml__nn_put(&b, &ns, 4);
+    hpml__nn_put(&b, &t, 8);
+    hpml__nn_put(&b, m->params, np * sizeof(float));
+    for (int i = 0; i < ns; i++)
+        hpml__nn_put(&b, hpml_optim_state(o, i), np * sizeof(float));
+    crc = hpml__nn_crc(0, b.p, b.len);
+    hpml__nn_put(&b, &crc, 4);
+    if (!(path = ckpt_path(dir)))
+        b.err = HPML_ERR_NOMEM;
+    err = b.err ? b.err : hpml__nn_write_atomic(path, b.p, b.len);
+    free(b.p);
+    free(path);
+    return err;
+}
+
+/* Parse a checkpoint image (verified CRC) into the model, optimizer and state. */
+static int ckpt_parse(const char *path, const unsigned char *p, size_t len, hpml_model_t *m,
+                      hpml_optim_t *o, train_state_t *st)
+{
+    size_t off = 8;
+    uint32_t v, sl, crc;
+    uint64_t np;
+    int32_t ns;
+    int64_t t;
+
+    if (len < 8 || memcmp(p, CKPT_MAGIC, 8) != 0)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: not an hpml checkpoint (bad magic)", path);
+    memcpy(&crc, p + len - 4, 4);
+    if (len < 64 || hpml__nn_crc(0, p, len - 4) != crc)
+        return hpml_set_error(HPML_ERR_FORMAT,
+                              "%s: checksum mismatch: the checkpoint is truncated or corrupt "
+                              "(%zu bytes)",
+                              path, len);
+    len -= 4;
+    if (hpml__nn_get(p, len, &off, &v, 4) || v != CKPT_VERSION ||
+        hpml__nn_get(p, len, &off, &sl, 4) || sl > len - off)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: unsupported checkpoint version", path);
+    if (sl != strlen(m->spec) || memcmp(p + off, m->spec, sl) != 0)
+        return hpml_set_error(HPML_ERR_FORMAT,
+                              "%s: the checkpoint is of model '%.*s', not '%s'", path, (int)sl,
+                              (const char *)p + off, m->spec);
+    off += sl;
+    if (hpml__nn_get(p, len, &off, &np, 8) || np != m->nparams ||
+        hpml__nn_get(p, len, &off, st, sizeof(*st)) || hpml__nn_get(p, len, &off, &ns, 4) ||
+        ns != hpml_optim_nstate(o) || hpml__nn_get(p, len, &off, &t, 8) ||
+        len - off != (size_t)(1 + ns) * np * sizeof(float))
+        return hpml_set_error(HPML_ERR_FORMAT,
+                              "%s: checkpoint does not match this model/optimizer (parameters "
+                              "or optimizer state differ)",
+                              path);
+    memcpy(m->params, p + off, np * sizeof(float));
+    off += np * sizeof(float);
+    for (int i = 0; i < ns; i++, off += np * sizeof(float))
+        memcpy(hpml_optim_state(o, i), p + off, np * sizeof(float));
+    *hpml_optim_t_ptr(o) = (long)t;
+    return 0;
+}
+
+/* Rank 0 reads and verifies, then broadcasts the image so every rank parses the same
+ * bytes (ranks need not share a file system). Collective. */
+static int ckpt_load(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
+                     train_state_t *st)
+{
+    unsigned char *p = NULL;
+    size_t len = 0;
+    char *path = ckpt_path(dir);
+    int64_t hdr[2] = {0, 0}; /* error, length */
+    int err = 0;
+
+    if (path == NULL)
+        return HPML_ERR_NOMEM;
+    if (hpml_comm_rank(comm) == 0) {
+        hdr[0] = hpml__nn_read_file(path, &p, &len);
+        hdr[1] = (int64_t)len;
+    }
+    if ((err = hpml_bcast(hdr, 2, HPML_I64, 0, comm)) != 0)
+        goto out;
+    if (hdr[0] != 0) {
+        err = (int)hdr[0];
+        if (hpml_comm_rank(comm) != 0)
+            hpml_set_error(err, "%s: cannot read the checkpoint on rank 0", path);
+        goto out;
+    }
+    len = (size_t)hdr[1];
+    if (hpml_comm_rank(comm) != 0 && !(p = malloc(len + 1))) {
+        err = HPML_ERR_NOMEM;
+        goto out;
+    }
+    if ((err = hpml_bcast(p, len, HPML_U8, 0, comm)) != 0)
+        goto out;
+    err = ckpt_parse(path, p, len, m, o, st);
+out:
+    free(p);
+    free(path);
+    return err;
+}
+
+/* Rank 0 writes; every rank learns whether it worked (collective). */
+static int ckpt_collective(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
+                           const train_state_t *st)
+{
+    int32_t rc = hpml_comm_rank(comm) == 0 ? ckpt_save(dir, m, o, st) : 0;
+    int err = hpml_allreduce(HPML_IN_PLACE, &rc, 1, HPML_I32, HPML_MIN, comm);
+
+    if (err)
+        return err;
+    if (rc != 0 && hpml_comm_rank(comm) != 0)
+        hpml_set_error(rc, "%s: rank 0 could not write the checkpoint", dir);
+    return rc;
+}
+
+/* ---- training ----------------------------------------------------------------------- */
+
+int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, size_t batch,
+                  double *loss, double *acc)
+{
+    double s[3] = {0, 0, 0}; /* loss sum, correct, count */
+    const size_t in = hpml_model_input_size(m);
+    int err;
+
+    if (batch == 0)
+        batch = 1000;
+    for (size_t i = 0; i < d->n; i += batch) {
+        size_t nb = d->n - i < batch ? d->n - i : batch, ok;
+        const float *z;
+        double l;
+        if ((err = hpml_model_forward(m, d->x + i * in, nb, 0, NULL, 0, &z)) != 0 ||
+            (err = hpml_model_loss(m, d->y + i, &l, &ok)) != 0)
+            return err;
+        s[0] += l;
+        s[1] += (double)ok;
+        s[2] += (double)nb;
+    }
+    if (comm && (err = hpml_allreduce(HPML_IN_PLACE, s, 3, HPML_F64, HPML_SUM, comm)) != 0)
+        return err;
+    *loss = s[2] > 0 ? s[0] / s[2] : 0.0;
+    *acc = s[2] > 0 ? s[1] / s[2] : 0.0;
+    return 0;
+}
+
+int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *train,
+               const hpml_dataset_t *test, hpml_report_fn report, hpml_progress_fn progress,
+               void *ctx, hpml_model_t **out)
+{
+    hpml_model_t *m = NULL;
+    hpml_optim_t *o = NULL;
+    dp_t dp;
+    train_state_t st;
+    uint32_t *perm = NULL;
+    float *xb = NULL;
+    int32_t *yb = NULL;
+    uint64_t *ids = NULL;
+    const int P = hpml_comm_size(comm), rank = hpml_comm_rank(comm);
+    size_t in, B = cfg->batch, N = train->n, lb_max;
+    long steps_per_epoch, total_steps;
+    double t_start;
+    int err;
+
+    *out = NULL;
+    memset(&dp, 0, sizeof(dp));
+    memset(&st, 0, sizeof(st));
+    if (B == 0 || N == 0 || cfg->epochs <= 0)
+        return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
+    if (train->total != N || train->offset != 0)
+        return hpml_set_error(HPML_ERR_INVAL, "train: every rank needs the whole training set");
+    if (N > UINT32_MAX)
+        return hpml_set_error(HPML_ERR_RANGE, "train: more than 2^32 samples");
+    if ((err = hpml_model_create(cfg->spec, train->c, train->h, train->w, &m)) != 0)
+        goto out;
+    if (hpml_model_output_size(m) < (size_t)train->classes) {
+        err = hpml_set_error(HPML_ERR_INVAL,
+                             "train: the model has %zu outputs but the labels go up to %d (the "
+                             "last layer should be 'dense %d')",
+                             hpml_model_output_size(m), train->classes - 1, train->classes);
+        goto out;
+    }
+    in = hpml_model_input_size(m);
+    if (B > N)
+        B = N;
+    lb_max = B / (size_t)P + 1;
+    steps_per_epoch = (long)((N + B - 1) / B);
+    total_steps = steps_per_epoch * cfg->epochs;
+    if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
+        (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
+        (err = dp_init(&dp, comm, m, cfg)) != 0)
+        goto out;
+    perm = malloc(N * sizeof(uint32_t));
+    xb = hpml_malloc(lb_max * in * sizeof(float));
+    yb = malloc(lb_max * sizeof(int32_t));
+    ids = malloc(lb_max * sizeof(uint64_t));
+    if (!perm || !xb || !yb || !ids) {
+        err = HPML_ERR_NOMEM;
+        goto out;
+    }
+    hpml_model_init(m, cfg->seed);
+    hpml_rng_init(&st.rng, cfg->seed, 0x44524f50ull); /* "DROP" */
+    st.seed = cfg->seed;
+    st.batch = B;
+    if (cfg->resume) {
+        if (cfg->checkpoint_dir == NULL) {
+            err = hpml_set_error(HPML_ERR_INVAL, "train: --resume needs a checkpoint folder");
+            goto out;
+        }
+        if ((err = ckpt_load(comm, cfg->checkpoint_dir, m, o, &st)) != 0)
+            goto out;
+        if (st.batch != B || st.seed != cfg->seed) {
+            err = hpml_set_error(HPML_ERR_INVAL,
+                                 "train: the checkpoint was made with batch %llu seed %llu, "
+                                 "not batch %zu seed %llu",
+                                 (unsigned long long)st.batch, (unsigned long long)st.seed, B,
+                                 (unsigned long long)cfg->seed);
+            goto out;
+        }
+    }
+    /* Every rank starts from rank 0's parameters. */
+    if ((err = hpml_bcast(m->params, m->nparams, HPML_F32, 0, comm)) != 0)
+        goto out;
+
+    t_start = hpml_time() - st.train_time;
+    for (; st.epoch < cfg->epochs; st.epoch++, st.step_in_epoch = 0) {
+        double t_epoch = hpml_time();
+        hpml_epoch_report_t r;
+        int stop = 0;
+
+        hpml_shuffle(cfg->seed, (long)st.epoch, N, perm);
+        for (; st.step_in_epoch < steps_per_epoch; st.step_in_epoch++) {
+            size_t g0 = (size_t)st.step_in_epoch * B, gb = N - g0 < B ? N - g0 : B;
+            size_t b0, b1, nl, ok = 0;
+            uint64_t key = hpml_rng_u64(&st.rng);
+            double lsum = 0, t_step = hpml_time();
+            const float *z;
+
+            hpml_io_partition(gb, rank, P, &b0, &b1);
+            nl = b1 - b0;
+            for (size_t j = 0; j < nl; j++) {
+                uint32_t s = perm[g0 + b0 + j];
+                memcpy(xb + j * in, train->x + (size_t)s * in, in * sizeof(float));
+                yb[j] = train->y[s];
+                ids[j] = s;
+            }
+            if (nl > 0) {
+                if ((err = hpml_model_forward(m, xb, nl, 1, ids, key, &z)) != 0 ||
+                    (err = hpml_model_backward(m, yb, 1.0f / (float)gb, dp_ready, &dp, &lsum,
+                                               &ok)) != 0)
+                    goto out;
+            } else {
+                memset(m->grads, 0, m->nparams * sizeof(float));
+            }
+            if ((err = dp_sync(&dp)) != 0)
+                goto out;
+            hpml_optim_step(o, m->params, m->grads,
+                            hpml_opt_lr(&cfg->opt, (long)st.global_step, total_steps,
+                                        steps_per_epoch));
+            st.global_step++;
+            st.loss_sum += lsum;
+            st.correct += (double)ok;
+            st.seen += (double)nl;
+            st.train_time += hpml_time() - t_step;
+            if (progress)
+                progress(ctx, (int)st.epoch + 1, st.step_in_epoch + 1, steps_per_epoch,
+                         nl ? lsum / (double)nl : 0.0);
+            if (cfg->checkpoint_dir && cfg->checkpoint_every > 0 &&
+                st.global_step % cfg->checkpoint_every == 0) {
+                train_state_t s2 = st;
+                s2.step_in_epoch++; /* resume after this step */
+                s2.exposed = dp.exposed;
+                if ((err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+                    goto out;
+            }
+            if (cfg->max_steps > 0 && st.global_step >= cfg->max_steps) {
+                st.step_in_epoch++;
+                stop = 1;
+                break;
+            }
+        }
+        /* Epoch report: sums over ranks. */
+        {
+            double s[4] = {st.loss_sum, st.correct, st.seen, st.train_time};
+            double seen_local = st.seen;
+            memset(&r, 0, sizeof(r));
+            if ((err = hpml_allreduce(HPML_IN_PLACE, s, 4, HPML_F64, HPML_SUM, comm)) != 0)
+                goto out;
+            r.epoch = (int)st.epoch + 1;
+            r.steps = (long)st.global_step;
+            r.train_loss = s[2] > 0 ? s[0] / s[2] : 0;
+            r.train_acc = s[2] > 0 ? s[1] / s[2] : 0;
+            r.seconds = hpml_time() - t_epoch;
+            r.images_per_s = r.seconds > 0 ? s[2] / r.seconds : 0;
+            r.images_per_s_rank = r.seconds > 0 ? seen_local / r.seconds : 0;
+            r.comm_exposed_s = dp.exposed;
+            r.lr = hpml_opt_lr(&cfg->opt, (long)st.global_step - 1, total_steps, steps_per_epoch);
+            r.elapsed = hpml_time() - t_start;
+            r.test_loss = r.test_acc = -1;
+            if (test && (err = hpml_evaluate(comm, m, test, cfg->eval_batch, &r.test_loss,
+                                             &r.test_acc)) != 0)
+                goto out;
+            r.last = stop || st.epoch + 1 == cfg->epochs;
+            t_start += hpml_time() - t_epoch - r.seconds; /* exclude evaluation */
+            if (report)
+                report(ctx, &r);
+        }
+        st.loss_sum = st.correct = st.seen = 0;
+        dp.exposed = 0;
+        if (stop)
+            break;
+        if (cfg->checkpoint_dir && cfg->checkpoint_every == 0) {
+            train_state_t s2 = st;
+            s2.epoch++;
+            s2.step_in_epoch = 0;
+            if ((err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+                goto out;
+        }
+    }
+    *out = m;
+    m = NULL;
+out:
+    dp_free(&dp);
+    hpml_optim_destroy(o);
+    hpml_model_destroy(m);
+    free(perm);
+    hpml_free(xb);
+    free(yb);
+    free(ids);
+    return err;
+}
+
+int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int in_c, int in_h,
+                         int in_w, int iters, int warmup, hpml_synth_result_t *res)
+{
+    hpml_model_t *m = NULL;
+    hpml_optim_t *o = NULL;
+    dp_t dp;
+    float *x = NULL;
+    int32_t *y = NULL;
+    const int P = hpml_comm_size(comm);
+    const size_t B = cfg->batch; /* per rank, as in Horovod's benchmark */
+    double t_total = 0, t_comm = 0;
+    hpml_rng_t rng;
+    size_t in, classes;
+    int err;
+
+    memset(&dp, 0, sizeof(dp));
+    memset(res, 0, sizeof(*res));
+    if (B == 0 || iters <= 0)
+        return hpml_set_error(HPML_ERR_INVAL, "synthetic: batch and iterations must be > 0");
+    if ((err = hpml_model_create(cfg->spec, in_c, in_h, in_w, &m)) != 0 ||
+        (err = hpml_model_reserve(m, B)) != 0 ||
+        (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
+        (err = dp_init(&dp, comm, m, cfg)) != 0)
+        goto out;
+    in = hpml_model_input_size(m);
+    classes = hpml_model_output_size(m);
+    x = hpml_malloc(B * in * sizeof(float));
+    y = malloc(B * sizeof(int32_t));
+    if (!x || !y) {
+        err = HPML_ERR_NOMEM;
+        goto out;
+    }
+    hpml_model_init(m, cfg->seed);
+    hpml_rng_init(&rng, cfg->seed, (uint64_t)hpml_comm_rank(comm) + 1);
+    for (size_t i = 0; i < B * in; i++)
+        x[i] = (float)hpml_rng_uniform(&rng);
+    for (size_t i = 0; i < B; i++)
+        y[i] = (int32_t)hpml_rng_below(&rng, classes);
+    if ((err = hpml_bcast(m->params, m->nparams, HPML_F32, 0, comm)) != 0)
+        goto out;
+    for (int it = 0; it < warmup + iters; it++) {
+        const float *z;
+        double l, t0;
+        size_t ok;
+        if (it == warmup) {
+            if ((err = hpml_barrier(comm)) != 0)
+                goto out;
+            dp.exposed = 0;
+            t_total = hpml_time();
+        }
+        t0 = hpml_time();
+        (void)t0;
+        if ((err = hpml_model_forward(m, x, B, 1, NULL, (uint64_t)it, &z)) != 0 ||
+            (err = hpml_model_backward(m, y, 1.0f / (float)(B * (size_t)P), dp_ready, &dp, &l,
+                                       &ok)) != 0 ||
+            (err = dp_sync(&dp)) != 0)
+            goto out;
+        hpml_optim_step(o, m->params, m->grads, cfg->opt.lr * 0.01);
+    }
+    t_total = hpml_time() - t_total;
+    t_comm = dp.exposed;
+    {
+        double s[2] = {t_total, t_comm};
+        if ((err = hpml_allreduce(HPML_IN_PLACE, s, 2, HPML_F64, HPML_MAX, comm)) != 0)
+            goto out;
+        t_total = s[0];
+        t_comm = s[1];
+    }
+    res->step_s = t_total / iters;
+    res->comm_exposed_s = t_comm / iters;
+    res->compute_s = res->step_s - res->comm_exposed_s;
+    res->images_per_s_rank = (double)B / res->step_s;
+    res->images_per_s_total = res->images_per_s_rank * P;
+out:
+    dp_free(&dp);
+    hpml_optim_destroy(o);
+    hpml_model_destroy(m);
+    hpml_free(x);
+    free(y);
+    return err;
+}

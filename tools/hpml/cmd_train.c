@@ -1,0 +1,447 @@
+/*
+ * hpml train: data-parallel training of a model spec on Fashion-MNIST (the bundled
+ * default) or any IDX/.npy image data set, or a synthetic throughput benchmark.
+ * Parses options, loads the data, calls hpml_train and prints the per-epoch report.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hpml/io.h"
+#include "hpml/comm.h"
+#include "hpml/nn.h"
+
+#define CMD "train"
+
+static void usage(void)
+{
+    if (cli_rank() != 0)
+        return;
+    printf(
+        "Usage: mpirun -np N hpml train [options]\n\n"
+        "Data-parallel training: every rank computes gradients on its part of each global\n"
+        "batch; gradient buckets are allreduced (averaged) while backward runs.\n\n"
+        "Model:\n"
+        "  -m, --model SPEC         layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
+        "                           or a preset: mlp, lenet, cnn (default mlp)\n"
+        "Data (default: Fashion-MNIST in %s):\n"
+        "      --data DIR           folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
+        "      --train-images F --train-labels F --test-images F --test-labels F  (IDX or .npy)\n"
+        "      --train-limit N      use the first N training samples (--test-limit too)\n"
+        "      --no-normalize       only scale pixels to [0,1] (default: also standardise)\n"
+        "Training:\n"
+        "  -e, --epochs N           (default 5)\n"
+        "  -b, --batch N            global batch, split across ranks (default 128)\n"
+        "      --optimizer sgd|adam|adamw  (default sgd)   --lr X (default 0.05 sgd, 0.001 adam)\n"
+        "      --momentum X (0.9)   --weight-decay X (0)\n"
+        "      --schedule const|step|cosine  --step-every N --step-gamma X  --warmup STEPS\n"
+        "      --seed N             (default 1): initialisation, shuffling, dropout\n"
+        "      --grad-dtype f32|f16|bf16   gradient allreduce precision (default f32)\n"
+        "      --bucket-size SIZE   gradient bucket (default 25M); --first-bucket SIZE (1M)\n"
+        "      --no-overlap         allreduce after backward instead of during it\n"
+        "      --max-steps N        stop after N steps in total\n"
+        "Checkpoints and output:\n"
+        "      --checkpoint DIR --checkpoint-every STEPS (0: each epoch)  --resume\n"
+        "      --save FILE          save the trained model (for hpml eval / hpml predict)\n"
+        "      --json               print a JSON summary instead of the table\n"
+        "      --no-progress        no progress bar (it is only drawn when stderr is a terminal)\n"
+        "Synthetic benchmark (Horovod-style, random data):\n"
+        "      --synthetic          --batch is then per rank (default 128)\n"
+        "      --iters N (50) --warmup-iters N (10) --input CxHxW (1x28x28)\n",
+        HPML_NN_DEFAULT_DATA);
+}
+
+typedef struct {
+    int json, progress_bar, is_tty;
+    double best_acc, t85;
+    int rank, size;
+    size_t batch;
+    long last_drawn;
+} report_ctx_t;
+
+static void progress(void *vctx, int epoch, long step, long per_epoch, double loss)
+{
+    report_ctx_t *c = vctx;
+    long pct = per_epoch ? step * 100 / per_epoch : 100;
+
+    if (c->rank != 0 || !c->progress_bar)
+        return;
+    if (pct == c->last_drawn && step != per_epoch)
+        return;
+    c->last_drawn = pct;
+    {
+        char bar[41];
+        int fill = (int)(pct * 40 / 100);
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(40 - fill));
+        bar[40] = '\0';
+        fprintf(stderr, "\repoch %d [%s] %3ld%% loss %.4f", epoch, bar, pct, loss);
+        if (step == per_epoch)
+            fprintf(stderr, "\r%*s\r", 75, "");
+        fflush(stderr);
+    }
+}
+
+static void report(void *vctx, const hpml_epoch_report_t *r)
+{
+    report_ctx_t *c = vctx;
+
+    if (r->test_acc > c->best_acc)
+        c->best_acc = r->test_acc;
+    if (c->t85 < 0 && r->test_acc >= 0.85)
+        c->t85 = r->elapsed;
+    if (c->rank != 0 || c->json)
+        return;
+    if (r->test_acc >= 0)
+        printf("%5d %7ld %9.4f %8.2f%% %9.4f %8.2f%% %8.2f %10.0f %10.0f %8.3f\n", r->epoch,
+               r->steps, r->train_loss, 100 * r->train_acc, r->test_loss, 100 * r->test_acc,
+               r->seconds, r->images_per_s, r->images_per_s_rank, r->comm_exposed_s);
+    else
+        printf("%5d %7ld %9.4f %8.2f%% %9s %9s %8.2f %10.0f %10.0f %8.3f\n", r->epoch, r->steps,
+               r->train_loss, 100 * r->train_acc, "-", "-", r->seconds, r->images_per_s,
+               r->images_per_s_rank, r->comm_exposed_s);
+    fflush(stdout);
+}
+
+/* Store the last epoch report for the JSON summary. */
+typedef struct {
+    report_ctx_t base;
+    hpml_epoch_report_t last;
+    double total_train_s, img_total;
+} summary_ctx_t;
+
+static void report_sum(void *vctx, const hpml_epoch_report_t *r)
+{
+    summary_ctx_t *s = vctx;
+
+    s->last = *r;
+    s->total_train_s += r->seconds;
+    s->img_total += r->images_per_s * r->seconds;
+    report(&s->base, r);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    enum {
+        O_DATA = 256, O_TRI, O_TRL, O_TEI, O_TEL, O_TRLIM, O_TELIM, O_NONORM, O_OPT, O_LR,
+        O_MOM, O_WD, O_SCHED, O_STEPEV, O_STEPG, O_WARM, O_SEED, O_GDT, O_BUCKET, O_FIRST,
+        O_NOOVL, O_MAXS, O_CKPT, O_CKEV, O_RESUME, O_SAVE, O_JSON, O_NOPROG, O_SYN, O_ITERS,
+        O_WITERS, O_INPUT
+    };
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},          {"model", required_argument, 0, 'm'},
+        {"epochs", required_argument, 0, 'e'},  {"batch", required_argument, 0, 'b'},
+        {"data", required_argument, 0, O_DATA}, {"train-images", required_argument, 0, O_TRI},
+        {"train-labels", required_argument, 0, O_TRL},
+        {"test-images", required_argument, 0, O_TEI},
+        {"test-labels", required_argument, 0, O_TEL},
+        {"train-limit", required_argument, 0, O_TRLIM},
+        {"test-limit", required_argument, 0, O_TELIM},
+        {"no-normalize", no_argument, 0, O_NONORM},
+        {"optimizer", required_argument, 0, O_OPT}, {"lr", required_argument, 0, O_LR},
+        {"momentum", required_argument, 0, O_MOM},  {"weight-decay", required_argument, 0, O_WD},
+        {"schedule", required_argument, 0, O_SCHED},
+        {"step-every", required_argument, 0, O_STEPEV},
+        {"step-gamma", required_argument, 0, O_STEPG},
+        {"warmup", required_argument, 0, O_WARM},   {"seed", required_argument, 0, O_SEED},
+        {"grad-dtype", required_argument, 0, O_GDT},
+        {"bucket-size", required_argument, 0, O_BUCKET},
+        {"first-bucket", required_argument, 0, O_FIRST},
+        {"no-overlap", no_argument, 0, O_NOOVL},    {"max-steps", required_argument, 0, O_MAXS},
+        {"checkpoint", required_argument, 0, O_CKPT},
+        {"checkpoint-every", required_argument, 0, O_CKEV},
+        {"resume", no_argument, 0, O_RESUME},       {"save", required_argument, 0, O_SAVE},
+        {"json", no_argument, 0, O_JSON},           {"no-progress", no_argument, 0, O_NOPROG},
+        {"synthetic", no_argument, 0, O_SYN},       {"iters", required_argument, 0, O_ITERS},
+        {"warmup-iters", required_argument, 0, O_WITERS},
+        {"input", required_argument, 0, O_INPUT},   {0, 0, 0, 0}};
+    hpml_train_config_t cfg;
+    hpml_data_paths_t dp;
+    const char *model = "mlp", *save = NULL;
+    int normalize = 1, synthetic = 0, json = 0, noprog = 0, lr_set = 0, rc = CLI_EXIT_FAIL;
+    long iters = 50, witers = 10, v;
+    int in_c = 1, in_h = 28, in_w = 28;
+    size_t train_limit = SIZE_MAX, test_limit = SIZE_MAX;
+    double d;
+    hpml_comm_t *comm = NULL;
+    hpml_dataset_t train = {0}, test = {0};
+    hpml_model_t *m = NULL;
+    summary_ctx_t sc;
+    int opt, err;
+
+    hpml_train_config_default(&cfg);
+    hpml_data_paths(HPML_NN_DEFAULT_DATA, &dp);
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "hm:e:b:", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(); return CLI_EXIT_OK;
+        case 'm': model = optarg; break;
+        case 'e':
+            if (cli_parse_long(optarg, 1, 1000000, &v))
+                return cli_usage_error(CMD, "--epochs: expected a positive integer, got '%s'", optarg);
+            cfg.epochs = (int)v;
+            break;
+        case 'b':
+            if (cli_parse_long(optarg, 1, 1L << 30, &v))
+                return cli_usage_error(CMD, "--batch: expected a positive integer, got '%s'", optarg);
+            cfg.batch = (size_t)v;
+            break;
+        case O_DATA: hpml_data_paths(optarg, &dp); break;
+        case O_TRI: snprintf(dp.train_images, sizeof(dp.train_images), "%s", optarg); break;
+        case O_TRL: snprintf(dp.train_labels, sizeof(dp.train_labels), "%s", optarg); break;
+        case O_TEI: snprintf(dp.test_images, sizeof(dp.test_images), "%s", optarg); break;
+        case O_TEL: snprintf(dp.test_labels, sizeof(dp.test_labels), "%s", optarg); break;
+        case O_TRLIM:
+        case O_TELIM:
+            if (cli_parse_long(optarg, 1, 1L << 40, &v))
+                return cli_usage_error(CMD, "%s: expected a positive integer, got '%s'",
+                                       opt == O_TRLIM ? "--train-limit" : "--test-limit", optarg);
+            *(opt == O_TRLIM ? &train_limit : &test_limit) = (size_t)v;
+            break;
+        case O_NONORM: normalize = 0; break;
+        case O_OPT:
+            if (hpml_opt_parse(optarg, &cfg.opt.kind))
+                return cli_usage_error(CMD, "--optimizer: %s", hpml_last_error());
+            break;
+        case O_LR:
+        case O_MOM:
+        case O_WD:
+        case O_STEPG:
+            if (cli_parse_double(optarg, &d) || d < 0)
+                return cli_usage_error(CMD, "expected a non-negative number, got '%s'", optarg);
+            if (opt == O_LR) {
+                cfg.opt.lr = d;
+                lr_set = 1;
+            } else if (opt == O_MOM) {
+                cfg.opt.momentum = d;
+            } else if (opt == O_WD) {
+                cfg.opt.weight_decay = d;
+            } else {
+                cfg.opt.step_gamma = d;
+            }
+            break;
+        case O_SCHED:
+            if (hpml_sched_parse(optarg, &cfg.opt.sched))
+                return cli_usage_error(CMD, "--schedule: %s", hpml_last_error());
+            break;
+        case O_STEPEV:
+        case O_WARM:
+            if (cli_parse_long(optarg, 0, 1L << 30, &v))
+                return cli_usage_error(CMD, "expected a non-negative integer, got '%s'", optarg);
+            if (opt == O_STEPEV)
+                cfg.opt.step_every = (int)v;
+            else
+                cfg.opt.warmup_steps = (int)v;
+            break;
+        case O_SEED:
+            if (cli_parse_long(optarg, 0, 1L << 62, &v))
+                return cli_usage_error(CMD, "--seed: expected a non-negative integer, got '%s'", optarg);
+            cfg.seed = (uint64_t)v;
+            break;
+        case O_GDT:
+            if (hpml_dtype_parse(optarg, &cfg.grad_dtype) ||
+                (cfg.grad_dtype != HPML_F32 && cfg.grad_dtype != HPML_F16 &&
+                 cfg.grad_dtype != HPML_BF16))
+                return cli_usage_error(CMD, "--grad-dtype: expected f32, f16 or bf16, got '%s'",
+                                       optarg);
+            break;
+        case O_BUCKET:
+        case O_FIRST: {
+            size_t sz;
+            if (cli_parse_size(optarg, &sz) || (opt == O_BUCKET && sz == 0))
+                return cli_usage_error(CMD, "expected a size like 25M, got '%s'", optarg);
+            *(opt == O_BUCKET ? &cfg.bucket_bytes : &cfg.first_bucket_bytes) = sz;
+            break;
+        }
+        case O_NOOVL: cfg.overlap = 0; break;
+        case O_MAXS:
+        case O_CKEV:
+            if (cli_parse_long(optarg, 0, 1L << 50, &v))
+                return cli_usage_error(CMD, "expected a non-negative integer, got '%s'", optarg);
+            *(opt == O_MAXS ? &cfg.max_steps : &cfg.checkpoint_every) = v;
+            break;
+        case O_CKPT: cfg.checkpoint_dir = optarg; break;
+        case O_RESUME: cfg.resume = 1; break;
+        case O_SAVE: save = optarg; break;
+        case O_JSON: json = 1; break;
+        case O_NOPROG: noprog = 1; break;
+        case O_SYN: synthetic = 1; break;
+        case O_ITERS:
+        case O_WITERS:
+            if (cli_parse_long(optarg, opt == O_ITERS ? 1 : 0, 1L << 30, &v))
+                return cli_usage_error(CMD, "expected an integer, got '%s'", optarg);
+            *(opt == O_ITERS ? &iters : &witers) = v;
+            break;
+        case O_INPUT:
+            if (sscanf(optarg, "%dx%dx%d", &in_c, &in_h, &in_w) != 3 || in_c <= 0 || in_h <= 0 ||
+                in_w <= 0)
+                return cli_usage_error(CMD, "--input: expected CxHxW like 1x28x28, got '%s'",
+                                       optarg);
+            break;
+        case ':':
+            return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (cfg.resume && cfg.checkpoint_dir == NULL)
+        return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
+    if (!lr_set && cfg.opt.kind != HPML_OPT_SGD)
+        cfg.opt.lr = 0.001;
+    cfg.spec = hpml_model_preset(model);
+    /* Check the spec on every rank before any collective, so all fail together. */
+    {
+        hpml_model_t *probe = NULL;
+        if (hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe) != 0)
+            return cli_usage_error(CMD, "%s\n  %s", hpml_last_error(), cfg.spec);
+        hpml_model_destroy(probe);
+    }
+
+    memset(&sc, 0, sizeof(sc));
+    sc.base.json = json;
+    sc.base.rank = cli_rank();
+    sc.base.size = cli_size();
+    sc.base.is_tty = isatty(2);
+    sc.base.progress_bar = !noprog && sc.base.is_tty && !json;
+    sc.base.t85 = -1;
+    sc.base.best_acc = -1;
+    sc.base.last_drawn = -1;
+    hpml_blas_set_threads(1);
+
+    if ((err = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
+        cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+
+    if (synthetic) {
+        hpml_synth_result_t r;
+        if ((err = hpml_train_synthetic(comm, &cfg, in_c, in_h, in_w, (int)iters, (int)witers,
+                                        &r)) != 0)
+            cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+        if (sc.base.rank == 0) {
+            if (json) {
+                printf("{\"synthetic\": true, \"model\": ");
+                hpml_json_string(stdout, cfg.spec);
+                printf(", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
+                       "\"overlap\": %s, \"iters\": %ld, \"step_s\": %.6f, \"compute_s\": %.6f, "
+                       "\"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
+                       "\"images_per_s_total\": %.1f}\n",
+                       sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
+                       cfg.overlap ? "true" : "false", iters, r.step_s, r.compute_s,
+                       r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total);
+            } else {
+                printf("# hpml train --synthetic: %s\n", cfg.spec);
+                printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %ld iters "
+                       "after %ld warm-up\n",
+                       sc.base.size, cfg.batch, in_c, in_h, in_w,
+                       hpml_dtype_name(cfg.grad_dtype), cfg.overlap ? "overlapped" : "blocking",
+                       iters, witers);
+                printf("# %-6s %12s %12s %12s %14s %14s\n", "ranks", "step_ms", "compute_ms",
+                       "comm_ms", "img/s/rank", "img/s_total");
+                printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f\n", sc.base.size,
+                       1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.comm_exposed_s,
+                       r.images_per_s_rank, r.images_per_s_total);
+            }
+        }
+        rc = CLI_EXIT_OK;
+        goto out;
+    }
+
+    /* Data: the whole training set on every rank (global shuffling), this rank's block of
+     * the test set. */
+    {
+        double t0 = hpml_time(), mean = 0, sd = 1;
+        size_t tb, te;
+        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, 0, train_limit, -1.0f,
+                                     0.0f, 1.0f, &train)) != 0)
+            cli_fatal(CMD, "%s", hpml_last_error());
+        if (normalize) {
+            hpml_dataset_stats(&train, &mean, &sd);
+            hpml_dataset_normalize(&train, (float)mean, (float)sd);
+        }
+        cfg.mean = (float)mean;
+        cfg.std = (float)sd;
+        train.total = train.n; /* a --train-limit subset is the whole set for training */
+        if (dp.test_images[0] && dp.test_labels[0]) {
+            size_t trows = 0, tcols;
+            hpml_dtype_t tdt;
+            if ((err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &trows, &tcols, &tdt)) != 0)
+                cli_fatal(CMD, "%s", hpml_last_error());
+            if (trows > test_limit)
+                trows = test_limit;
+            hpml_io_partition(trows, sc.base.rank, sc.base.size, &tb, &te);
+            if ((err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f,
+                                         (float)mean, (float)sd, &test)) != 0)
+                cli_fatal(CMD, "%s", hpml_last_error());
+        }
+        if (sc.base.rank == 0 && !json) {
+            printf("# hpml train: %s\n", cfg.spec);
+            printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
+                   "%.2f s\n",
+                   train.n, train.c, train.h, train.w, dp.train_images,
+                   test.x ? "with" : "no", hpml_time() - t0);
+            printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
+                   "%llu, grad %s %s\n",
+                   sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
+                   cfg.opt.kind == HPML_OPT_SGD ? "sgd" : cfg.opt.kind == HPML_OPT_ADAM ? "adam" : "adamw",
+                   cfg.opt.lr,
+                   cfg.opt.sched == HPML_SCHED_COSINE ? " cosine"
+                   : cfg.opt.sched == HPML_SCHED_STEP ? " step"
+                                                      : "",
+                   cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
+                   cfg.overlap ? "overlapped" : "blocking");
+            printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss",
+                   "train", "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
+            fflush(stdout);
+        }
+    }
+    sc.base.batch = cfg.batch;
+    if ((err = hpml_train(comm, &cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
+                          &m)) != 0)
+        cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+    if (save && sc.base.rank == 0 && (err = hpml_model_save(m, cfg.mean, cfg.std, save)) != 0)
+        cli_fatal(CMD, "%s", hpml_last_error());
+    if (sc.base.rank == 0) {
+        const hpml_epoch_report_t *r = &sc.last;
+        double ips = sc.total_train_s > 0 ? sc.img_total / sc.total_train_s : 0;
+        if (json) {
+            printf("{\"model\": ");
+            hpml_json_string(stdout, cfg.spec);
+            printf(", \"ranks\": %d, \"batch\": %zu, \"epochs\": %d, \"steps\": %ld, "
+                   "\"train_loss\": %.6f, \"train_acc\": %.6f, \"test_loss\": %.6f, "
+                   "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
+                   "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
+                   "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"saved\": ",
+                   sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
+                   r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips,
+                   ips / sc.base.size, sc.base.t85, hpml_dtype_name(cfg.grad_dtype));
+            if (save)
+                hpml_json_string(stdout, save);
+            else
+                printf("null");
+            printf("}\n");
+        } else {
+            printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank",
+                   r->steps, r->elapsed, ips, ips / sc.base.size);
+            if (r->test_acc >= 0)
+                printf("; final test accuracy %.2f%%", 100 * r->test_acc);
+            printf("\n");
+            if (sc.base.t85 >= 0)
+                printf("# time to 85%% test accuracy: %.2f s\n", sc.base.t85);
+            if (save)
+                printf("# model saved to %s\n", save);
+        }
+    }
+    rc = CLI_EXIT_OK;
+out:
+    hpml_model_destroy(m);
+    hpml_dataset_free(&train);
+    hpml_dataset_free(&test);
+    hpml_comm_destroy(comm);
+    return rc;
+}
