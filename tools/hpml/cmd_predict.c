@@ -1,0 +1,116 @@
+/*
+ * hpml predict: class predictions of a saved model (hpml train --save) for the rows of
+ * an image file. Runs on rank 0 (other ranks idle): one label per line on stdout, or an
+ * .npy / .csv file of int32 labels with --output.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hpml/io.h"
+#include "hpml/nn.h"
+
+#define CMD "predict"
+
+static void usage(void)
+{
+    if (cli_rank() == 0)
+        printf("Usage: hpml predict --model-file FILE --images FILE [options]\n\n"
+               "Predicted class of each row (IDX or .npy images, scaled as in training).\n\n"
+               "  -f, --model-file FILE  the model saved by 'hpml train --save'\n"
+               "  -i, --images FILE      the inputs\n"
+               "      --limit N          only the first N rows\n"
+               "  -o, --output FILE      write int32 labels to FILE (.npy or .csv) instead of "
+               "stdout\n");
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"model-file", required_argument, 0, 'f'},
+                                         {"images", required_argument, 0, 'i'},
+                                         {"limit", required_argument, 0, 'n'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {0, 0, 0, 0}};
+    const char *file = NULL, *images = NULL, *output = NULL;
+    size_t limit = SIZE_MAX, rows, cols, in, C;
+    hpml_dtype_t dt;
+    hpml_array_t a = {0};
+    hpml_model_t *m = NULL;
+    int32_t *pred = NULL;
+    float mean, sd;
+    int opt, err;
+    long v;
+
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "hf:i:o:", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(); return CLI_EXIT_OK;
+        case 'f': file = optarg; break;
+        case 'i': images = optarg; break;
+        case 'o': output = optarg; break;
+        case 'n':
+            if (cli_parse_long(optarg, 1, 1L << 40, &v))
+                return cli_usage_error(CMD, "--limit: expected a positive integer, got '%s'", optarg);
+            limit = (size_t)v;
+            break;
+        default: return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
+        }
+    }
+    if (file == NULL || images == NULL)
+        return cli_usage_error(CMD, "--model-file and --images are required");
+    if (cli_rank() != 0)
+        return CLI_EXIT_OK;
+    hpml_blas_set_threads(1);
+    if ((err = hpml_model_load(file, &m, &mean, &sd)) != 0 ||
+        (err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
+        cli_fatal(CMD, "%s", hpml_last_error());
+    in = hpml_model_input_size(m);
+    C = hpml_model_output_size(m);
+    if (cols != in)
+        cli_fatal(CMD, "%s has %zu values per row but the model expects %zu", images, cols, in);
+    if (rows > limit)
+        rows = limit;
+    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0)
+        cli_fatal(CMD, "%s", hpml_last_error());
+    pred = malloc((rows + 1) * sizeof(int32_t));
+    if (pred == NULL)
+        cli_fatal(CMD, "out of memory");
+    {
+        float *x = a.data, s = dt == HPML_U8 ? 1.0f / 255.0f : 1.0f;
+        for (size_t i = 0; i < rows * in; i++)
+            x[i] = (x[i] * s - mean) / sd;
+        for (size_t i = 0; i < rows; i += 1000) {
+            size_t nb = rows - i < 1000 ? rows - i : 1000;
+            const float *z;
+            if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0)
+                cli_fatal(CMD, "%s", hpml_last_error());
+            for (size_t s2 = 0; s2 < nb; s2++) {
+                size_t am = 0;
+                for (size_t j = 1; j < C; j++)
+                    if (z[s2 * C + j] > z[s2 * C + am])
+                        am = j;
+                pred[i + s2] = (int32_t)am;
+            }
+        }
+    }
+    if (output) {
+        size_t len = strlen(output);
+        if (len > 4 && strcmp(output + len - 4, ".csv") == 0)
+            err = hpml_csv_write(output, pred, HPML_I32, rows, 1, "label");
+        else
+            err = hpml_npy_write(output, pred, HPML_I32, rows, 1);
+        if (err)
+            cli_fatal(CMD, "%s", hpml_last_error());
+    } else {
+        for (size_t i = 0; i < rows; i++)
+            printf("%d\n", (int)pred[i]);
+    }
+    free(pred);
+    hpml_array_free(&a);
+    hpml_model_destroy(m);
+    return CLI_EXIT_OK;
+}
