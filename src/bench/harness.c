@@ -667,9 +667,10 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     c.sbuf = hpml_malloc(maxbuf);
     c.rbuf = hpml_malloc(maxbuf);
     c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
+    c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
     t = malloc((size_t)maxit * sizeof(*t));
     work = malloc((size_t)maxit * sizeof(*work));
-    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || t == NULL ||
+    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL || t == NULL ||
         work == NULL) {
         rc = HPML_ERR_NOMEM;
         goto out;
@@ -704,6 +705,7 @@ out:
     free(t);
     free(work);
     free(c.reqs);
+    free(c.stats);
     hpml_free(c.sbuf);
     hpml_free(c.rbuf);
     hpml_bench_result_free(r);

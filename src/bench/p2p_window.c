@@ -23,7 +23,7 @@ int hpml__bench_window(bench_ctx_t *c, int peer, int send, int recv)
             if (MPI_Isend(c->sbuf, n, c->mdt, peer, TAG, c->comm, &c->reqs[k++]) !=
                 MPI_SUCCESS)
                 return HPML_ERR_MPI;
-    if (MPI_Waitall(k, c->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+    if (MPI_Waitall(k, c->reqs, c->stats) != MPI_SUCCESS)
         return HPML_ERR_MPI;
     /* One way (bw, mbw_mr): the receiver acknowledges the window, so the sender's clock
      * stops only when the data has arrived. Both ways (bibw): each side has waited for
