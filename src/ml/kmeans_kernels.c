@@ -9,6 +9,15 @@
 #include "hpml/core.h"
 #include "ml/kmeans_internal.h"
 
+/* The kernels are compiled for AVX-512, AVX2 and baseline x86-64 and the loader picks
+ * one for the CPU (GCC function multiversioning): the argmin and the sums vectorise
+ * much wider than the build's baseline SSE2. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define KM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KM_CLONES
+#endif
+
 #define KM_T float
 #define KM_SUF f32
 #define KM_GEMM cblas_sgemm

@@ -17,6 +17,42 @@
 /* Rows accumulated in KM_T before the partial sums are added into the double sums. */
 #define KM_FLUSH_ROWS 4096
 
+/* bv[i], bi[i] = min and first argmin over j of cn[j] + dt[j*m + i], i < m. Blocks of
+ * KM_BLK rows keep the running minima in registers; the select form vectorises. */
+#define KM_BLK 64
+static inline __attribute__((always_inline)) void KM_FN(argmin)(const KM_T *restrict dt, size_t m, size_t k,
+                                 const KM_T *restrict cn, KM_T *restrict bv,
+                                 int32_t *restrict bi)
+{
+    for (size_t i0 = 0; i0 < m; i0 += KM_BLK) {
+        size_t w = m - i0 < KM_BLK ? m - i0 : KM_BLK;
+        KM_T v_[KM_BLK];
+        int32_t b_[KM_BLK];
+
+        for (size_t i = 0; i < w; i++) {
+            v_[i] = cn[0] + dt[i0 + i];
+            b_[i] = 0;
+        }
+        for (size_t j = 1; j < k; j++) {
+            const KM_T cj = cn[j];
+            const KM_T *restrict row = dt + j * m + i0;
+            const int32_t jj = (int32_t)j;
+            /* strict <: the first of equal minima wins, as in scikit-learn */
+            for (size_t i = 0; i < w; i++) {
+                KM_T v = cj + row[i];
+                b_[i] = v < v_[i] ? jj : b_[i];
+                v_[i] = v < v_[i] ? v : v_[i];
+            }
+        }
+        for (size_t i = 0; i < w; i++) {
+            bv[i0 + i] = v_[i];
+            bi[i0 + i] = b_[i];
+        }
+    }
+}
+#undef KM_BLK
+
+KM_CLONES
 int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
                   const KM_T *cn, size_t k, size_t tile, int32_t *labels, double *sums,
                   double *counts, double *inertia, size_t *changed, double *mind)
@@ -44,25 +80,7 @@ int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T 
         /* dt (k x m) = -2 C (k x d) . xt^T (d x m) */
         KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)k, (int)m, (int)d, -2.0, C,
                 (int)d, xt, (int)d, 0.0, dt, (int)m);
-        {
-            const KM_T c0 = cn[0];
-            for (size_t i = 0; i < m; i++) {
-                bv[i] = c0 + dt[i];
-                bi[i] = 0;
-            }
-        }
-        for (size_t j = 1; j < k; j++) {
-            const KM_T cj = cn[j];
-            const KM_T *row = dt + j * m;
-            const int32_t jj = (int32_t)j;
-            /* strict <: the first of equal minima wins, as in scikit-learn */
-            for (size_t i = 0; i < m; i++) {
-                KM_T v = cj + row[i];
-                int lt = v < bv[i];
-                bv[i] = lt ? v : bv[i];
-                bi[i] = lt ? jj : bi[i];
-            }
-        }
+        KM_FN(argmin)(dt, m, k, cn, bv, bi);
         for (size_t i = 0; i < m; i++) {
             int32_t l = bi[i];
             double dist = (double)xn[i0 + i] + (double)bv[i];
@@ -107,6 +125,7 @@ out:
     return rc;
 }
 
+KM_CLONES
 /* out (m x n, double) = squared distances of the n rows of X to the m rows of C,
  * clamped at 0 (|x|^2 + |c|^2 - 2 x.c as scikit-learn's euclidean_distances). */
 int KM_FN(dists)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
