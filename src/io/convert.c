@@ -217,6 +217,66 @@ static int same_type(hpml__io_stype_t t, hpml_dtype_t want)
     }
 }
 
+int hpml__io_is_copy(hpml__io_elem_t el, hpml_dtype_t want)
+{
+    return same_type(el.type, want) &&
+           (hpml__io_stype_size(el.type) == 1 || el.big_endian == HOST_BIG_ENDIAN);
+}
+
+/* Is any element in [0, n) NaN/Inf? Branch-free over the exponent bits so it vectorises:
+ * a scan over a freshly read block must cost little next to the read itself. */
+static int any_nonfinite(const unsigned char *s, hpml_dtype_t want, size_t n)
+{
+    size_t i;
+    int hit = 0;
+
+    if (want == HPML_F32) {
+        for (i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, s + 4 * i, 4);
+            hit |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            uint64_t u;
+            memcpy(&u, s + 8 * i, 8);
+            hit |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+        }
+    }
+    return hit;
+}
+
+int hpml__io_check_finite(const void *p, hpml_dtype_t want, size_t n, size_t *bad, char *why,
+                          size_t whylen)
+{
+    const unsigned char *s = p;
+    size_t i, es = want == HPML_F32 ? 4 : 8, blk = 4096, b0;
+
+    if (want != HPML_F32 && want != HPML_F64)
+        return 0;
+    for (b0 = 0; b0 < n; b0 += blk) {
+        size_t nb = n - b0 < blk ? n - b0 : blk;
+        if (!any_nonfinite(s + b0 * es, want, nb))
+            continue;
+        for (i = b0; i < b0 + nb; i++) {
+            double x;
+            if (want == HPML_F32) {
+                float f;
+                memcpy(&f, s + i * 4, 4);
+                x = f;
+            } else {
+                memcpy(&x, s + i * 8, 8);
+            }
+            if (!isfinite(x)) {
+                *bad = i;
+                snprintf(why, whylen, "is %s", nonfinite_text(x));
+                return HPML_ERR_NUMERIC;
+            }
+        }
+    }
+    return 0;
+}
+
 int hpml__io_convert(void *dst, hpml_dtype_t want, size_t dst_stride, const void *src,
                      hpml__io_elem_t el, size_t n, int reject_nonfinite, size_t *bad, char *why,
                      size_t whylen)
@@ -232,24 +292,7 @@ int hpml__io_convert(void *dst, hpml_dtype_t want, size_t dst_stride, const void
         else
             for (i = 0; i < n; i++)
                 memcpy(d + i * dst_stride * ws, s + i * es, es);
-        if (reject_nonfinite && (want == HPML_F32 || want == HPML_F64)) {
-            for (i = 0; i < n; i++) {
-                double x;
-                if (want == HPML_F32) {
-                    float f;
-                    memcpy(&f, s + i * 4, 4);
-                    x = f;
-                } else {
-                    memcpy(&x, s + i * 8, 8);
-                }
-                if (!isfinite(x)) {
-                    *bad = i;
-                    snprintf(why, whylen, "is %s", nonfinite_text(x));
-                    return HPML_ERR_NUMERIC;
-                }
-            }
-        }
-        return 0;
+        return reject_nonfinite ? hpml__io_check_finite(s, want, n, bad, why, whylen) : 0;
     }
     if (!swap && dst_stride == 1 && !reject_nonfinite) {
         /* Loops the compiler can vectorise for the conversions datasets need most. */

@@ -226,7 +226,19 @@ int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype
     if (rows == 0 || cols == 0)
         goto done;
 
-    if (!h->fortran) {
+    if (!h->fortran && hpml__io_is_copy(h->elem, want)) {
+        /* Stored as wanted: read straight into the result, no staging copy. */
+        rc = hpml__io_src_read(s, h->data_offset + (uint64_t)begin * cols * es, data,
+                               rows * cols * es, "the data");
+        if (rc != 0)
+            goto out;
+        if (reject_nonfinite &&
+            (rc = hpml__io_check_finite(data, want, rows * cols, &bad, why, sizeof(why))) != 0) {
+            rc = hpml_set_error(rc, "%s: row %zu column %zu %s", s->path, begin + bad / cols,
+                                bad % cols, why);
+            goto out;
+        }
+    } else if (!h->fortran) {
         size_t row_bytes = cols * es, chunk_rows = CHUNK_BYTES / row_bytes, r0;
         if (chunk_rows == 0)
             chunk_rows = 1;

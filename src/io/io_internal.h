@@ -53,6 +53,11 @@ int hpml__io_want_ok(hpml_dtype_t want);
 int hpml__io_convert(void *dst, hpml_dtype_t want, size_t dst_stride, const void *src,
                      hpml__io_elem_t el, size_t n, int reject_nonfinite, size_t *bad, char *why,
                      size_t whylen);
+/* 1 if converting el to want is a plain copy (same type, same byte order). */
+int hpml__io_is_copy(hpml__io_elem_t el, hpml_dtype_t want);
+/* Check n elements of want (f32/f64; others always pass) for NaN/Inf, as convert does. */
+int hpml__io_check_finite(const void *p, hpml_dtype_t want, size_t n, size_t *bad, char *why,
+                          size_t whylen);
 /* Convert one double (CSV fields) with the same rules. */
 int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_nonfinite,
                             char *why, size_t whylen);
