@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `hpml linreg` matches scikit-learn's LinearRegression / Ridge (coefficients, intercepts,
+# R^2, predictions; two targets; --target-col; no intercept) at 1, 2 and 3 ranks with
+# uneven row blocks; singular X'X and bad input give a one-line error on every rank.
+# Env (from tests/run.sh): HPML, MPIRUN, MPI, HPML_TEST_REPO.
+set -u
+repo=${HPML_TEST_REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
+ref=$repo/tests/ref/linreg_ref.py
+py=/usr/bin/python3
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail=0
+$py "$ref" gen "$d" || exit 1
+
+for n in 1 2 3; do
+    p=$d/np$n
+    $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/Y.npy" --out "$p.ols" \
+        --test "$d/Xt.npy" --test-target "$d/Yt.npy" --pred-out "$p.ols.pred.npy" --json \
+        >"$p.ols.json" || { echo "FAIL: ols at $n ranks"; fail=1; }
+    $py -c 'import numpy as np,sys; np.save(sys.argv[2], np.load(sys.argv[1])[:, :1])' \
+        "$d/Y.npy" "$d/y0.npy"
+    $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/y0.npy" --out "$p.ridge.npy" \
+        --alpha 7.5 --json >"$p.ridge.json" || { echo "FAIL: ridge at $n ranks"; fail=1; }
+    $py -c 'import numpy as np,sys; x=np.load(sys.argv[1]); y=np.load(sys.argv[2]); np.save(sys.argv[3], np.hstack([x[:, :2], y[:, :1], x[:, 2:]]))' \
+        "$d/Xt.npy" "$d/Yt.npy" "$d/XYt.npy"
+    $MPIRUN -np $n "$HPML" linreg --data "$d/XY.npy" --target-col 2 --alpha 7.5 \
+        --test "$d/XYt.npy" --json >"$p.col.json" || { echo "FAIL: target-col at $n ranks"; fail=1; }
+    $py -c 'import numpy as np,sys; np.save(sys.argv[2], np.load(sys.argv[1])[:, 1:2])' \
+        "$d/Y.npy" "$d/y1.npy"
+    $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/y1.npy" --no-intercept \
+        --json >"$p.noint.json" || { echo "FAIL: no-intercept at $n ranks"; fail=1; }
+done
+cat "$d/np3.ols.json"
+$MPIRUN -np 3 "$HPML" linreg --data "$d/X.npy" --target "$d/Y.npy" || fail=1
+$py "$ref" check "$d" 1 2 3 || fail=1
+
+expect_error() { # pattern args...
+    local pat=$1 err rc
+    shift
+    err=$(timeout 60 $MPIRUN -np 3 "$HPML" linreg "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q -- "$pat" <<<"$err"; then
+        echo "FAIL: linreg $* (exit $rc) should fail with '$pat'; got:"; echo "$err"; fail=1
+    elif [ "$(grep -c "hpml linreg:" <<<"$err")" -ne 1 ]; then
+        echo "FAIL: linreg $*: expected exactly one error line, got:"; echo "$err"; fail=1
+    fi
+}
+expect_error "X'X is singular: feature column 4 is constant; use --alpha" \
+    --data "$d/Xconst.npy" --target "$d/y0.npy"
+expect_error "X'X is singular: feature column 3 is collinear" --data "$d/Xcol.npy" --target "$d/y0.npy"
+expect_error "has 41 rows but" --data "$d/X.npy" --target "$d/Yt.npy"
+expect_error "exactly one of --target FILE and --target-col" --data "$d/X.npy"
+expect_error "out of range" --data "$d/X.npy" --target-col 6
+expect_error "--alpha must be" --data "$d/X.npy" --target "$d/y0.npy" --alpha -1
+expect_error "no-such.npy" --data "$d/X.npy" --target "$d/no-such.npy"
+expect_error "feature columns but the model" --data "$d/X.npy" --target "$d/y0.npy" --test "$d/Y.npy"
+$MPIRUN -np 2 "$HPML" linreg --data "$d/Xconst.npy" --target "$d/y0.npy" --alpha 0.5 >/dev/null ||
+    { echo "FAIL: ridge should solve the singular system"; fail=1; }
+[ $fail -eq 0 ] && echo "linreg: all checks passed"
+exit $fail
