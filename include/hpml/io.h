@@ -47,8 +47,8 @@ int hpml_io_read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, si
                       size_t end, int reject_nonfinite, hpml_array_t *out);
 
 /* Read this rank's block (hpml_io_partition of the file's rows). */
-int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank,
-                       int nranks, int reject_nonfinite, hpml_array_t *out);
+int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank, int nranks,
+                       int reject_nonfinite, hpml_array_t *out);
 
 /* Free the data of an array (the struct itself is the caller's); NULL-safe. */
 void hpml_array_free(hpml_array_t *a);
@@ -61,8 +61,8 @@ int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_
  * dtype: f32 f64 f16 i8 u8 i32 i64. The file is byte-identical to np.save's. */
 int hpml_npy_write_nd(const char *path, const void *data, hpml_dtype_t dtype, int ndim,
                       const size_t *shape);
-int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
-                   size_t cols, const char *header);
+int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows, size_t cols,
+                   const char *header);
 
 #ifdef __cplusplus
 }

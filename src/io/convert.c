@@ -28,7 +28,7 @@ size_t hpml__io_stype_size(hpml__io_stype_t t)
 const char *hpml__io_stype_name(hpml__io_stype_t t)
 {
     static const char *const nm[IO_STYPE_COUNT] = {"i8",  "u8",  "i16", "u16", "i32", "u32",
-                                                  "i64", "u64", "f16", "f32", "f64", "bool"};
+                                                   "i64", "u64", "f16", "f32", "f64", "bool"};
     return (unsigned)t < IO_STYPE_COUNT ? nm[t] : "?";
 }
 
@@ -82,18 +82,80 @@ static val_t load(const unsigned char *p, hpml__io_stype_t t, int swap)
 
     load_bytes(b, p, hpml__io_stype_size(t), swap);
     switch (t) {
-    case IO_I8: { int8_t x; memcpy(&x, b, 1); v.i = x; break; }
-    case IO_U8: v.kind = 1; v.u = b[0]; break;
-    case IO_BOOL: v.kind = 1; v.u = b[0] != 0; break;
-    case IO_I16: { int16_t x; memcpy(&x, b, 2); v.i = x; break; }
-    case IO_U16: { uint16_t x; memcpy(&x, b, 2); v.kind = 1; v.u = x; break; }
-    case IO_I32: { int32_t x; memcpy(&x, b, 4); v.i = x; break; }
-    case IO_U32: { uint32_t x; memcpy(&x, b, 4); v.kind = 1; v.u = x; break; }
-    case IO_I64: { int64_t x; memcpy(&x, b, 8); v.i = x; break; }
-    case IO_U64: { uint64_t x; memcpy(&x, b, 8); v.kind = 1; v.u = x; break; }
-    case IO_F16: { uint16_t x; memcpy(&x, b, 2); v.kind = 2; v.d = hpml_f16_to_f32(x); break; }
-    case IO_F32: { float x; memcpy(&x, b, 4); v.kind = 2; v.d = x; break; }
-    case IO_F64: { double x; memcpy(&x, b, 8); v.kind = 2; v.d = x; break; }
+    case IO_I8: {
+        int8_t x;
+        memcpy(&x, b, 1);
+        v.i = x;
+        break;
+    }
+    case IO_U8:
+        v.kind = 1;
+        v.u = b[0];
+        break;
+    case IO_BOOL:
+        v.kind = 1;
+        v.u = b[0] != 0;
+        break;
+    case IO_I16: {
+        int16_t x;
+        memcpy(&x, b, 2);
+        v.i = x;
+        break;
+    }
+    case IO_U16: {
+        uint16_t x;
+        memcpy(&x, b, 2);
+        v.kind = 1;
+        v.u = x;
+        break;
+    }
+    case IO_I32: {
+        int32_t x;
+        memcpy(&x, b, 4);
+        v.i = x;
+        break;
+    }
+    case IO_U32: {
+        uint32_t x;
+        memcpy(&x, b, 4);
+        v.kind = 1;
+        v.u = x;
+        break;
+    }
+    case IO_I64: {
+        int64_t x;
+        memcpy(&x, b, 8);
+        v.i = x;
+        break;
+    }
+    case IO_U64: {
+        uint64_t x;
+        memcpy(&x, b, 8);
+        v.kind = 1;
+        v.u = x;
+        break;
+    }
+    case IO_F16: {
+        uint16_t x;
+        memcpy(&x, b, 2);
+        v.kind = 2;
+        v.d = hpml_f16_to_f32(x);
+        break;
+    }
+    case IO_F32: {
+        float x;
+        memcpy(&x, b, 4);
+        v.kind = 2;
+        v.d = x;
+        break;
+    }
+    case IO_F64: {
+        double x;
+        memcpy(&x, b, 8);
+        v.kind = 2;
+        v.d = x;
+        break;
+    }
     default: break;
     }
     return v;
@@ -157,8 +219,8 @@ static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, s
             return HPML_ERR_RANGE;
         }
         if (fabs(v.d) >= 18446744073709551616.0) {
-            snprintf(why, whylen, "value %s is out of range for %s",
-                     num_text(nb, sizeof(nb), v.d), wn);
+            snprintf(why, whylen, "value %s is out of range for %s", num_text(nb, sizeof(nb), v.d),
+                     wn);
             return HPML_ERR_RANGE;
         }
         neg = v.d < 0;
@@ -171,33 +233,57 @@ static int store(void *dst, hpml_dtype_t want, val_t v, int reject, char *why, s
     }
     uint64_t maxpos, maxneg; /* largest magnitude allowed for positive / negative values */
     switch (want) {
-    case HPML_U8: maxpos = UINT8_MAX; maxneg = 0; break;
-    case HPML_I8: maxpos = INT8_MAX; maxneg = (uint64_t)INT8_MAX + 1; break;
-    case HPML_I32: maxpos = INT32_MAX; maxneg = (uint64_t)INT32_MAX + 1; break;
-    default: maxpos = INT64_MAX; maxneg = (uint64_t)INT64_MAX + 1; break;
+    case HPML_U8:
+        maxpos = UINT8_MAX;
+        maxneg = 0;
+        break;
+    case HPML_I8:
+        maxpos = INT8_MAX;
+        maxneg = (uint64_t)INT8_MAX + 1;
+        break;
+    case HPML_I32:
+        maxpos = INT32_MAX;
+        maxneg = (uint64_t)INT32_MAX + 1;
+        break;
+    default:
+        maxpos = INT64_MAX;
+        maxneg = (uint64_t)INT64_MAX + 1;
+        break;
     }
     if (neg ? mag > maxneg : mag > maxpos) {
         if (v.kind == 2)
-            snprintf(why, whylen, "value %s is out of range for %s",
-                     num_text(nb, sizeof(nb), v.d), wn);
+            snprintf(why, whylen, "value %s is out of range for %s", num_text(nb, sizeof(nb), v.d),
+                     wn);
         else
-            snprintf(why, whylen, "value %s%" PRIu64 " is out of range for %s", neg ? "-" : "",
-                     mag, wn);
+            snprintf(why, whylen, "value %s%" PRIu64 " is out of range for %s", neg ? "-" : "", mag,
+                     wn);
         return HPML_ERR_RANGE;
     }
     /* In range now; build the value without overflowing (mag may be 2^63). */
     int64_t x = neg ? -(int64_t)(mag - 1) - 1 : (int64_t)mag;
     switch (want) {
-    case HPML_U8: { uint8_t y = (uint8_t)x; memcpy(dst, &y, 1); break; }
-    case HPML_I8: { int8_t y = (int8_t)x; memcpy(dst, &y, 1); break; }
-    case HPML_I32: { int32_t y = (int32_t)x; memcpy(dst, &y, 4); break; }
+    case HPML_U8: {
+        uint8_t y = (uint8_t)x;
+        memcpy(dst, &y, 1);
+        break;
+    }
+    case HPML_I8: {
+        int8_t y = (int8_t)x;
+        memcpy(dst, &y, 1);
+        break;
+    }
+    case HPML_I32: {
+        int32_t y = (int32_t)x;
+        memcpy(dst, &y, 4);
+        break;
+    }
     default: memcpy(dst, &x, 8); break;
     }
     return 0;
 }
 
-int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_nonfinite,
-                            char *why, size_t whylen)
+int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_nonfinite, char *why,
+                            size_t whylen)
 {
     val_t x = {2, 0, 0, v};
     return store(dst, want, x, reject_nonfinite, why, whylen);

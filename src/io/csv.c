@@ -19,13 +19,13 @@
 #include "io/io_internal.h"
 
 #define CHECKPOINT 1024
-#define SCAN_BUF ((size_t)1 << 20)
+#define SCAN_BUF   ((size_t)1 << 20)
 
 typedef struct {
-    char delim;         /* ',' ';' '\t', or ' ' for runs of blanks */
+    char delim; /* ',' ';' '\t', or ' ' for runs of blanks */
     int has_header;
-    size_t cols;        /* fields in the header (or the first row) */
-    size_t rows;        /* data rows */
+    size_t cols; /* fields in the header (or the first row) */
+    size_t rows; /* data rows */
     /* Offset and 1-based line number of data rows 0, CHECKPOINT, 2*CHECKPOINT, ... */
     off_t *cp_off;
     size_t *cp_line;
@@ -296,8 +296,8 @@ static FILE *open_text(const char *path, int *rc)
     }
     if (fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b) {
         fclose(f);
-        *rc = hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: gzip-compressed CSV is not supported",
-                             path);
+        *rc =
+            hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: gzip-compressed CSV is not supported", path);
         return NULL;
     }
     rewind(f);
@@ -375,8 +375,9 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     if (nranks > 0)
         hpml_io_partition(sc.rows, rank, nranks, &begin, &end);
     if (begin > end || end > sc.rows) {
-        rc = hpml_set_error(HPML_ERR_INVAL, "%s: rows [%zu, %zu) out of range: the file has %zu rows",
-                            path, begin, end, sc.rows);
+        rc = hpml_set_error(HPML_ERR_INVAL,
+                            "%s: rows [%zu, %zu) out of range: the file has %zu rows", path, begin,
+                            end, sc.rows);
         goto out;
     }
     cols = sc.cols;
@@ -404,8 +405,8 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
         while (r < rows) {
             ssize_t n = getline(&line, &cap, f);
             if (n < 0) {
-                rc = hpml_set_error(HPML_ERR_IO, "%s:%zu: file changed while reading", path,
-                                    lineno);
+                rc =
+                    hpml_set_error(HPML_ERR_IO, "%s:%zu: file changed while reading", path, lineno);
                 goto out;
             }
             lineno++;
@@ -453,19 +454,47 @@ out:
 static int write_value(FILE *f, const unsigned char *p, hpml_dtype_t dt)
 {
     switch (dt) {
-    case HPML_F32: { float x; memcpy(&x, p, 4); return fprintf(f, "%.9g", (double)x); }
-    case HPML_F64: { double x; memcpy(&x, p, 8); return fprintf(f, "%.17g", x); }
-    case HPML_F16: { uint16_t x; memcpy(&x, p, 2); return fprintf(f, "%.9g", (double)hpml_f16_to_f32(x)); }
-    case HPML_BF16: { uint16_t x; memcpy(&x, p, 2); return fprintf(f, "%.9g", (double)hpml_bf16_to_f32(x)); }
-    case HPML_I8: { int8_t x; memcpy(&x, p, 1); return fprintf(f, "%d", x); }
+    case HPML_F32: {
+        float x;
+        memcpy(&x, p, 4);
+        return fprintf(f, "%.9g", (double)x);
+    }
+    case HPML_F64: {
+        double x;
+        memcpy(&x, p, 8);
+        return fprintf(f, "%.17g", x);
+    }
+    case HPML_F16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        return fprintf(f, "%.9g", (double)hpml_f16_to_f32(x));
+    }
+    case HPML_BF16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        return fprintf(f, "%.9g", (double)hpml_bf16_to_f32(x));
+    }
+    case HPML_I8: {
+        int8_t x;
+        memcpy(&x, p, 1);
+        return fprintf(f, "%d", x);
+    }
     case HPML_U8: return fprintf(f, "%u", p[0]);
-    case HPML_I32: { int32_t x; memcpy(&x, p, 4); return fprintf(f, "%" PRId32, x); }
-    default: { int64_t x; memcpy(&x, p, 8); return fprintf(f, "%" PRId64, x); }
+    case HPML_I32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        return fprintf(f, "%" PRId32, x);
+    }
+    default: {
+        int64_t x;
+        memcpy(&x, p, 8);
+        return fprintf(f, "%" PRId64, x);
+    }
     }
 }
 
-int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
-                   size_t cols, const char *header)
+int hpml_csv_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows, size_t cols,
+                   const char *header)
 {
     const unsigned char *p = data;
     size_t es = hpml_dtype_size(dtype), i, j;

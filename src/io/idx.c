@@ -17,8 +17,8 @@ int hpml__idx_header(hpml__io_src_t *s, hpml__io_dense_t *h)
 
     memset(h, 0, sizeof(*h));
     if (s->size < 4)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: not %s file (only %" PRIu64 " bytes)",
-                              s->path, kind, s->size);
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: not %s file (only %" PRIu64 " bytes)", s->path,
+                              kind, s->size);
     if ((rc = hpml__io_src_read(s, 0, m, 4, "the IDX magic")) != 0)
         return rc;
     if (m[0] != 0 || m[1] != 0)

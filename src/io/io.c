@@ -71,8 +71,8 @@ int hpml__io_src_open(hpml__io_src_t *s, const char *path)
             hpml__io_src_close(s);
             return hpml_set_error(HPML_ERR_FORMAT, "%s: truncated gzip file", path);
         }
-        s->size = (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 |
-                  (uint64_t)m[3] << 24;
+        s->size =
+            (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 | (uint64_t)m[3] << 24;
         fd2 = dup(s->fd);
         if (fd2 < 0 || (s->gz = gzdopen(fd2, "rb")) == NULL) {
             if (fd2 >= 0)
@@ -182,7 +182,8 @@ int hpml__io_dense_finish(const char *path, hpml__io_dense_t *h, uint64_t avail)
     need = count * es;
     if (avail != need)
         return hpml_set_error(HPML_ERR_FORMAT,
-                              "%s: shape %s needs %" PRIu64 " bytes of data but the file has %" PRIu64,
+                              "%s: shape %s needs %" PRIu64
+                              " bytes of data but the file has %" PRIu64,
                               path, shape, need, avail);
     return 0;
 }
@@ -251,8 +252,8 @@ int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype
         }
         for (r0 = 0; r0 < rows; r0 += chunk_rows) {
             size_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
-            rc = hpml__io_src_read(s, h->data_offset + (uint64_t)(begin + r0) * row_bytes,
-                                   scratch, nr * row_bytes, "the data");
+            rc = hpml__io_src_read(s, h->data_offset + (uint64_t)(begin + r0) * row_bytes, scratch,
+                                   nr * row_bytes, "the data");
             if (rc != 0)
                 goto out;
             rc = hpml__io_convert(data + r0 * cols * ws, want, 1, scratch, h->elem, nr * cols,
@@ -279,11 +280,11 @@ int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype
                 rc = hpml__io_src_read(s, off, scratch, nr * es, "the data");
                 if (rc != 0)
                     goto out;
-                rc = hpml__io_convert(data + (r0 * cols + c) * ws, want, cols, scratch, h->elem,
-                                      nr, reject_nonfinite, &bad, why, sizeof(why));
+                rc = hpml__io_convert(data + (r0 * cols + c) * ws, want, cols, scratch, h->elem, nr,
+                                      reject_nonfinite, &bad, why, sizeof(why));
                 if (rc != 0) {
-                    rc = hpml_set_error(rc, "%s: row %zu column %zu %s", s->path,
-                                        begin + r0 + bad, c, why);
+                    rc = hpml_set_error(rc, "%s: row %zu column %zu %s", s->path, begin + r0 + bad,
+                                        c, why);
                     goto out;
                 }
             }
@@ -427,16 +428,17 @@ static int read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, int
     if (rc != 0)
         return rc;
     if (f == HPML_FMT_CSV)
-        return hpml__csv_read(path, want, begin, end, rank, by_rank ? nranks : 0,
-                              reject_nonfinite, out);
+        return hpml__csv_read(path, want, begin, end, rank, by_rank ? nranks : 0, reject_nonfinite,
+                              out);
     rc = dense_open(path, f, &s, &h);
     if (rc != 0)
         return rc;
     if (by_rank)
         hpml_io_partition(h.rows, rank, nranks, &begin, &end);
     if (begin > end || end > h.rows)
-        rc = hpml_set_error(HPML_ERR_INVAL, "%s: rows [%zu, %zu) out of range: the file has %zu rows",
-                            path, begin, end, h.rows);
+        rc = hpml_set_error(HPML_ERR_INVAL,
+                            "%s: rows [%zu, %zu) out of range: the file has %zu rows", path, begin,
+                            end, h.rows);
     else
         rc = hpml__io_dense_read(&s, &h, want, begin, end, reject_nonfinite, out);
     hpml__io_src_close(&s);
@@ -449,8 +451,8 @@ int hpml_io_read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, si
     return read_rows(path, fmt, want, 0, begin, end, 0, 1, reject_nonfinite, out);
 }
 
-int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank,
-                       int nranks, int reject_nonfinite, hpml_array_t *out)
+int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank, int nranks,
+                       int reject_nonfinite, hpml_array_t *out)
 {
     return read_rows(path, fmt, want, 1, 0, 0, rank, nranks, reject_nonfinite, out);
 }

@@ -59,15 +59,15 @@ int hpml__io_is_copy(hpml__io_elem_t el, hpml_dtype_t want);
 int hpml__io_check_finite(const void *p, hpml_dtype_t want, size_t n, size_t *bad, char *why,
                           size_t whylen);
 /* Convert one double (CSV fields) with the same rules. */
-int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_nonfinite,
-                            char *why, size_t whylen);
+int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_nonfinite, char *why,
+                            size_t whylen);
 
 /* A file read at byte offsets of its (uncompressed) content: plain files with pread,
  * gzip files with gzseek (forward seeks are cheap; backward restart decompression). */
 typedef struct {
     const char *path;
-    int fd;      /* plain file, or -1 */
-    void *gz;    /* gzFile, or NULL */
+    int fd;        /* plain file, or -1 */
+    void *gz;      /* gzFile, or NULL */
     uint64_t size; /* plain: file size; gzip: uncompressed size from the trailer */
 } hpml__io_src_t;
 

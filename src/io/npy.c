@@ -228,7 +228,9 @@ static int parse_dict(cur_t *c, hpml__io_dense_t *h)
     }
     if (!have_descr || !have_order || !have_shape)
         return hpml_set_error(HPML_ERR_FORMAT, "%s: bad .npy header: no '%s' key", c->path,
-                              !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
+                              !have_descr   ? "descr"
+                              : !have_order ? "fortran_order"
+                                            : "shape");
     return 0;
 }
 
@@ -369,8 +371,7 @@ int hpml_npy_write_nd(const char *path, const void *data, hpml_dtype_t dtype, in
     return hpml__io_wcommit(&w);
 }
 
-int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
-                   size_t cols)
+int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows, size_t cols)
 {
     size_t shape[2] = {rows, cols};
     return hpml_npy_write_nd(path, data, dtype, 2, shape);

@@ -202,7 +202,8 @@ static void test_errors(void **state)
                  HPML_ERR_NUMERIC, "inf.csv:1: field 2 is -Inf");
     write_text(tp("frac.csv"), "1,2.5\n");
     expect_error(hpml_io_read_block(tp("frac.csv"), HPML_FMT_AUTO, HPML_I32, 0, 1, 0, &a),
-                 HPML_ERR_RANGE, "frac.csv:1: field 2 value 2.5 is not an integer (reading as i32)");
+                 HPML_ERR_RANGE,
+                 "frac.csv:1: field 2 value 2.5 is not an integer (reading as i32)");
     write_text(tp("u8.csv"), "1,256\n");
     expect_error(hpml_io_read_block(tp("u8.csv"), HPML_FMT_AUTO, HPML_U8, 0, 1, 0, &a),
                  HPML_ERR_RANGE, "u8.csv:1: field 2 value 256 is out of range for u8");

@@ -17,7 +17,8 @@ static int have_fmnist(void)
 
 static void test_fashion_mnist(void **state)
 {
-    const char *img = FMNIST "/t10k-images-idx3-ubyte.gz", *lab = FMNIST "/t10k-labels-idx1-ubyte.gz";
+    const char *img = FMNIST "/t10k-images-idx3-ubyte.gz",
+               *lab = FMNIST "/t10k-labels-idx1-ubyte.gz";
     size_t rows, cols, n, k;
     hpml_dtype_t st;
     unsigned char *pix, *labels;
@@ -28,19 +29,19 @@ static void test_fashion_mnist(void **state)
         print_message("Fashion-MNIST not installed; skipping\n");
         skip();
     }
-    assert_int_equal(
-        py("d = '" FMNIST "'\n"
-           "img = gzip.open(d + '/t10k-images-idx3-ubyte.gz').read()\n"
-           "lab = gzip.open(d + '/t10k-labels-idx1-ubyte.gz').read()\n"
-           "assert struct.unpack('>BBBB', img[:4]) == (0, 0, 8, 3)\n"
-           "n, h, w = struct.unpack('>III', img[4:16])\n"
-           "assert (n, h, w) == (10000, 28, 28)\n"
-           "rows = [" ROWS "]\n"
-           "open('ref_rows.bin', 'wb').write(b''.join(img[16 + 784*r:16 + 784*(r+1)] for r in rows))\n"
-           "open('ref_labels.bin', 'wb').write(lab[8:])\n"
-           "open('images.idx', 'wb').write(img)\n"
-           "open('labels-idx1-ubyte', 'wb').write(lab)\n"),
-        0);
+    assert_int_equal(py("d = '" FMNIST "'\n"
+                        "img = gzip.open(d + '/t10k-images-idx3-ubyte.gz').read()\n"
+                        "lab = gzip.open(d + '/t10k-labels-idx1-ubyte.gz').read()\n"
+                        "assert struct.unpack('>BBBB', img[:4]) == (0, 0, 8, 3)\n"
+                        "n, h, w = struct.unpack('>III', img[4:16])\n"
+                        "assert (n, h, w) == (10000, 28, 28)\n"
+                        "rows = [" ROWS "]\n"
+                        "open('ref_rows.bin', 'wb').write(b''.join(img[16 + 784*r:16 + 784*(r+1)] "
+                        "for r in rows))\n"
+                        "open('ref_labels.bin', 'wb').write(lab[8:])\n"
+                        "open('images.idx', 'wb').write(img)\n"
+                        "open('labels-idx1-ubyte', 'wb').write(lab)\n"),
+                     0);
     pix = read_all(tp("ref_rows.bin"), &n);
     assert_int_equal(n, 10 * 784);
     labels = read_all(tp("ref_labels.bin"), &n);
@@ -93,7 +94,8 @@ static void test_fashion_mnist(void **state)
         for (r = 0; r < 3; r++) {
             hpml_array_t a;
             size_t j;
-            assert_int_equal(hpml_io_read_block(lfiles[k], HPML_FMT_AUTO, HPML_I32, r, 3, 0, &a), 0);
+            assert_int_equal(hpml_io_read_block(lfiles[k], HPML_FMT_AUTO, HPML_I32, r, 3, 0, &a),
+                             0);
             assert_int_equal(a.cols, 1);
             for (j = 0; j < a.rows; j++)
                 assert_int_equal(((int32_t *)a.data)[j], labels[a.row_offset + j]);
@@ -116,20 +118,22 @@ static void test_idx_types(void **state)
     int gz, p, r;
 
     (void)state;
-    int rc = py("codes = {'u8': (8, '>u1'), 'i8': (9, '>i1'), 'i16': (11, '>i2'), 'i32': (12, '>i4'),\n"
-                "         'f32': (13, '>f4'), 'f64': (14, '>f8')}\n"
-                "rng = np.random.default_rng(3)\n"
-                "for name, (code, dt) in codes.items():\n"
-                "    shape = (11, 3, 2)\n"
-                "    if dt[1] in 'iu':\n"
-                "        info = np.iinfo(dt)\n"
-                "        a = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dt)\n"
-                "    else:\n"
-                "        a = rng.standard_normal(shape).astype(dt)\n"
-                "    raw = struct.pack('>BBBB', 0, 0, code, 3) + struct.pack('>III', *shape) + a.tobytes()\n"
-                "    open(name + '.idx', 'wb').write(raw)\n"
-                "    gzip.open(name + '.idx.gz', 'wb').write(raw)\n"
-                "    a.astype('<f8').reshape(11, -1).tofile(name + '.ref')\n");
+    int rc =
+        py("codes = {'u8': (8, '>u1'), 'i8': (9, '>i1'), 'i16': (11, '>i2'), 'i32': (12, '>i4'),\n"
+           "         'f32': (13, '>f4'), 'f64': (14, '>f8')}\n"
+           "rng = np.random.default_rng(3)\n"
+           "for name, (code, dt) in codes.items():\n"
+           "    shape = (11, 3, 2)\n"
+           "    if dt[1] in 'iu':\n"
+           "        info = np.iinfo(dt)\n"
+           "        a = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dt)\n"
+           "    else:\n"
+           "        a = rng.standard_normal(shape).astype(dt)\n"
+           "    raw = struct.pack('>BBBB', 0, 0, code, 3) + struct.pack('>III', *shape) + "
+           "a.tobytes()\n"
+           "    open(name + '.idx', 'wb').write(raw)\n"
+           "    gzip.open(name + '.idx.gz', 'wb').write(raw)\n"
+           "    a.astype('<f8').reshape(11, -1).tofile(name + '.ref')\n");
     if (rc != 0) {
         print_message("python3 with numpy not available; skipping\n");
         skip();
@@ -185,7 +189,8 @@ static void test_malformed(void **state)
     assert_int_equal(cols, 4);
     idx_bytes("short-ubyte", ok, sizeof(ok), 39);
     expect_error(hpml_io_read_block(tp("short-ubyte"), HPML_FMT_AUTO, HPML_U8, 0, 2, 0, &a),
-                 HPML_ERR_FORMAT, "short-ubyte: shape (10, 4) needs 40 bytes of data but the file has 39");
+                 HPML_ERR_FORMAT,
+                 "short-ubyte: shape (10, 4) needs 40 bytes of data but the file has 39");
     assert_null(a.data);
     idx_bytes("long.idx", ok, sizeof(ok), 41);
     expect_error(hpml_io_shape(tp("long.idx"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
@@ -205,7 +210,8 @@ static void test_malformed(void **state)
 
     /* gzip: truncated, wrong content, corrupt data with a matching trailer. */
     assert_int_equal(
-        py("raw = struct.pack('>BBBBII', 0, 0, 8, 2, 200, 50) + bytes(range(256)) * 39 + bytes(16)\n"
+        py("raw = struct.pack('>BBBBII', 0, 0, 8, 2, 200, 50) + bytes(range(256)) * 39 + "
+           "bytes(16)\n"
            "z = gzip.compress(raw)\n"
            "open('t.idx.gz', 'wb').write(z)\n"
            "open('cut.idx.gz', 'wb').write(z[:len(z) // 2])\n"
@@ -216,8 +222,9 @@ static void test_malformed(void **state)
     assert_int_equal(hpml_io_read_block(tp("t.idx.gz"), HPML_FMT_AUTO, HPML_U8, 1, 2, 0, &a), 0);
     assert_int_equal(((unsigned char *)a.data)[0], (100 * 50) % 256);
     hpml_array_free(&a);
-    expect_error(hpml_io_read_block(tp("cut.idx.gz"), HPML_FMT_AUTO, HPML_U8, 0, 2, 0, &a),
-                 HPML_ERR_FORMAT, "cut.idx.gz: shape (200, 50) needs 10012 bytes uncompressed but the gzip trailer says");
+    expect_error(
+        hpml_io_read_block(tp("cut.idx.gz"), HPML_FMT_AUTO, HPML_U8, 0, 2, 0, &a), HPML_ERR_FORMAT,
+        "cut.idx.gz: shape (200, 50) needs 10012 bytes uncompressed but the gzip trailer says");
     expect_error(hpml_io_shape(tp("notidx.gz"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
                  "notidx.gz: not a gzip-compressed IDX file (magic bytes 0x68 0x65");
     int rc = hpml_io_read_block(tp("corrupt.idx.gz"), HPML_FMT_AUTO, HPML_U8, 0, 1, 0, &a);

@@ -49,8 +49,8 @@ static void check_blocks_f64(const char *path, const double *ref, size_t rows, s
             for (i = 0; i < a.rows * cols; i++) {
                 double got = ((double *)a.data)[i], want = ref[b * cols + i];
                 if (!(got == want || (isnan(got) && isnan(want)))) {
-                    print_error("%s: rank %d/%d element %zu: got %.17g want %.17g\n", path, r, p,
-                                i, got, want);
+                    print_error("%s: rank %d/%d element %zu: got %.17g want %.17g\n", path, r, p, i,
+                                got, want);
                     fail();
                 }
             }
@@ -166,43 +166,43 @@ static void test_numpy_reads_ours(void **state)
  * X.ref: the array as float64, reshaped to (rows, -1) in C order, raw bytes. */
 static void test_numpy_files(void **state)
 {
-    static const char *names[] = {"c_f8",  "f_f4",   "f3_i2", "be_i4", "be_f8", "f_be_f4",
-                                  "u2",    "u4",     "i8",    "u8",    "i1",    "b1",
-                                  "f2",    "vec",    "scal",  "v2",    "v3",    "big_f",
-                                  "f4d",   "zero_c", "u1"};
+    static const char *names[] = {"c_f8", "f_f4", "f3_i2", "be_i4", "be_f8", "f_be_f4", "u2",
+                                  "u4",   "i8",   "u8",    "i1",    "b1",    "f2",      "vec",
+                                  "scal", "v2",   "v3",    "big_f", "f4d",   "zero_c",  "u1"};
     size_t k;
 
     (void)state;
-    int rc = py("rng = np.random.default_rng(5)\n"
-                "def save(name, a, version=None):\n"
-                "    if version is None:\n"
-                "        np.save(name + '.npy', a)\n"
-                "    else:\n"
-                "        with open(name + '.npy', 'wb') as f:\n"
-                "            np.lib.format.write_array(f, a, version=version)\n"
-                "    n = a.shape[0] if a.ndim else 1\n"
-                "    np.ascontiguousarray(a.astype('<f8').reshape(n, -1)).tofile(name + '.ref')\n"
-                "save('c_f8', rng.standard_normal((13, 4)))\n"
-                "save('f_f4', np.asfortranarray(rng.standard_normal((13, 4)).astype('f4')))\n"
-                "save('f3_i2', np.asfortranarray(np.arange(-30, 36, dtype='i2').reshape(11, 3, 2)))\n"
-                "save('be_i4', (np.arange(7*2*3, dtype='>i4') * -99991).reshape(7, 2, 3))\n"
-                "save('be_f8', rng.standard_normal((5, 3)).astype('>f8'))\n"
-                "save('f_be_f4', np.asfortranarray(rng.standard_normal((7, 3, 4)).astype('>f4')))\n"
-                "save('u2', np.arange(0, 65535, 4099, dtype='u2').reshape(-1, 2))\n"
-                "save('u4', (np.arange(10, dtype='u4') * 429496729).reshape(5, 2))\n"
-                "save('i8', (np.arange(9, dtype='i8') - 4) * (1 << 40))\n"
-                "save('u8', np.arange(12, dtype='u8').reshape(4, 3) * 1000003)\n"
-                "save('i1', np.arange(-128, 128, 16, dtype='i1').reshape(8, 2))\n"
-                "save('b1', np.array([[True, False], [False, True], [True, True]]))\n"
-                "save('f2', rng.standard_normal((6, 2)).astype('f2'))\n"
-                "save('vec', rng.standard_normal(11))\n"
-                "save('scal', np.array(3.5))\n"
-                "save('v2', rng.standard_normal((7, 2)), version=(2, 0))\n"
-                "save('v3', rng.standard_normal((7, 2)).astype('f4'), version=(3, 0))\n"
-                "save('big_f', np.asfortranarray(rng.standard_normal((300, 7))))\n"
-                "save('f4d', np.asfortranarray(np.arange(5*2*3*4, dtype='f8').reshape(5, 2, 3, 4)))\n"
-                "save('zero_c', np.zeros((4, 0)))\n"
-                "save('u1', np.arange(40, dtype='u1').reshape(10, 4))\n");
+    int rc =
+        py("rng = np.random.default_rng(5)\n"
+           "def save(name, a, version=None):\n"
+           "    if version is None:\n"
+           "        np.save(name + '.npy', a)\n"
+           "    else:\n"
+           "        with open(name + '.npy', 'wb') as f:\n"
+           "            np.lib.format.write_array(f, a, version=version)\n"
+           "    n = a.shape[0] if a.ndim else 1\n"
+           "    np.ascontiguousarray(a.astype('<f8').reshape(n, -1)).tofile(name + '.ref')\n"
+           "save('c_f8', rng.standard_normal((13, 4)))\n"
+           "save('f_f4', np.asfortranarray(rng.standard_normal((13, 4)).astype('f4')))\n"
+           "save('f3_i2', np.asfortranarray(np.arange(-30, 36, dtype='i2').reshape(11, 3, 2)))\n"
+           "save('be_i4', (np.arange(7*2*3, dtype='>i4') * -99991).reshape(7, 2, 3))\n"
+           "save('be_f8', rng.standard_normal((5, 3)).astype('>f8'))\n"
+           "save('f_be_f4', np.asfortranarray(rng.standard_normal((7, 3, 4)).astype('>f4')))\n"
+           "save('u2', np.arange(0, 65535, 4099, dtype='u2').reshape(-1, 2))\n"
+           "save('u4', (np.arange(10, dtype='u4') * 429496729).reshape(5, 2))\n"
+           "save('i8', (np.arange(9, dtype='i8') - 4) * (1 << 40))\n"
+           "save('u8', np.arange(12, dtype='u8').reshape(4, 3) * 1000003)\n"
+           "save('i1', np.arange(-128, 128, 16, dtype='i1').reshape(8, 2))\n"
+           "save('b1', np.array([[True, False], [False, True], [True, True]]))\n"
+           "save('f2', rng.standard_normal((6, 2)).astype('f2'))\n"
+           "save('vec', rng.standard_normal(11))\n"
+           "save('scal', np.array(3.5))\n"
+           "save('v2', rng.standard_normal((7, 2)), version=(2, 0))\n"
+           "save('v3', rng.standard_normal((7, 2)).astype('f4'), version=(3, 0))\n"
+           "save('big_f', np.asfortranarray(rng.standard_normal((300, 7))))\n"
+           "save('f4d', np.asfortranarray(np.arange(5*2*3*4, dtype='f8').reshape(5, 2, 3, 4)))\n"
+           "save('zero_c', np.zeros((4, 0)))\n"
+           "save('u1', np.arange(40, dtype='u1').reshape(10, 4))\n");
     if (rc != 0) {
         print_message("python3 with numpy not available; skipping\n");
         skip();
@@ -328,25 +328,25 @@ static void test_malformed(void **state)
 
     static const char bad_magic[] = "\x93NUMPX\x01\x00\x10\x00{'descr': '<f8'}";
     write_bytes(tp("magic.npy"), bad_magic, sizeof(bad_magic) - 1);
-    expect_error(hpml_io_shape(tp("magic.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
-                 HPML_ERR_FORMAT, "magic.npy: not a .npy file (bad magic)");
+    expect_error(hpml_io_shape(tp("magic.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
+                 "magic.npy: not a .npy file (bad magic)");
     write_text(tp("tiny.npy"), "\x93NUM");
-    expect_error(hpml_io_shape(tp("tiny.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
-                 HPML_ERR_FORMAT, "tiny.npy: not a .npy file (only 4 bytes)");
+    expect_error(hpml_io_shape(tp("tiny.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
+                 "tiny.npy: not a .npy file (only 4 bytes)");
     make_npy("ver.npy", d100x3, data, 2400, 9);
     expect_error(hpml_io_shape(tp("ver.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
                  HPML_ERR_UNSUPPORTED, "ver.npy: unsupported .npy format version 9.0");
     write_bytes(tp("hlen.npy"), "\x93NUMPY\x01\x00\xff\x00{'descr'", 18);
-    expect_error(hpml_io_shape(tp("hlen.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
-                 HPML_ERR_FORMAT, "hlen.npy: .npy header length 255 runs past the end of the file");
+    expect_error(hpml_io_shape(tp("hlen.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
+                 "hlen.npy: .npy header length 255 runs past the end of the file");
     make_npy("noshape.npy", "{'descr': '<f8', 'fortran_order': False}\n", data, 8, 1);
     expect_error(hpml_io_shape(tp("noshape.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
                  HPML_ERR_FORMAT, "noshape.npy: bad .npy header: no 'shape' key");
     make_npy("cplx.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (1,)}", data, 16, 1);
     expect_error(hpml_io_shape(tp("cplx.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
                  HPML_ERR_UNSUPPORTED, "cplx.npy: unsupported .npy dtype '<c16'");
-    make_npy("rec.npy", "{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (1,)}", data,
-             8, 1);
+    make_npy("rec.npy", "{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (1,)}", data, 8,
+             1);
     expect_error(hpml_io_shape(tp("rec.npy"), HPML_FMT_AUTO, &rows, NULL, NULL),
                  HPML_ERR_UNSUPPORTED, "structured .npy dtypes");
     make_npy("fo.npy", "{'descr': '<f8', 'fortran_order': Maybe, 'shape': (1,)}", data, 8, 1);
@@ -356,16 +356,15 @@ static void test_malformed(void **state)
     expect_error(hpml_io_shape(tp("neg.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
                  "neg.npy: bad .npy header: expected a non-negative integer in the shape");
     make_npy("huge.npy",
-             "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2)}",
-             data, 8, 1);
+             "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2)}", data,
+             8, 1);
     expect_error(hpml_io_shape(tp("huge.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
                  "huge.npy: shape (4294967296, 4294967296, 2) is too large");
     make_npy("key.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'x': 1}", data, 8,
              1);
     expect_error(hpml_io_shape(tp("key.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
                  "key.npy: bad .npy header: unexpected key 'x'");
-    make_npy("trail.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,)} xx", data, 8,
-             1);
+    make_npy("trail.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,)} xx", data, 8, 1);
     expect_error(hpml_io_shape(tp("trail.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
                  "trail.npy: bad .npy header: unexpected text after the dict");
     /* Forcing the format on a CSV file gives the .npy message. */
@@ -446,10 +445,14 @@ static void test_write_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_partition),       cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_numpy_reads_ours), cmocka_unit_test(test_numpy_files),
-        cmocka_unit_test(test_conversion_errors), cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_fuzz),            cmocka_unit_test(test_write_failures),
+        cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_numpy_reads_ours),
+        cmocka_unit_test(test_numpy_files),
+        cmocka_unit_test(test_conversion_errors),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_write_failures),
     };
     return cmocka_run_group_tests_name("io_npy", tests, io_setup, io_teardown);
 }
