@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# hpml train on a small Fashion-MNIST subset across 2 ranks reaches a fixed accuracy
+# within a loose time budget; the saved model is loadable by hpml eval / hpml predict and
+# gives the same accuracy; --json prints a parsable summary.
+# hpml-test: timeout=240
+set -eu
+: "${HPML:?}" "${MPIRUN:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+t0=$(date +%s)
+$MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 4 --batch 64 \
+    --train-limit 10000 --test-limit 2000 --lr 0.05 --save "$tmp/m.hpml" --json --no-progress \
+    >"$tmp/out.json"
+t1=$(date +%s)
+cat "$tmp/out.json"
+acc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_acc"])' "$tmp/out.json")
+echo "test accuracy $acc in $((t1 - t0)) s"
+python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.78 else 1)" || { echo "accuracy $acc < 0.78"; exit 1; }
+[ $((t1 - t0)) -le 180 ] || { echo "took $((t1 - t0)) s (budget 180 s)"; exit 1; }
+
+# eval over the same 2000 test rows gives the same accuracy
+$MPIRUN -np 2 "$HPML" eval --model-file "$tmp/m.hpml" --limit 2000 --json >"$tmp/eval.json"
+cat "$tmp/eval.json"
+python3 - "$tmp/out.json" "$tmp/eval.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["test_acc"]; b = json.load(open(sys.argv[2]))["accuracy"]
+sys.exit(0 if abs(a - b) < 1e-9 else f"train reported {a}, eval {b}")
+PY
+# predict: 20 labels, one per line, all in 0..9
+"$HPML" predict --model-file "$tmp/m.hpml" \
+    --images /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --limit 20 >"$tmp/pred.txt"
+[ "$(wc -l <"$tmp/pred.txt")" -eq 20 ]
+grep -qvE '^[0-9]$' "$tmp/pred.txt" && { echo "bad prediction line"; exit 1; }
+echo ok

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Checkpoint/restart through the CLI: a run stopped after 10 steps and resumed from its
+# checkpoint saves a model byte-identical to the uninterrupted run (dropout included);
+# a corrupt or truncated checkpoint is a clear error, not a crash.
+# hpml-test: timeout=240
+set -eu
+: "${HPML:?}" "${MPIRUN:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+args=(--model "conv 4 5x5 pad2 relu | pool 2 | dropout 0.25 | dense 32 relu | dense 10"
+      --epochs 2 --batch 50 --train-limit 600 --test-limit 200 --no-progress --seed 7)
+$MPIRUN -np 2 "$HPML" train "${args[@]}" --save "$tmp/full.hpml" >/dev/null
+$MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --checkpoint-every 10 \
+    --max-steps 10 >/dev/null
+[ -f "$tmp/ck/checkpoint.hpml" ] || { echo "no checkpoint written"; exit 1; }
+cp "$tmp/ck/checkpoint.hpml" "$tmp/good.hpml"
+$MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume \
+    --save "$tmp/resumed.hpml" >/dev/null
+cmp "$tmp/full.hpml" "$tmp/resumed.hpml" || { echo "resumed model differs"; exit 1; }
+echo "resume: bit-identical"
+
+# Corrupt one byte: clear error naming the checksum, non-zero exit.
+cp "$tmp/good.hpml" "$tmp/ck/checkpoint.hpml"
+printf '\x55' | dd of="$tmp/ck/checkpoint.hpml" bs=1 seek=200 conv=notrunc status=none
+if $MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume >"$tmp/o" 2>"$tmp/e"; then
+    echo "corrupt checkpoint accepted"; exit 1
+fi
+grep -q "checksum mismatch" "$tmp/e" || { cat "$tmp/e"; echo "no clear message"; exit 1; }
+# Truncated.
+head -c 1000 "$tmp/good.hpml" >"$tmp/ck/checkpoint.hpml"
+if $MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume >"$tmp/o" 2>"$tmp/e"; then
+    echo "truncated checkpoint accepted"; exit 1
+fi
+grep -q "truncated or corrupt" "$tmp/e" || { cat "$tmp/e"; exit 1; }
+echo ok
