@@ -10,68 +10,74 @@
 #include "core/simd_internal.h"
 #include "hpml/core.h"
 
+/* Type punning through a union: defined in C11 and, unlike memcpy, it keeps GCC's
+ * vectoriser happy inside the conversion loops. */
 static inline uint32_t f32_bits(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
+    union {
+        float f;
+        uint32_t u;
+    } v = {.f = f};
+    return v.u;
 }
 
 static inline float bits_f32(uint32_t u)
 {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = u};
+    return v.f;
 }
 
 /* ---- portable scalar conversions ------------------------------------------------ */
+
+/* Both directions are written as selects between candidate results rather than
+ * branches, so GCC vectorises the array loops, and use only exact operations (integer
+ * arithmetic, float scaling by powers of two, truncating conversions): the result does
+ * not depend on the rounding mode or on FTZ/DAZ. */
 
 static inline uint32_t f16_to_f32_bits(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu;
     uint32_t m = h & 0x3ffu;
-
-    if (e == 0x1f) /* Inf, or NaN made quiet (F16C sets the quiet bit too) */
-        return sign | 0x7f800000u | (m << 13) | (m ? 0x00400000u : 0);
-    if (e != 0) /* normal: rebias 15 -> 127 */
-        return sign | ((e + 112) << 23) | (m << 13);
-    if (m == 0)
-        return sign;
-    /* Subnormal m * 2^-24: normalise so the leading 1 lands on bit 10 (the implicit
-     * bit). m has its top bit at position p = 31 - clz(m) < 10. */
-    int p = 31 - __builtin_clz(m);
-    return sign | ((uint32_t)(p + 103) << 23) | ((m << (10 - p) & 0x3ffu) << 13);
+    /* normal: rebias the exponent 15 -> 127 */
+    uint32_t rn = ((e + 112) << 23) | (m << 13);
+    /* Inf, or NaN made quiet (F16C sets the quiet bit too) */
+    uint32_t ri = 0x7f800000u | (m << 13) | ((0u - (m != 0)) & 0x00400000u);
+    /* zero or subnormal m * 2^-24: exact in f32, and a normal f32 unless zero */
+    uint32_t rs = f32_bits((float)m * 0x1p-24f);
+    uint32_t is_sub = 0u - (e == 0), is_inf = 0u - (e == 0x1f);
+    uint32_t r = (rs & is_sub) | (ri & is_inf) | (rn & ~(is_sub | is_inf));
+    return sign | r;
 }
 
 static inline uint16_t f32_to_f16_bits(uint32_t x)
 {
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t ax = x & 0x7fffffffu;
-
-    if (ax > 0x7f800000u) /* NaN: quiet bit, sign and top 9 payload bits, like F16C */
-        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    if (ax >= 0x477ff000u) /* >= 65520 (the midpoint above 65504) and Inf -> Inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (ax >= 0x38800000u) { /* normal f16: rebias 127 -> 15, round off 13 bits */
-        uint32_t r = ax - 0x38000000u;
-        r = (r + 0x0fffu + ((r >> 13) & 1u)) >> 13; /* a carry bumps the exponent */
-        return (uint16_t)(sign | r);
-    }
-    if (ax < 0x33000000u) /* <= 2^-25 (half the smallest subnormal; the tie goes to 0) */
-        return (uint16_t)sign;
-    /* Subnormal result: value = m * 2^(e-150); in units of 2^-24 that is
-     * m >> (126 - e), rounded to nearest even. The result may round up to 0x400, the
-     * smallest normal, which is the right encoding. */
-    uint32_t e = ax >> 23; /* 102 .. 112 */
-    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126 - e; /* 14 .. 24 */
-    uint32_t q = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1);
-    uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1u)))
-        q++;
-    return (uint16_t)(sign | q);
+    /* Normal result (|x| in [2^-14, 65520)): rebias 127 -> 15 and round off 13 bits,
+     * adding just under half an ulp plus the kept lsb (ties to even); a carry bumps the
+     * exponent, which is right. Garbage outside that range, where it is not selected. */
+    uint32_t rn = (ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
+    /* Subnormal or zero result (|x| < 2^-14): in units of 2^-24 the value is below 1024;
+     * split it exactly into integer and fraction and round to nearest even. Inputs
+     * outside the range are replaced by 0 first so the conversion stays defined. */
+    uint32_t sub = 0u - (ax < 0x38800000u);
+    float v = bits_f32(ax & sub) * 0x1p24f;
+    int32_t t = (int32_t)v;
+    /* frac >= 0, so comparing its bits with those of 0.5 (0x3f000000) compares values */
+    uint32_t frac = f32_bits(v - (float)t);
+    uint32_t rs = (uint32_t)t + (frac > 0x3f000000u) + ((frac == 0x3f000000u) & (uint32_t)t);
+    /* NaN: quiet bit, sign and top payload bits, like F16C. >= 65520 (the midpoint
+     * above 65504) and Inf give Inf. */
+    uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+    uint32_t inf = 0u - (ax >= 0x477ff000u), isnan = 0u - (ax > 0x7f800000u);
+    uint32_t r = (rs & sub) | (rn & ~sub);
+    r = (0x7c00u & inf) | (r & ~inf);
+    r = (nan & isnan) | (r & ~isnan);
+    return (uint16_t)(sign | r);
 }
 
 static inline uint32_t bf16_to_f32_bits(uint16_t h)
