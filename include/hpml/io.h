@@ -5,9 +5,13 @@
  *
  * Readers read only the requested block of rows, never the whole file on every rank.
  * No MPI here: the caller says which rows it wants (see hpml_io_partition).
- * Errors return HPML_ERR_IO (cannot open/read), HPML_ERR_FORMAT (malformed file) or
- * HPML_ERR_INVAL, with a detail message naming the file and the problem in
- * hpml_last_error(). Writers write to a temporary name in the same folder, then rename.
+ * Errors return HPML_ERR_IO (cannot open/read), HPML_ERR_FORMAT (malformed file),
+ * HPML_ERR_UNSUPPORTED (e.g. a complex .npy dtype), HPML_ERR_INVAL, or for conversions
+ * HPML_ERR_RANGE (value does not fit `want`) and HPML_ERR_NUMERIC (NaN/Inf), with a
+ * detail message naming the file and the problem in hpml_last_error(); on error the
+ * output array is left empty. Writers write to a temporary name in the same folder, fsync,
+ * then rename; on failure the old file is untouched. All functions are thread-safe (no
+ * shared state) and none is collective. Formats and rules: docs/io.md.
  */
 #ifndef HPML_IO_H
 #define HPML_IO_H
@@ -54,7 +58,8 @@ int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, i
 void hpml_array_free(hpml_array_t *a);
 
 /* Write a rows x cols array as .npy (C order) / CSV (optional header line, NULL for
- * none), via a temporary file and rename. dtype: f32 f64 i32 i64 u8 (npy), any (CSV). */
+ * none), via a temporary file and rename. dtype: f32 f64 f16 i8 u8 i32 i64 (npy), any
+ * (CSV; floats printed with enough digits to read back exactly). */
 int hpml_npy_write(const char *path, const void *data, hpml_dtype_t dtype, size_t rows,
                    size_t cols);
 /* Write an N-D array (ndim 0..32, C order), e.g. a 1-D label vector: shape = {n}.
