@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Reference for tests/cli/logreg.sh: data, and scikit-learn's LogisticRegression(lbfgs).
+
+  logreg_ref.py gen DIR          write the inputs
+  logreg_ref.py check DIR N...   compare DIR/np<N>.* (hpml outputs at N ranks) with sklearn
+
+Both sides run L-BFGS to a strict tolerance (sklearn: tol=1e-10; hpml: --tol 1e-10), so the
+coefficients agree to the optimiser's precision; in addition hpml's objective value must
+not be worse than sklearn's.
+"""
+import json
+import sys
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+C = 0.5
+
+
+def gen(d):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(241, 5)) + [1, 0, -1, 0, 2]
+    W = rng.normal(size=(5, 3))
+    y = np.argmax(X @ W + rng.gumbel(size=(241, 3)), axis=1) * 3 + 1   # labels 1, 4, 7
+    np.save(f"{d}/X.npy", X)
+    np.save(f"{d}/y.npy", y.reshape(-1, 1))
+    np.save(f"{d}/yb.npy", np.where(y == 4, 8, 3).reshape(-1, 1))     # binary: 3, 8
+    np.savetxt(f"{d}/Xy.csv", np.hstack([X, y.reshape(-1, 1)]), delimiter=",", fmt="%.17g",
+               header="a,b,c,d,e,label", comments="")
+
+
+def objective(X, y, classes, coef, icpt, multinomial):
+    """sklearn's objective C * sum(log-loss) + |W|^2 / 2 for a fitted model."""
+    if multinomial and len(classes) == 2:
+        coef, icpt = np.vstack([-coef, coef]), np.hstack([-icpt, icpt])
+    Z = X @ coef.T + icpt
+    if not multinomial:
+        s = np.where(y == classes[1], 1.0, -1.0)
+        loss = np.logaddexp(0, -s * Z[:, 0]).sum()
+    else:
+        idx = np.searchsorted(classes, y)
+        lse = np.logaddexp.reduce(Z, axis=1)
+        loss = (lse - Z[np.arange(len(y)), idx]).sum()
+    return C * loss + 0.5 * (coef ** 2).sum()
+
+
+def check(d, ranks):
+    X = np.load(f"{d}/X.npy")
+    bad = 0
+    for name, yfile, multi in (("multi", "y", True), ("bin", "yb", False), ("binsoft", "yb", True)):
+        y = np.load(f"{d}/{yfile}.npy").ravel()
+        kw = dict(multi_class="multinomial") if multi else {}
+        sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000, **kw).fit(X, y)
+        f_sk = objective(X, y, sk.classes_, sk.coef_, sk.intercept_, multi)
+        first = None
+        for n in ranks:
+            p = f"{d}/np{n}.{name}"
+            s = json.load(open(f"{p}.json"))
+            coef = np.load(f"{p}.coef.npy")
+            icpt = np.load(f"{p}.intercept.npy").ravel()
+            classes = np.load(f"{p}.classes.npy").ravel()
+            if not (classes == sk.classes_).all():
+                print(f"{p}: classes {classes} != {sk.classes_}"); bad = 1; continue
+            err = max(abs(coef - sk.coef_).max(), abs(icpt - sk.intercept_).max())
+            if err > 2e-5 * max(1.0, abs(sk.coef_).max()):
+                print(f"{p}: coefficients differ from sklearn by {err:.3g}"); bad = 1
+            f_me = objective(X, y, classes, coef, icpt, multi)
+            if f_me > f_sk + 1e-9 * abs(f_sk):
+                print(f"{p}: objective {f_me!r} worse than sklearn's {f_sk!r}"); bad = 1
+            if not s["converged"]:
+                print(f"{p}: not converged"); bad = 1
+            # Predictions: equal to sklearn's except within 1e-6 of a decision boundary.
+            pred = np.load(f"{p}.pred.npy").ravel()
+            dec = sk.decision_function(X)
+            margin = np.abs(dec) if dec.ndim == 1 else np.abs(np.diff(np.sort(dec, 1)[:, -2:], axis=1)).ravel()
+            if ((pred != sk.predict(X)) & (margin > 1e-6)).any():
+                print(f"{p}: predictions differ from sklearn"); bad = 1
+            if abs(s["accuracy"] - sk.score(X, y)) > 1.5 / len(y):
+                print(f"{p}: accuracy {s['accuracy']} vs sklearn {sk.score(X, y)}"); bad = 1
+            ll = log_loss(y, sk.predict_proba(X))
+            if abs(s["log_loss"] - ll) > 1e-6:
+                print(f"{p}: log-loss {s['log_loss']} vs sklearn {ll}"); bad = 1
+            # Probabilities: sklearn's formula applied to hpml's coefficients, exactly; and
+            # close to sklearn's own model (whose coefficients are a little less converged).
+            proba = np.load(f"{p}.proba.npy")
+            mine = LogisticRegression(**kw)
+            mine.classes_, mine.coef_, mine.intercept_ = classes, coef, icpt
+            if abs(proba - mine.predict_proba(X)).max() > 1e-12:
+                print(f"{p}: probabilities are not sklearn's formula"); bad = 1
+            if abs(proba - sk.predict_proba(X)).max() > 3e-4:
+                print(f"{p}: probabilities differ by {abs(proba - sk.predict_proba(X)).max():.3g}")
+                bad = 1
+            if first is None:
+                first = coef
+            elif abs(coef - first).max() > 1e-7:
+                print(f"{p}: differs from the {ranks[0]}-rank result by {abs(coef - first).max():.3g}")
+                bad = 1
+    s = json.load(open(f"{d}/np{ranks[-1]}.csv.json"))
+    sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000).fit(
+        X, np.load(f"{d}/y.npy").ravel())
+    if abs(np.array(s["coef"]) - sk.coef_.ravel()).max() > 2e-5 * max(1.0, abs(sk.coef_).max()):
+        print("csv --target-col -1: coefficients differ"); bad = 1
+    if not bad:
+        print(f"logreg: multinomial, binary and binary-softmax models match sklearn at ranks {ranks}")
+    return bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "gen":
+        gen(sys.argv[2])
+    else:
+        sys.exit(check(sys.argv[2], [int(n) for n in sys.argv[3:]]))
