@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""K-Means Lloyd: hpml (MPI ranks) vs scikit-learn 1.2 (OpenMP threads), side by side.
+
+Same data (uniform random f32, so labels keep changing and no run stops early), same
+initial centroids (a .npy file given to both), tol=0, and the time per iteration taken
+as the difference between runs of I2 and I1 iterations divided by I2-I1: start-up,
+reading, centring and the final inertia pass cancel out for both. Each point is the
+best of --repeat runs. Also measures the machine: single-core SGEMM peak (numpy's BLAS,
+one thread) and read bandwidth (one core, and two processes at once).
+
+  /usr/bin/python3 bench/kmeans_vs_sklearn.py --hpml build/openmpi/bin/hpml \\
+      [--mpirun "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none"] \\
+      [--shapes 1000000x32,200000x784] [--k 16] [--ranks 1,2] [--iters 5,15] [--repeat 3]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+
+def measure_machine():
+    with threadpool_limits(1):
+        a = np.random.rand(2048, 2048).astype(np.float32)
+        np.dot(a, a)
+        best = 1e9
+        for _ in range(3):
+            t = time.perf_counter()
+            np.dot(a, a)
+            best = min(best, time.perf_counter() - t)
+        gemm = 2 * 2048 ** 3 / best / 1e9
+    x = np.ones(256 * 2 ** 20 // 4 * 4, dtype=np.float32)  # 1 GiB... 256 Mi floats
+    x.sum()
+    best = 1e9
+    for _ in range(3):
+        t = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t)
+    bw1 = x.nbytes / best / 1e9
+    # two processes reading at once: the bandwidth two ranks share
+    code = ("import numpy as np,time;x=np.ones(%d,dtype=np.float32);x.sum();"
+            "b=min((lambda t:(x.sum(),time.perf_counter()-t)[1])(time.perf_counter()) "
+            "for _ in range(3));print(x.nbytes/b/1e9)" % (x.size // 2))
+    ps = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+          for _ in range(2)]
+    bw2 = sum(float(p.communicate()[0]) for p in ps)
+    return gemm, bw1, bw2
+
+
+def sk_time(X, C0, iters, threads):
+    from sklearn.cluster import KMeans
+    with threadpool_limits(threads, user_api="openmp"):
+        t = time.perf_counter()
+        km = KMeans(len(C0), init=C0, n_init=1, max_iter=iters, tol=0.0,
+                    algorithm="lloyd").fit(X)
+        t = time.perf_counter() - t
+    if km.n_iter_ != iters:
+        print(f"# warning: sklearn stopped after {km.n_iter_} of {iters}", file=sys.stderr)
+    return t, km.inertia_
+
+
+def hpml_time(args, ranks, xpath, cpath, iters):
+    cmd = args.mpirun.split() + ["-np", str(ranks), args.hpml, "kmeans", "--data", xpath,
+                                 "--init", cpath, "--max-iter", str(iters), "--tol", "0",
+                                 "--json"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    s = json.loads(out)
+    if s["n_iter"] != iters:
+        print(f"# warning: hpml stopped after {s['n_iter']} of {iters}", file=sys.stderr)
+    return s["lloyd_seconds"], s["inertia"], s["read_seconds"]
+
+
+def per_iter(fn, i1, i2, repeat):
+    a = min(fn(i1)[0] for _ in range(repeat))
+    b = min(fn(i2)[0] for _ in range(repeat))
+    return max(b - a, 1e-9) / (i2 - i1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hpml", required=True)
+    ap.add_argument("--mpirun",
+                    default="mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none")
+    ap.add_argument("--shapes", default="1000000x32,200000x784")
+    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--ranks", default="1,2")
+    ap.add_argument("--iters", default="5,15")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=None)
+    args = ap.parse_args()
+    i1, i2 = (int(v) for v in args.iters.split(","))
+    ranks = [int(r) for r in args.ranks.split(",")]
+    d = args.dir or tempfile.mkdtemp(prefix="hpml-kmeans-bench-")
+
+    gemm, bw1, bw2 = measure_machine()
+    print(f"# machine: SGEMM peak {gemm:.1f} GFLOP/s per core (numpy BLAS, 1 thread); "
+          f"read bandwidth {bw1:.1f} GB/s one core, {bw2:.1f} GB/s two processes")
+    print(f"# per-iteration time = (t({i2} iters) - t({i1} iters)) / {i2 - i1}, "
+          f"best of {args.repeat}; f32, k={args.k}, same initial centroids")
+    hdr = (f"{'shape':>14} {'impl':>18} {'ms/iter':>9} {'GFLOP/s':>8} {'%peak':>6} "
+           f"{'GB/s':>6} {'vs sk':>6} {'inertia':>14}")
+    print(hdr)
+    rows = []
+    for shape in args.shapes.split(","):
+        n, p = (int(v) for v in shape.split("x"))
+        rng = np.random.default_rng(1)
+        X = rng.random((n, p), dtype=np.float32)
+        C0 = X[rng.choice(n, args.k, replace=False)].copy()
+        xpath, cpath = f"{d}/X_{shape}.npy", f"{d}/C0_{shape}.npy"
+        np.save(xpath, X)
+        np.save(cpath, C0)
+        flops = 2.0 * n * p * args.k
+        nbytes = 4.0 * n * p
+        res = {}
+        for th in (1, 2):
+            res[f"sklearn {th} thr"] = (per_iter(lambda it: sk_time(X, C0, it, th), i1, i2,
+                                                 args.repeat), sk_time(X, C0, i2, th)[1], th)
+        for r in ranks:
+            res[f"hpml {r} rank{'s' if r > 1 else ''}"] = (
+                per_iter(lambda it: hpml_time(args, r, xpath, cpath, it), i1, i2, args.repeat),
+                hpml_time(args, r, xpath, cpath, i2)[1], r)
+        sk2 = res["sklearn 2 thr"][0]
+        for name, (t, inertia, cores) in res.items():
+            line = (f"{shape:>14} {name:>18} {t * 1e3:9.2f} {flops / t / 1e9:8.1f} "
+                    f"{100 * flops / t / 1e9 / (gemm * cores):6.1f} {nbytes / t / 1e9:6.1f} "
+                    f"{sk2 / t:6.2f} {inertia:14.7g}")
+            print(line, flush=True)
+            rows.append((shape, name, t))
+        h1 = res.get("hpml 1 rank", (None,))[0]
+        h2 = res.get("hpml 2 ranks", (None,))[0]
+        if h1 and h2:
+            print(f"# {shape}: hpml scaling 1->2 ranks {h1 / h2:.2f}x, "
+                  f"efficiency {100 * h1 / (2 * h2):.0f}%; hpml 2 ranks vs sklearn 2 threads "
+                  f"{sk2 / h2:.2f}x")
+        os.remove(xpath)
+
+
+if __name__ == "__main__":
+    main()
