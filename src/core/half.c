@@ -4,9 +4,9 @@
  * NaNs included (quiet bit set, sign and top payload bits kept), so both paths give
  * identical bits; tests/unit/test_half.c checks all 65,536 patterns on both.
  */
-#include <immintrin.h>
 #include <string.h>
 
+#include "core/half_internal.h"
 #include "core/simd_internal.h"
 #include "hpml/core.h"
 
@@ -148,9 +148,7 @@ void hpml__f32_to_bf16_portable(uint16_t *dst, const float *src, size_t n)
  * Eight elements per step; the tail (n % 8) goes through a zero-padded stack block so
  * every element takes the same instructions. */
 
-#define AVX2_TARGET __attribute__((target("avx2,f16c,fma")))
-
-AVX2_TARGET void hpml__f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
+HPML_AVX2_TARGET void hpml__f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -166,7 +164,7 @@ AVX2_TARGET void hpml__f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n
     }
 }
 
-AVX2_TARGET void hpml__f32_to_f16_avx2(uint16_t *dst, const float *src, size_t n)
+HPML_AVX2_TARGET void hpml__f32_to_f16_avx2(uint16_t *dst, const float *src, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -183,63 +181,33 @@ AVX2_TARGET void hpml__f32_to_f16_avx2(uint16_t *dst, const float *src, size_t n
     }
 }
 
-AVX2_TARGET static inline __m256 bf16x8_to_f32(__m128i h)
-{
-    const __m256i inf = _mm256_set1_epi32(0x7f800000);
-    const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
-    const __m256i quiet = _mm256_set1_epi32(0x00400000);
-    __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-    /* |u| fits in 31 bits, so the signed compare is an unsigned one. */
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absmask), inf);
-    return _mm256_castsi256_ps(_mm256_or_si256(u, _mm256_and_si256(nan, quiet)));
-}
-
-AVX2_TARGET static inline __m128i f32x8_to_bf16(__m256 f)
-{
-    const __m256i inf = _mm256_set1_epi32(0x7f800000);
-    const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
-    const __m256i bias = _mm256_set1_epi32(0x7fff);
-    const __m256i one = _mm256_set1_epi32(1);
-    const __m256i quiet = _mm256_set1_epi32(0x0040);
-    __m256i x = _mm256_castps_si256(f);
-    __m256i hi = _mm256_srli_epi32(x, 16);
-    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(hi, one)));
-    r = _mm256_srli_epi32(r, 16);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absmask), inf);
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
-    /* All lanes are <= 0xffff, so the unsigned-saturating pack is exact; it packs within
-     * 128-bit halves, hence the cross-lane permute. */
-    __m256i p = _mm256_packus_epi32(r, r);
-    p = _mm256_permute4x64_epi64(p, 0x08); /* qwords 0 and 2 to the low half */
-    return _mm256_castsi256_si128(p);
-}
-
-AVX2_TARGET void hpml__bf16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
+HPML_AVX2_TARGET void hpml__bf16_to_f32_avx2(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
-        _mm256_storeu_ps(dst + i, bf16x8_to_f32(h));
+        _mm256_storeu_ps(dst + i, hpml__bf16x8_to_f32(h));
     }
     if (i < n) {
         uint16_t hb[8] = {0};
         float fb[8];
         memcpy(hb, src + i, (n - i) * sizeof *src);
-        _mm256_storeu_ps(fb, bf16x8_to_f32(_mm_loadu_si128((const __m128i *)(void *)hb)));
+        _mm256_storeu_ps(fb, hpml__bf16x8_to_f32(_mm_loadu_si128((const __m128i *)(void *)hb)));
         memcpy(dst + i, fb, (n - i) * sizeof *dst);
     }
 }
 
-AVX2_TARGET void hpml__f32_to_bf16_avx2(uint16_t *dst, const float *src, size_t n)
+HPML_AVX2_TARGET void hpml__f32_to_bf16_avx2(uint16_t *dst, const float *src, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(void *)(dst + i), f32x8_to_bf16(_mm256_loadu_ps(src + i)));
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         hpml__f32x8_to_bf16(_mm256_loadu_ps(src + i)));
     if (i < n) {
         float fb[8] = {0};
         uint16_t hb[8];
         memcpy(fb, src + i, (n - i) * sizeof *src);
-        _mm_storeu_si128((__m128i *)(void *)hb, f32x8_to_bf16(_mm256_loadu_ps(fb)));
+        _mm_storeu_si128((__m128i *)(void *)hb, hpml__f32x8_to_bf16(_mm256_loadu_ps(fb)));
         memcpy(dst + i, hb, (n - i) * sizeof *dst);
     }
 }
