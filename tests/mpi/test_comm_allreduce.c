@@ -1,0 +1,348 @@
+/*
+ * Every allreduce algorithm × dtype × op × in place or not × counts {0, 1, P−1, P, P+1,
+ * 1000, (1<<20)+7}, compared with the MPI library's own MPI_Allreduce on the same data.
+ * Data are small integers, so every partial sum, product, min and max is exact in every
+ * dtype and in any order (fp16/bf16: the reference is computed in f32 and rounded once,
+ * which for such data is exact too); results must match bit for bit. The huge count runs
+ * for a subset of dtypes/ops (and only up to 2 ranks under MPICH, which busy-polls).
+ * Also, on a subset of dtypes and ops: the chunking path (HPML_MAX_CHUNK_ELEMS lowered),
+ * virtual nodes (ranks_per_node 1 and 2, uneven layouts such as 3 ranks as 2+1),
+ * registered buffers, determinism (same bits twice and on every rank).
+ *
+ * hpml-test: ranks=1 2 3 4 5
+ * hpml-test: mpich-ranks=1 2 3
+ * hpml-test: timeout=600
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "hpml/comm.h"
+
+#define BIG ((size_t)(1 << 20) + 7)
+
+static int rank, size, is_mpich;
+
+/* Element i of rank r's input as an integer: in [-8, 8] for SUM/AVG/MIN/MAX, in
+ * {1, 2, -1} (mostly 1) for PROD so that products stay within ±2^5. */
+static int64_t value(size_t i, int r, hpml_op_t op)
+{
+    if (op == HPML_PROD) {
+        size_t h = i * 2654435761u + (size_t)r * 40503u;
+        return (h % 7 == 0) ? 2 : (h % 11 == 0) ? -1 : 1;
+    }
+    return (int64_t)((i * 7 + (size_t)r * 13 + (i >> 5)) % 17) - 8;
+}
+
+static void store(void *buf, size_t i, hpml_dtype_t dt, double v)
+{
+    switch (dt) {
+    case HPML_F32: ((float *)buf)[i] = (float)v; break;
+    case HPML_F64: ((double *)buf)[i] = v; break;
+    case HPML_F16: ((uint16_t *)buf)[i] = hpml_f32_to_f16((float)v); break;
+    case HPML_BF16: ((uint16_t *)buf)[i] = hpml_f32_to_bf16((float)v); break;
+    case HPML_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case HPML_U8: ((uint8_t *)buf)[i] = (uint8_t)(int8_t)v; break;
+    case HPML_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case HPML_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    default: break;
+    }
+}
+
+static void fill(void *buf, size_t n, hpml_dtype_t dt, hpml_op_t op, int r)
+{
+    for (size_t i = 0; i < n; i++)
+        store(buf, i, dt, (double)value(i, r, op));
+}
+
+/* The expected result through MPI's own MPI_Allreduce: on the dtype itself for MPI types,
+ * on f32 rounded once for fp16/bf16; AVG is SUM divided by P (C truncation for
+ * integers, as hpml_reduce_finish documents). */
+static void reference(void *out, size_t n, hpml_dtype_t dt, hpml_op_t op)
+{
+    MPI_Op mop = op == HPML_PROD ? MPI_PROD : op == HPML_MIN ? MPI_MIN : op == HPML_MAX ? MPI_MAX
+                                                                                       : MPI_SUM;
+    if (dt == HPML_F16 || dt == HPML_BF16) {
+        float *f = malloc(n * sizeof(float) + 4);
+
+        for (size_t i = 0; i < n; i++)
+            f[i] = (float)value(i, rank, op);
+        MPI_Allreduce(MPI_IN_PLACE, f, (int)n, MPI_FLOAT, mop, MPI_COMM_WORLD);
+        for (size_t i = 0; i < n; i++) {
+            float v = op == HPML_AVG ? f[i] / (float)size : f[i];
+            ((uint16_t *)out)[i] = dt == HPML_F16 ? hpml_f32_to_f16(v) : hpml_f32_to_bf16(v);
+        }
+        free(f);
+        return;
+    }
+    if (dt == HPML_F32 || dt == HPML_F64) {
+        fill(out, n, dt, op, rank);
+        MPI_Allreduce(MPI_IN_PLACE, out, (int)n, dt == HPML_F32 ? MPI_FLOAT : MPI_DOUBLE, mop,
+                      MPI_COMM_WORLD);
+        if (op == HPML_AVG)
+            for (size_t i = 0; i < n; i++) {
+                if (dt == HPML_F32)
+                    ((float *)out)[i] /= (float)size;
+                else
+                    ((double *)out)[i] /= (double)size;
+            }
+        return;
+    }
+    /* Integers: reduce the stored values exactly in int64 (MPI's own 8-bit sums are not
+     * trusted: Open MPI 4.1 saturates them), then wrap to the dtype as hpml does; AVG
+     * divides the wrapped sum, truncating. */
+    {
+        int64_t *w = malloc(n * sizeof(int64_t) + 8);
+
+        fill(out, n, dt, op, rank);
+        for (size_t i = 0; i < n; i++)
+            w[i] = dt == HPML_I8    ? ((int8_t *)out)[i]
+                   : dt == HPML_U8  ? ((uint8_t *)out)[i]
+                   : dt == HPML_I32 ? ((int32_t *)out)[i]
+                                    : ((int64_t *)out)[i];
+        MPI_Allreduce(MPI_IN_PLACE, w, (int)n, MPI_INT64_T, mop, MPI_COMM_WORLD);
+        for (size_t i = 0; i < n; i++) {
+            switch (dt) {
+            case HPML_I8: {
+                int8_t v = (int8_t)w[i];
+                ((int8_t *)out)[i] = op == HPML_AVG ? (int8_t)(v / size) : v;
+                break;
+            }
+            case HPML_U8: {
+                uint8_t v = (uint8_t)w[i];
+                ((uint8_t *)out)[i] = op == HPML_AVG ? (uint8_t)(v / size) : v;
+                break;
+            }
+            case HPML_I32: {
+                int32_t v = (int32_t)w[i];
+                ((int32_t *)out)[i] = op == HPML_AVG ? v / size : v;
+                break;
+            }
+            default: {
+                int64_t v = w[i];
+                ((int64_t *)out)[i] = op == HPML_AVG ? v / size : v;
+                break;
+            }
+            }
+        }
+        free(w);
+    }
+}
+
+/* Run one case and compare with the reference; returns 1 when it matched. */
+static int one_case(hpml_comm_t *c, hpml_algo_t algo, hpml_dtype_t dt, hpml_op_t op,
+                    size_t n, int inplace, const void *ref, const char *what)
+{
+    size_t es = hpml_dtype_size(dt), bad = n;
+    char *in = malloc(n * es + 64), *out = malloc(n * es + 64);
+    int rc, ok;
+
+    fill(in, n, dt, op, rank);
+    if (inplace)
+        memcpy(out, in, n * es);
+    else
+        memset(out, 0x5a, n * es + 64);
+    rc = hpml_allreduce_algo(algo, inplace ? HPML_IN_PLACE : in, out, n, dt, op, c);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (memcmp(out + i * es, (const char *)ref + i * es, es) != 0) {
+            bad = i;
+            break;
+        }
+    }
+    ok = HPMLT_CHECK(rc == 0 && bad == n, "%s algo=%s dtype=%s op=%s count=%zu %s: rc=%d (%s) "
+                                          "first mismatch at %zu",
+                     what, hpml_algo_name(algo), hpml_dtype_name(dt), hpml_op_name(op), n,
+                     inplace ? "in place" : "out of place", rc, hpml_last_error(), bad);
+    /* Nothing past the end is touched. */
+    if (!inplace)
+        for (size_t i = n * es; i < n * es + 64; i++)
+            if ((unsigned char)out[i] != 0x5a) {
+                ok = HPMLT_CHECK(0, "%s algo=%s wrote past the end at count=%zu", what,
+                                 hpml_algo_name(algo), n);
+                break;
+            }
+    free(in);
+    free(out);
+    return ok;
+}
+
+static int big_ok(hpml_dtype_t dt, hpml_op_t op)
+{
+    if (size > (is_mpich ? 2 : 3))
+        return 0;
+    return (op == HPML_SUM && (dt == HPML_F32 || dt == HPML_F16 || dt == HPML_I8 ||
+                               dt == HPML_BF16)) ||
+           (op == HPML_MAX && dt == HPML_F64) || (op == HPML_AVG && dt == HPML_I32);
+}
+
+/* Every algorithm × dtype × op × in place × count on communicator c. */
+static void matrix(hpml_comm_t *c, const size_t *counts, size_t ncounts, int with_big,
+                   unsigned dtypes, unsigned ops, const char *what)
+{
+    const hpml_algo_t *algos;
+    size_t nalgos;
+
+    hpml_algo_list(HPML_COLL_ALLREDUCE, &algos, &nalgos);
+    for (int dt = 0; dt < HPML_DTYPE_COUNT; dt++) {
+        if (!(dtypes >> dt & 1))
+            continue;
+        for (int op = 0; op < HPML_OP_COUNT; op++) {
+            if (!(ops >> op & 1))
+                continue;
+            for (size_t k = 0; k < ncounts + 1; k++) {
+                size_t n = k < ncounts ? counts[k] : BIG;
+                size_t es = hpml_dtype_size((hpml_dtype_t)dt);
+                void *ref;
+
+                if (k == ncounts && (!with_big || !big_ok((hpml_dtype_t)dt, (hpml_op_t)op)))
+                    continue;
+                ref = malloc(n * es + 8);
+                reference(ref, n, (hpml_dtype_t)dt, (hpml_op_t)op);
+                for (size_t a = 0; a < nalgos + 1; a++) {
+                    hpml_algo_t algo = a < nalgos ? algos[a] : HPML_ALGO_AUTO;
+
+                    for (int ip = 0; ip < 2; ip++)
+                        one_case(c, algo, (hpml_dtype_t)dt, (hpml_op_t)op, n, ip, ref, what);
+                }
+                free(ref);
+            }
+        }
+    }
+}
+
+/* Same bits twice, and the same bits on every rank, for data that rounds. */
+static void determinism(hpml_comm_t *c)
+{
+    const hpml_algo_t *algos;
+    size_t nalgos, n = 100003;
+    float *x = malloc(n * 4), *y1 = malloc(n * 4), *y2 = malloc(n * 4), *y0 = malloc(n * 4);
+    hpml_rng_t rng;
+
+    hpml_rng_init(&rng, 42, (uint64_t)rank);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)hpml_rng_normal(&rng) * 1e3f;
+    hpml_algo_list(HPML_COLL_ALLREDUCE, &algos, &nalgos);
+    for (size_t a = 0; a < nalgos; a++) {
+        for (int dt = 0; dt < 2; dt++) {
+            hpml_dtype_t t = dt ? HPML_BF16 : HPML_F32;
+            size_t m = dt ? n * 2 / 2 : n;
+            void *in = x;
+
+            if (dt) {
+                hpml_f32_to_bf16_array((uint16_t *)y0, x, n);
+                in = y0;
+            }
+            HPMLT_CALL(hpml_allreduce_algo(algos[a], in, y1, m, t, HPML_SUM, c));
+            HPMLT_CALL(hpml_allreduce_algo(algos[a], in, y2, m, t, HPML_SUM, c));
+            HPMLT_CHECK(memcmp(y1, y2, m * hpml_dtype_size(t)) == 0,
+                        "algo=%s dtype=%s: two runs differ", hpml_algo_name(algos[a]),
+                        hpml_dtype_name(t));
+            memcpy(y2, y1, m * hpml_dtype_size(t));
+            MPI_Bcast(y2, (int)(m * hpml_dtype_size(t)), MPI_BYTE, 0, MPI_COMM_WORLD);
+            HPMLT_CHECK(memcmp(y1, y2, m * hpml_dtype_size(t)) == 0,
+                        "algo=%s dtype=%s: ranks hold different bits", hpml_algo_name(algos[a]),
+                        hpml_dtype_name(t));
+        }
+    }
+    free(x);
+    free(y0);
+    free(y1);
+    free(y2);
+}
+
+/* Registered buffers: inputs in the node segment are read in place. */
+static void registered(hpml_comm_t *c)
+{
+    size_t sizes[] = {5, 4099, 300001};
+
+    for (size_t k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *in = hpml_comm_alloc_shared(c, n * 4), *out = hpml_comm_alloc_shared(c, n * 4);
+        float *ref = malloc(n * 4);
+
+        HPMLT_CHECK(in != NULL && out != NULL, "hpml_comm_alloc_shared(%zu) failed", n * 4);
+        if (in == NULL || out == NULL)
+            return;
+        reference(ref, n, HPML_F32, HPML_SUM);
+        for (int algo = HPML_ALGO_SHM; algo <= HPML_ALGO_HIER; algo++) {
+            for (int ip = 0; ip < 2; ip++) {
+                fill(in, n, HPML_F32, HPML_SUM, rank);
+                HPMLT_CALL(hpml_allreduce_algo((hpml_algo_t)algo, ip ? HPML_IN_PLACE : in,
+                                               ip ? in : out, n, HPML_F32, HPML_SUM, c));
+                HPMLT_CHECK(memcmp(ip ? in : out, ref, n * 4) == 0,
+                            "registered algo=%s count=%zu %s", hpml_algo_name((hpml_algo_t)algo),
+                            n, ip ? "in place" : "");
+            }
+        }
+        /* Mixed: one rank registered, the others not. */
+        fill(in, n, HPML_F32, HPML_SUM, rank);
+        {
+            float *priv = malloc(n * 4);
+
+            memcpy(priv, in, n * 4);
+            HPMLT_CALL(hpml_allreduce_algo(HPML_ALGO_SHM, rank % 2 ? (void *)in : (void *)priv,
+                                           out, n, HPML_F32, HPML_SUM, c));
+            HPMLT_CHECK(memcmp(out, ref, n * 4) == 0, "mixed registered count=%zu", n);
+            free(priv);
+        }
+        hpml_comm_free_shared(c, out);
+        hpml_comm_free_shared(c, in);
+        free(ref);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    hpml_comm_t *c = NULL;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+
+    hpmlt_init(&argc, &argv, "test_comm_allreduce");
+    rank = hpmlt_rank();
+    size = hpmlt_size();
+    MPI_Get_library_version(ver, &len);
+    is_mpich = strstr(ver, "MPICH") != NULL;
+    {
+        size_t p = (size_t)size;
+        size_t counts[] = {0, 1, p > 1 ? p - 1 : 2, p, p + 1, 1000};
+
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+        matrix(c, counts, sizeof(counts) / sizeof(counts[0]), 1, ~0u, ~0u, "default");
+        determinism(c);
+        registered(c);
+        hpml_comm_destroy(c);
+        c = NULL;
+    }
+    /* Virtual nodes: every algorithm, fewer dtypes through the size list. */
+    for (int k = 1; k <= 2; k++) {
+        hpml_comm_config_t cfg = {0, k};
+        size_t counts[] = {1, (size_t)size + 1, 1000, 70001};
+
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &c));
+        HPMLT_CHECK(hpml_comm_nodes(c) == (size + k - 1) / k, "ranks_per_node=%d: %d nodes", k,
+                    hpml_comm_nodes(c));
+        HPMLT_CHECK(hpml_comm_local_size(c) == (rank / k == size / k ? size - size / k * k : k),
+                    "ranks_per_node=%d: local size %d", k, hpml_comm_local_size(c));
+        matrix(c, counts, sizeof(counts) / sizeof(counts[0]), 0,
+               1u << HPML_F32 | 1u << HPML_BF16 | 1u << HPML_I8,
+               1u << HPML_SUM | 1u << HPML_MAX | 1u << HPML_AVG, k == 1 ? "rpn=1" : "rpn=2");
+        registered(c);
+        hpml_comm_destroy(c);
+        c = NULL;
+    }
+    /* Counts above the internal chunk limit are split into several algorithm calls. */
+    setenv("HPML_MAX_CHUNK_ELEMS", "100", 1);
+    {
+        size_t counts[] = {99, 100, 101, 1000, 4097};
+
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+        matrix(c, counts, sizeof(counts) / sizeof(counts[0]), 0,
+               1u << HPML_F32 | 1u << HPML_F16 | 1u << HPML_I64, 1u << HPML_SUM | 1u << HPML_PROD,
+               "chunked");
+        hpml_comm_destroy(c);
+    }
+    unsetenv("HPML_MAX_CHUNK_ELEMS");
+    return hpmlt_finish();
+}
