@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Bad options: a one-line error naming the problem plus a usage line naming --help, on
+# rank 0 only, and exit status 2 (every rank). --help exits 0.
+# hpml-test: timeout=180
+. "$(dirname "$0")/bench_common.bash"
+
+expect_usage() { # pattern args...
+    local pat=$1
+    shift
+    bench 2 "$@"
+    [ $rc -eq 2 ] || fail "'$*': exit $rc, expected 2"
+    grep -q "^hpml bench: .*$pat" "$err" || fail "'$*': no '$pat' in: $(head -3 "$err")"
+    grep -q "hpml bench --help" "$err" || fail "'$*': no usage hint"
+    [ "$(grep -c '^hpml bench:' "$err")" -eq 1 ] || fail "'$*': error printed more than once"
+    [ ! -s "$out" ] || fail "'$*': printed on stdout"
+}
+expect_usage "missing benchmark"
+expect_usage "unknown benchmark 'allreduz'" allreduz
+expect_usage "bad -m" allreduce -m 1X
+expect_usage "bad -m" allreduce -m 64:8
+expect_usage "bad -i" allreduce -i 0
+expect_usage "bad -i" allreduce -i abc
+expect_usage "bad -x" allreduce -x -1
+expect_usage "bad -T" allreduce -T mpi_complex
+expect_usage "bad -z" allreduce -z101
+expect_usage "bad -k" bcast -k middle
+expect_usage "root out of range" bcast -k fixed:7
+expect_usage "bad -W" bw -W 0
+expect_usage "bad -M" allreduce -M lots
+expect_usage "unknown option" allreduce --bogus
+expect_usage "needs a value" allreduce -m
+expect_usage "unknown allreduce algorithm 'fastest'" allreduce --impl hpml:fastest
+expect_usage "hpml has no alltoall" alltoall --impl hpml
+expect_usage "bad --impl" allreduce --impl nccl
+expect_usage "--plot wants" allreduce --plot out.pdf
+$MPIRUN -np 1 "$HPML" bench allreduce >"$tmp/o1" 2>"$tmp/e1"
+[ $? -eq 2 ] && grep -q 'at least 2 ranks' "$tmp/e1" || fail "1 rank: $(cat "$tmp/e1")"
+bench 2 --help
+[ $rc -eq 0 ] && grep -q -- '--impl' "$out" && [ "$(grep -c '^Usage: hpml bench' "$out")" -eq 1 ] \
+    || fail "--help: exit $rc"
+finish
