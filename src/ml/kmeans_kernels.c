@@ -3,6 +3,7 @@
  * dispatch from the double-precision centres the driver keeps.
  */
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,16 +19,68 @@
 #define KM_CLONES
 #endif
 
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* First argmin of cn[j] + dt[i*k + j] per row with AVX-512: 16 clusters per vector, the
+ * running minimum per lane, then the smallest index among lanes equal to the minimum
+ * (so ties resolve to the first cluster, as the portable loop and scikit-learn do). */
+__attribute__((target("avx512f"))) static void argmin_rows_f32_avx512(
+    const float *dt, size_t m, size_t k, const float *cn, float *bv, int32_t *bi)
+{
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (size_t i = 0; i < m; i++) {
+        const float *row = dt + i * k;
+        __m512 best = inf;
+        __m512i bidx = _mm512_setzero_si512();
+        for (size_t j = 0; j < k; j += 16) {
+            __mmask16 mk = k - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - j)) - 1);
+            __m512 v = _mm512_add_ps(_mm512_mask_loadu_ps(inf, mk, cn + j),
+                                     _mm512_mask_loadu_ps(inf, mk, row + j));
+            __mmask16 lt = _mm512_cmp_ps_mask(v, best, _CMP_LT_OQ);
+            best = _mm512_mask_blend_ps(lt, best, v);
+            bidx = _mm512_mask_blend_epi32(lt, bidx,
+                                           _mm512_add_epi32(lane, _mm512_set1_epi32((int)j)));
+        }
+        float mn = _mm512_reduce_min_ps(best);
+        __mmask16 eq = _mm512_cmp_ps_mask(best, _mm512_set1_ps(mn), _CMP_EQ_OQ);
+        bv[i] = mn;
+        bi[i] = _mm512_mask_reduce_min_epi32(eq, bidx);
+    }
+}
+
+static int use_avx512 = -1;
+
+static int argmin_fast_f32(const float *dt, size_t m, size_t k, const float *cn, float *bv,
+                           int32_t *bi)
+{
+    if (use_avx512 < 0)
+        use_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!use_avx512)
+        return 0;
+    argmin_rows_f32_avx512(dt, m, k, cn, bv, bi);
+    return 1;
+}
+#define KM_ARGMIN_F32(dt, m, k, cn, bv, bi) argmin_fast_f32(dt, m, k, cn, bv, bi)
+#else
+#define KM_ARGMIN_F32(dt, m, k, cn, bv, bi) 0
+#endif
+
 #define KM_T float
 #define KM_SUF f32
+#define KM_ARGMIN_FAST KM_ARGMIN_F32
 #define KM_GEMM cblas_sgemm
 #include "ml/kmeans_kernels.h"
 #undef KM_T
 #undef KM_SUF
 #undef KM_GEMM
 
+#undef KM_ARGMIN_FAST
 #define KM_T double
 #define KM_SUF f64
+#define KM_ARGMIN_FAST(dt, m, k, cn, bv, bi) 0
 #define KM_GEMM cblas_dgemm
 #include "ml/kmeans_kernels.h"
 #undef KM_T

@@ -3,8 +3,8 @@
  * file with KM_T (element type), KM_SUF (name suffix) and KM_GEMM (cblas_sgemm or
  * cblas_dgemm) defined.
  *
- * The hot one is assign: per tile of rows, one GEMM gives -2 C.X^T (k x tile, so the
- * argmin over clusters runs over contiguous rows and vectorises), then, while the tile
+ * The hot one is assign: per tile of rows, one GEMM gives -2 X.C^T (tile x k), then the
+ * argmin of each row (AVX-512 for f32 where the CPU has it), and, while the tile
  * of X is still in cache, the argmin, the label change count, the inertia and the
  * per-cluster sums are done in the same sweep. X is read from memory once per
  * iteration. Sums accumulate in KM_T over blocks of rows and are flushed into double,
@@ -17,40 +17,27 @@
 /* Rows accumulated in KM_T before the partial sums are added into the double sums. */
 #define KM_FLUSH_ROWS 4096
 
-/* bv[i], bi[i] = min and first argmin over j of cn[j] + dt[j*m + i], i < m. Blocks of
- * KM_BLK rows keep the running minima in registers; the select form vectorises. */
-#define KM_BLK 64
-static inline __attribute__((always_inline)) void KM_FN(argmin)(const KM_T *restrict dt, size_t m, size_t k,
-                                 const KM_T *restrict cn, KM_T *restrict bv,
-                                 int32_t *restrict bi)
+/* Row layout (dt is m x k): bv[i], bi[i] = min and first argmin over j of
+ * cn[j] + dt[i*k + j]. Portable form; kmeans_kernels.c has an AVX-512 one for f32. */
+static inline __attribute__((always_inline)) void KM_FN(argmin_rows)(
+    const KM_T *restrict dt, size_t m, size_t k, const KM_T *restrict cn, KM_T *restrict bv,
+    int32_t *restrict bi)
 {
-    for (size_t i0 = 0; i0 < m; i0 += KM_BLK) {
-        size_t w = m - i0 < KM_BLK ? m - i0 : KM_BLK;
-        KM_T v_[KM_BLK];
-        int32_t b_[KM_BLK];
-
-        for (size_t i = 0; i < w; i++) {
-            v_[i] = cn[0] + dt[i0 + i];
-            b_[i] = 0;
-        }
+    for (size_t i = 0; i < m; i++) {
+        const KM_T *row = dt + i * k;
+        KM_T b = cn[0] + row[0];
+        int32_t bj = 0;
         for (size_t j = 1; j < k; j++) {
-            const KM_T cj = cn[j];
-            const KM_T *restrict row = dt + j * m + i0;
-            const int32_t jj = (int32_t)j;
-            /* strict <: the first of equal minima wins, as in scikit-learn */
-            for (size_t i = 0; i < w; i++) {
-                KM_T v = cj + row[i];
-                b_[i] = v < v_[i] ? jj : b_[i];
-                v_[i] = v < v_[i] ? v : v_[i];
+            KM_T v = cn[j] + row[j];
+            if (v < b) { /* strict: the first of equal minima wins */
+                b = v;
+                bj = (int32_t)j;
             }
         }
-        for (size_t i = 0; i < w; i++) {
-            bv[i0 + i] = v_[i];
-            bi[i0 + i] = b_[i];
-        }
+        bv[i] = b;
+        bi[i] = bj;
     }
 }
-#undef KM_BLK
 
 KM_CLONES
 int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
@@ -77,10 +64,12 @@ int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T 
         size_t m = n - i0 < tile ? n - i0 : tile;
         const KM_T *xt = X + i0 * d;
 
-        /* dt (k x m) = -2 C (k x d) . xt^T (d x m) */
-        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)k, (int)m, (int)d, -2.0, C,
-                (int)d, xt, (int)d, 0.0, dt, (int)m);
-        KM_FN(argmin)(dt, m, k, cn, bv, bi);
+        /* dt (m x k) = -2 xt (m x d) . C^T (d x k). This orientation (the tile as
+         * OpenBLAS's A operand) measured 1.5x faster than C . xt^T for d=32, k=16. */
+        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)d, -2.0, xt,
+                (int)d, C, (int)d, 0.0, dt, (int)k);
+        if (!KM_ARGMIN_FAST(dt, m, k, cn, bv, bi))
+            KM_FN(argmin_rows)(dt, m, k, cn, bv, bi);
         for (size_t i = 0; i < m; i++) {
             int32_t l = bi[i];
             double dist = (double)xn[i0 + i] + (double)bv[i];
