@@ -16,7 +16,9 @@ openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none)
 mpich) run=(mpirun.mpich) ;;
 *) echo "usage: $0 [openmpi|mpich]" >&2; exit 2 ;;
 esac
-if ! python3 -c 'import torch' 2>/dev/null; then
+# Debian's python3-torch lives in the system Python, not in a pyenv/venv one.
+py=${PYTHON:-/usr/bin/python3}
+if ! "$py" -c 'import torch' 2>/dev/null; then
     echo "# installing python3-torch (apt-get)"
     if [ "$(id -u)" = 0 ]; then apt-get install -y -q python3-torch >/dev/null
     else sudo apt-get install -y -q python3-torch >/dev/null; fi
@@ -28,7 +30,7 @@ for spec in "mlp 128" "lenet 64"; do
     m=$1 b=$2
     echo "## $m, batch $b"
     for t in 1 2; do
-        OMP_NUM_THREADS=$t python3 "$repo/bench/train_pytorch.py" synthetic --model "$m" \
+        OMP_NUM_THREADS=$t "$py" "$repo/bench/train_pytorch.py" synthetic --model "$m" \
             --batch "$b" --threads "$t" --iters "$iters"
     done
     # Same global batch: 1 rank x b, 2 ranks x b/2 (what PyTorch's 2 threads compute).
@@ -42,6 +44,6 @@ for spec in "mlp 128" "lenet 64"; do
     "${run[@]}" -np 2 "$hpml" train --synthetic --model "$m" --batch "$b" --iters "$iters" | tail -1
 done
 echo "## time to 85% test accuracy, MLP batch 128, 5 epochs"
-python3 "$repo/bench/train_pytorch.py" accuracy --model mlp --threads 2 --epochs 5
+"$py" "$repo/bench/train_pytorch.py" accuracy --model mlp --threads 2 --epochs 5
 echo "+ ${run[*]} -np 2 $hpml train --model mlp --epochs 5 --no-progress"
 "${run[@]}" -np 2 "$hpml" train --model mlp --epochs 5 --no-progress

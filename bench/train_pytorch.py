@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch (CPU) reference for `hpml train`: same models, same batch, same optimizer.
 
   train_pytorch.py synthetic --model mlp|lenet --batch 128 --threads 1 [--iters 200]
