@@ -31,6 +31,9 @@ int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtyp
                               comm->size);
     if (count > 0 && buf == NULL)
         return hpml_set_error(HPML_ERR_INVAL, "hpml_bcast: NULL buffer");
+    if (algo != HPML_ALGO_AUTO && hpml__bcast_impl(algo) == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_bcast: algorithm '%s' does not implement bcast",
+                              hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_BCAST, count, (int)dtype, -1, root)) != 0)
         return rc;

@@ -6,9 +6,31 @@
  * Cost on one node: about n/B_copy + (k+1) chunk handoffs; no MPI message at all.
  */
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/commb_internal.h"
+
+/* Bytes per pipeline step: at most the segment's buffer size; smaller steps keep the
+ * handoff in cache (HPML_BCAST_SHM_CHUNK overrides, for tuning). */
+static size_t step_bytes(const hpml_shm_t *s)
+{
+    static size_t env; /* 0: not read; SIZE_MAX: unset */
+    size_t c = __atomic_load_n(&env, __ATOMIC_RELAXED);
+
+    if (c == 0) {
+        const char *e = getenv("HPML_BCAST_SHM_CHUNK");
+        char *end = NULL;
+        unsigned long long v = e ? strtoull(e, &end, 10) : 0;
+
+        c = (e && end != e && *end == '\0' && v >= 64) ? (size_t)v : SIZE_MAX;
+        __atomic_store_n(&env, c, __ATOMIC_RELAXED);
+    }
+    if (c == SIZE_MAX)
+        c = (size_t)32 << 10;
+    return hpml__min(c, s->chunk_bytes);
+}
 
 /* Advance this rank's counters to `v` (steps done); `done` last, as peers reuse a
  * buffer only after seeing everyone's `done`. */
@@ -32,7 +54,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
         return 0;
     if ((rc = hpml__shm_get(comm, &s)) != 0)
         return rc;
-    chunk = s->chunk_bytes;
+    chunk = step_bytes(s);
     nsteps = hpml__div_up(bytes, chunk);
     base = s->step;
     s->step += nsteps; /* identical on every local rank: all see the same bytes */

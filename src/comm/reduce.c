@@ -36,6 +36,9 @@ int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_
                               comm->size);
     if (count > 0 && (sendbuf == NULL || ((in_place || comm->rank == root) && recvbuf == NULL)))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce: NULL buffer");
+    if (algo != HPML_ALGO_AUTO && hpml__reduce_impl(algo) == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce: algorithm '%s' does not implement reduce",
+                              hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_REDUCE, count, (int)dtype, (int)op, root)) != 0)
         return rc;

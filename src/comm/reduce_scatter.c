@@ -33,6 +33,9 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
                                               "dtype, op or algorithm");
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce_scatter: NULL buffer");
+    if (algo != HPML_ALGO_AUTO && hpml__reduce_scatter_impl(algo) == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce_scatter: algorithm '%s' does not implement reduce_scatter",
+                              hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_REDUCE_SCATTER, count, (int)dtype, (int)op, -1)) != 0)
         return rc;

@@ -1,0 +1,92 @@
+/*
+ * hpml_reduce_scatter: every reduce_scatter algorithm x dtype x op x in place/not x
+ * count (per block) against MPI_Reduce_scatter_block of the same data in f64; also on
+ * virtual nodes of 2 ranks with a small chunk limit (the dispatcher's packing path).
+ *
+ * hpml-test: ranks=1 2 3 4 5
+ * hpml-test: mpich-ranks=1 2 3
+ * hpml-test: timeout=300
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commb_util.h"
+
+static void one(hpml_comm_t *comm, const char *label, hpml_algo_t algo, hpml_dtype_t dt,
+                hpml_op_t op, int in_place, size_t n)
+{
+    int p = hpmlt_size(), rank = hpmlt_rank(), rc;
+    size_t es = hpml_dtype_size(dt), tot = (size_t)p * n, d;
+    char *in = malloc(tot * es + 1), *out = malloc(tot * es + 1), *exp = malloc(n * es + 1);
+    double *v = malloc(tot * sizeof(double) + 8), *ref = malloc(n * sizeof(double) + 8);
+
+    for (size_t i = 0; i < tot; i++)
+        v[i] = tu_val(rank, i, op, dt);
+    tu_fill(dt, in, tot, rank, op);
+    MPI_Reduce_scatter_block(v, ref, (int)n, MPI_DOUBLE, tu_mpi_op(op), MPI_COMM_WORLD);
+    tu_ref(dt, ref, exp, n, op, p);
+    if (in_place) {
+        memcpy(out, in, tot * es);
+        rc = hpml_reduce_scatter_algo(algo, HPML_IN_PLACE, out, n, dt, op, comm);
+    } else {
+        memset(out, 0xab, n * es);
+        rc = hpml_reduce_scatter_algo(algo, in, out, n, dt, op, comm);
+    }
+    HPMLT_CHECK(rc == 0, "%s %s %s %s%s n=%zu: rc %d %s", label, hpml_algo_name(algo),
+                hpml_dtype_name(dt), hpml_op_name(op), in_place ? " in-place" : "", n, rc,
+                hpml_last_error());
+    d = tu_first_diff(out, exp, n, es);
+    HPMLT_CHECK(d == n, "%s %s %s %s%s n=%zu: first difference at %zu", label,
+                hpml_algo_name(algo), hpml_dtype_name(dt), hpml_op_name(op),
+                in_place ? " in-place" : "", n, d);
+    free(in);
+    free(out);
+    free(exp);
+    free(v);
+    free(ref);
+}
+
+static void run(hpml_comm_t *comm, const char *label, int big)
+{
+    int p = hpmlt_size();
+    const hpml_algo_t *algos;
+    size_t nalgo, counts[8], nc = tu_counts(p, big, counts);
+
+    HPMLT_CALL(hpml_algo_list(HPML_COLL_REDUCE_SCATTER, &algos, &nalgo));
+    for (size_t a = 0; a <= nalgo; a++) {
+        hpml_algo_t algo = a < nalgo ? algos[a] : HPML_ALGO_AUTO;
+
+        for (int dt = 0; dt < HPML_DTYPE_COUNT; dt++)
+            for (int op = 0; op < HPML_OP_COUNT; op++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t c = 0; c < nc; c++) {
+                        if (counts[c] > 100000 &&
+                            !((dt == HPML_F32 && op == HPML_SUM) || (dt == HPML_F16 && op == HPML_AVG)))
+                            continue;
+                        one(comm, label, algo, (hpml_dtype_t)dt, (hpml_op_t)op, ip, counts[c]);
+                    }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    hpml_comm_t *comm = NULL, *small = NULL;
+    hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
+    int big;
+
+    setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
+    hpmlt_init(&argc, &argv, "test_reduce_scatter");
+    big = !tu_is_mpich() || hpmlt_size() <= 2;
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
+    setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &small));
+    unsetenv("HPML_MAX_CHUNK_ELEMS");
+    if (comm != NULL)
+        run(comm, "default", big);
+    if (small != NULL)
+        run(small, "rpn=2,chunk=333", 0);
+    hpml_comm_destroy(small);
+    hpml_comm_destroy(comm);
+    return hpmlt_finish();
+}
