@@ -147,7 +147,9 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
         fprintf(stderr, "hpml bench: cannot run gnuplot\n");
         return -1;
     }
-    fprintf(g, "set terminal %s size 1200,500 %s\n", png ? "pngcairo" : "svg",
+    /* noenhanced: algorithm names hold underscores, which enhanced text would turn into
+     * subscripts. */
+    fprintf(g, "set terminal %s size 1200,560 noenhanced %s\n", png ? "pngcairo" : "svg",
             png ? "font ',10'" : "dynamic");
     fprintf(g, "set output '%s'\n", file);
     for (int d = 0; d < nres; d++)
@@ -166,8 +168,21 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
         }
     fprintf(g, "set multiplot layout 1,2 title \"hpml bench %s: %d ranks, %s\"\n",
             r->case_name, r->ranks, r->dtype_label);
-    fprintf(g, "set logscale xy 2\nset logscale y 10\nset grid\nset key top left\n"
-               "set xlabel 'Message size (bytes)'\nset format x '%%.0s%%cB'\n");
+    fprintf(g, "set logscale x 2\nset logscale y 10\nset grid\nset key below\n"
+               "set xlabel 'Message size (bytes)'\n");
+    /* Size ticks at powers of 4 with binary suffixes (1K = 1024), as OMB users read them. */
+    fprintf(g, "set xtics (");
+    for (size_t s = 1, first = 1; s <= ((size_t)1 << 40); s *= 4) {
+        const char *suffix[] = {"", "K", "M", "G", "T"};
+        size_t v = s;
+        int k = 0;
+
+        while (v >= 1024 && k < 4)
+            v /= 1024, k++;
+        fprintf(g, "%s\"%zu%s\" %zu", first ? "" : ", ", v, suffix[k], s);
+        first = 0;
+    }
+    fprintf(g, ")\n");
     for (int panel = 0; panel < 2; panel++) {
         int col = panel == 0 ? 2 : 3;
 
