@@ -23,7 +23,7 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
     if [ "$(id -u)" = 0 ]; then apt-get install -y -q python3-torch >/dev/null
     else sudo apt-get install -y -q python3-torch >/dev/null; fi
 fi
-echo "# machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 iters=${ITERS:-200}
 for spec in "mlp 128" "lenet 64"; do
     set -- $spec

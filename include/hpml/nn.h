@@ -69,8 +69,8 @@ int hpml_model_reserve(hpml_model_t *m, size_t max_batch);
  * it does not depend on how a batch is split across ranks (ids may be NULL: 0..n-1).
  * *logits points into the model (n * output_size), valid until the next call.
  */
-int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training,
-                       const uint64_t *ids, uint64_t dropout_key, const float **logits);
+int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, const uint64_t *ids,
+                       uint64_t dropout_key, const float **logits);
 
 /* Called during backward when the gradients of parameters [offset, num_params) are
  * final (layers finish in reverse order). */
@@ -84,8 +84,7 @@ typedef void (*hpml_grad_ready_fn)(void *ctx, size_t offset);
  * labels in [0, output_size) else HPML_ERR_INVAL.
  */
 int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
-                        hpml_grad_ready_fn ready, void *ctx, double *loss_sum,
-                        size_t *correct);
+                        hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct);
 
 /* Loss and accuracy only (no backward), on the logits of the last forward. */
 int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_sum,
@@ -104,9 +103,9 @@ typedef struct hpml_opt_config {
     double eps;          /* Adam (1e-8) */
     double weight_decay; /* L2 (SGD, Adam) or decoupled (AdamW) */
     hpml_sched_t sched;
-    double step_gamma;   /* step: lr *= gamma every step_every epochs */
+    double step_gamma; /* step: lr *= gamma every step_every epochs */
     int step_every;
-    int warmup_steps;    /* linear warm-up over the first steps (0 = none) */
+    int warmup_steps; /* linear warm-up over the first steps (0 = none) */
 } hpml_opt_config_t;
 
 /* Defaults: SGD lr 0.05 momentum 0.9, Adam betas, eps 1e-8, no decay, constant. */
@@ -115,8 +114,7 @@ int hpml_opt_parse(const char *name, hpml_opt_kind_t *out);
 int hpml_sched_parse(const char *name, hpml_sched_t *out);
 
 /* The learning rate at `step` (0-based) of `total_steps`, `steps_per_epoch`. */
-double hpml_opt_lr(const hpml_opt_config_t *c, long step, long total_steps,
-                   long steps_per_epoch);
+double hpml_opt_lr(const hpml_opt_config_t *c, long step, long total_steps, long steps_per_epoch);
 
 /* Optimizer state: n floats per moment, zero-initialised. */
 typedef struct hpml_optim hpml_optim_t;
@@ -135,13 +133,13 @@ long *hpml_optim_t_ptr(hpml_optim_t *o);
 /* A labelled image data set in memory: n samples of c*h*w floats (already scaled and
  * normalised), int32 labels. */
 typedef struct hpml_dataset {
-    size_t n;           /* samples held */
-    size_t offset;      /* index of the first held sample in the file */
-    size_t total;       /* samples in the file */
+    size_t n;      /* samples held */
+    size_t offset; /* index of the first held sample in the file */
+    size_t total;  /* samples in the file */
     int c, h, w;
-    int classes;        /* 1 + largest label in the file's held part (at least) */
-    float *x;           /* n * c*h*w, hpml_malloc'ed */
-    int32_t *y;         /* n */
+    int classes; /* 1 + largest label in the file's held part (at least) */
+    float *x;    /* n * c*h*w, hpml_malloc'ed */
+    int32_t *y;  /* n */
 } hpml_dataset_t;
 
 /*
@@ -151,8 +149,8 @@ typedef struct hpml_dataset {
  * Images of shape (N, H, W) are one channel; (N, C, H, W) from .npy keep C; flat
  * (N, D) npy rows are (1, 1, D) unless D is a square (then 1 x sqrt x sqrt).
  */
-int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end,
-                      float scale, float mean, float std, hpml_dataset_t *out);
+int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end, float scale,
+                      float mean, float std, hpml_dataset_t *out);
 void hpml_dataset_free(hpml_dataset_t *d);
 /* Mean and standard deviation of all pixels (for normalisation). */
 void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std);
@@ -192,35 +190,35 @@ typedef struct hpml_train_config {
     const char *spec;
     hpml_opt_config_t opt;
     int epochs;
-    size_t batch;           /* global batch (split across ranks) */
+    size_t batch; /* global batch (split across ranks) */
     uint64_t seed;
-    hpml_dtype_t grad_dtype; /* HPML_F32, HPML_F16 or HPML_BF16 on the wire */
-    size_t bucket_bytes;     /* ~25 MiB */
-    size_t first_bucket_bytes; /* ~1 MiB: the first gradients ready go out early */
-    int overlap;             /* 1: nonblocking allreduce during backward */
+    hpml_dtype_t grad_dtype;    /* HPML_F32, HPML_F16 or HPML_BF16 on the wire */
+    size_t bucket_bytes;        /* ~25 MiB */
+    size_t first_bucket_bytes;  /* ~1 MiB: the first gradients ready go out early */
+    int overlap;                /* 1: nonblocking allreduce during backward */
     const char *checkpoint_dir; /* NULL: none */
-    long checkpoint_every;   /* steps; 0: at the end of each epoch only */
+    long checkpoint_every;      /* steps; 0: at the end of each epoch only */
     int resume;
-    long max_steps;          /* stop after this many steps in total (0: no limit) */
+    long max_steps; /* stop after this many steps in total (0: no limit) */
     size_t eval_batch;
-    float mean, std;         /* normalisation applied to the data (saved with the model) */
+    float mean, std; /* normalisation applied to the data (saved with the model) */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
 
 typedef struct hpml_epoch_report {
-    int epoch;               /* 1-based */
-    long steps;              /* global steps done */
-    double train_loss;       /* mean over the epoch's samples (all ranks) */
+    int epoch;         /* 1-based */
+    long steps;        /* global steps done */
+    double train_loss; /* mean over the epoch's samples (all ranks) */
     double train_acc;
     double test_loss, test_acc; /* -1 when there is no test set */
-    double seconds;          /* wall time of the epoch's training steps */
-    double images_per_s;     /* total over ranks */
+    double seconds;             /* wall time of the epoch's training steps */
+    double images_per_s;        /* total over ranks */
     double images_per_s_rank;
-    double comm_exposed_s;   /* time waiting for gradient allreduces after backward */
-    double elapsed;          /* since training started (excluding evaluation) */
+    double comm_exposed_s; /* time waiting for gradient allreduces after backward */
+    double elapsed;        /* since training started (excluding evaluation) */
     double lr;
-    int last;                /* 1 for the final report */
+    int last; /* 1 for the final report */
 } hpml_epoch_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when
@@ -249,12 +247,12 @@ int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, s
  * rank, `warmup` then `iters` steps timed. */
 typedef struct hpml_synth_result {
     double images_per_s_rank, images_per_s_total;
-    double step_s;           /* mean time per step */
-    double compute_s;        /* forward + backward + optimizer per step */
-    double comm_exposed_s;   /* waiting for allreduces after backward, per step */
+    double step_s;         /* mean time per step */
+    double compute_s;      /* forward + backward + optimizer per step */
+    double comm_exposed_s; /* waiting for allreduces after backward, per step */
 } hpml_synth_result_t;
-int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int in_c,
-                         int in_h, int in_w, int iters, int warmup, hpml_synth_result_t *res);
+int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int in_c, int in_h,
+                         int in_w, int iters, int warmup, hpml_synth_result_t *res);
 
 #ifdef __cplusplus
 }

@@ -30,8 +30,8 @@ static void guess_shape(size_t cols, int *c, int *h, int *w)
     }
 }
 
-int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end,
-                      float scale, float mean, float std, hpml_dataset_t *out)
+int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end, float scale,
+                      float mean, float std, hpml_dataset_t *out)
 {
     hpml_array_t xi = {0}, yi = {0};
     size_t rows, cols, lrows, lcols;
@@ -78,8 +78,8 @@ int hpml_dataset_load(const char *images, const char *labels, size_t begin, size
         int mx = -1;
         for (size_t i = 0; i < yi.rows; i++) {
             if (y[i] < 0) {
-                err = hpml_set_error(HPML_ERR_FORMAT, "%s: label %d of row %zu is negative",
-                                     labels, (int)y[i], begin + i);
+                err = hpml_set_error(HPML_ERR_FORMAT, "%s: label %d of row %zu is negative", labels,
+                                     (int)y[i], begin + i);
                 goto out;
             }
             if (y[i] > mx)

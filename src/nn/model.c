@@ -308,8 +308,8 @@ static void conv_forward(hpml_model_t *m, nn_layer_t *l, const float *x, size_t 
 
     im2col(l, x, n, l->col);
     /* tmp (OC, n*P) = w (OC, K) * col (K, n*P) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)OC, (int)(n * P), (int)K, 1.0f,
-                w, (int)K, l->col, (int)(n * P), 0.0f, l->tmp, (int)(n * P));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)OC, (int)(n * P), (int)K, 1.0f, w,
+                (int)K, l->col, (int)(n * P), 0.0f, l->tmp, (int)(n * P));
     for (size_t s = 0; s < n; s++)
         for (size_t oc = 0; oc < OC; oc++) {
             const float *t = l->tmp + oc * n * P + s * P;
@@ -361,8 +361,8 @@ static void conv_backward(hpml_model_t *m, nn_layer_t *l, const float *dy, size_
                 l->tmp, (int)(n * P), l->col, (int)(n * P), 0.0f, dw, (int)K);
     if (dx) {
         /* col (K, nP) = w^T (K, OC) * tmp (OC, nP), then scatter back */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)(n * P), (int)OC, 1.0f,
-                    w, (int)K, l->tmp, (int)(n * P), 0.0f, l->col, (int)(n * P));
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)(n * P), (int)OC, 1.0f, w,
+                    (int)K, l->tmp, (int)(n * P), 0.0f, l->col, (int)(n * P));
         col2im(l, l->col, n, dx);
     }
 }
@@ -435,8 +435,8 @@ static void dropout_forward(nn_layer_t *l, int li, const float *x, size_t n, con
 
 /* ---- forward / backward ---------------------------------------------------------- */
 
-int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training,
-                       const uint64_t *ids, uint64_t key, const float **logits)
+int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, const uint64_t *ids,
+                       uint64_t key, const float **logits)
 {
     const float *in = x;
     int err;
@@ -474,9 +474,7 @@ int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training,
                 l->out[j] = in[j] > 0.0f ? in[j] : 0.0f;
             l->y = l->out;
             break;
-        case NN_FLATTEN:
-            l->y = (float *)in;
-            break;
+        case NN_FLATTEN: l->y = (float *)in; break;
         case NN_DROPOUT:
             if (training && l->p > 0.0f) {
                 dropout_forward(l, i, in, n, ids, key);
@@ -535,8 +533,7 @@ static int softmax_loss(const hpml_model_t *m, const int32_t *labels, float *pro
     return 0;
 }
 
-int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_sum,
-                    size_t *correct)
+int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_sum, size_t *correct)
 {
     return softmax_loss(m, labels, NULL, loss_sum, correct);
 }
@@ -575,9 +572,9 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
                     g[j] = l->out[j] > 0.0f ? gv : 0.0f;
                 }
             /* dw (out, in) = g^T (out, n) * x (n, in) */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)l->out_size,
-                        (int)l->in_size, (int)n, 1.0f, g, (int)l->out_size, in,
-                        (int)l->in_size, 0.0f, dw, (int)l->in_size);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)l->out_size, (int)l->in_size,
+                        (int)n, 1.0f, g, (int)l->out_size, in, (int)l->in_size, 0.0f, dw,
+                        (int)l->in_size);
             {
                 float *restrict dbr = db;
                 const float *restrict gr = g;
@@ -593,8 +590,8 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
             if (dx)
                 /* dx (n, in) = g (n, out) * w (out, in) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)l->in_size,
-                            (int)l->out_size, 1.0f, g, (int)l->out_size, w, (int)l->in_size,
-                            0.0f, dx, (int)l->in_size);
+                            (int)l->out_size, 1.0f, g, (int)l->out_size, w, (int)l->in_size, 0.0f,
+                            dx, (int)l->in_size);
             break;
         }
         case NN_CONV:
@@ -615,9 +612,7 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
                     dx[j] = l->out[j] > 0.0f ? gv : 0.0f;
                 }
             break;
-        case NN_FLATTEN:
-            dx = dx ? g : NULL;
-            break;
+        case NN_FLATTEN: dx = dx ? g : NULL; break;
         case NN_DROPOUT:
             if (dx) {
                 if (m->training && l->p > 0.0f)

@@ -19,7 +19,7 @@
 
 #include "nn/nn_internal.h"
 
-#define MODEL_MAGIC "HPMLMODL"
+#define MODEL_MAGIC   "HPMLMODL"
 #define MODEL_VERSION 1u
 
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n)
@@ -101,8 +101,7 @@ int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
     close(fd);
     fd = -1;
     if (rename(tmp, path) != 0) {
-        err = hpml_set_error(HPML_ERR_IO, "cannot rename %s to %s: %s", tmp, path,
-                             strerror(errno));
+        err = hpml_set_error(HPML_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
         goto out;
     }
     /* Make the rename itself durable. */
@@ -198,15 +197,14 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
     memcpy(&crc, p + len - 4, 4);
     if (len < 40 || hpml__nn_crc(0, p, len - 4) != crc) {
         err = hpml_set_error(HPML_ERR_FORMAT,
-                             "%s: checksum mismatch: the model file is truncated or corrupt",
-                             path);
+                             "%s: checksum mismatch: the model file is truncated or corrupt", path);
         goto out;
     }
     off = 8;
     if (hpml__nn_get(p, len, &off, &v, 4) || v != MODEL_VERSION ||
         hpml__nn_get(p, len, &off, shape, sizeof(shape)) || hpml__nn_get(p, len, &off, mean, 4) ||
-        hpml__nn_get(p, len, &off, std, 4) || hpml__nn_get(p, len, &off, &sl, 4) ||
-        sl > len || !(spec = calloc(sl + 1, 1)) || hpml__nn_get(p, len, &off, spec, sl) ||
+        hpml__nn_get(p, len, &off, std, 4) || hpml__nn_get(p, len, &off, &sl, 4) || sl > len ||
+        !(spec = calloc(sl + 1, 1)) || hpml__nn_get(p, len, &off, spec, sl) ||
         hpml__nn_get(p, len, &off, &np, 8)) {
         err = hpml_set_error(HPML_ERR_FORMAT, "%s: malformed model header (version %u)", path, v);
         goto out;
@@ -214,8 +212,8 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
     if ((err = hpml_model_create(spec, shape[0], shape[1], shape[2], &m)) != 0)
         goto out;
     if (np != m->nparams || len - 4 - off != np * sizeof(float)) {
-        err = hpml_set_error(HPML_ERR_FORMAT, "%s: holds %llu parameters, its spec needs %zu",
-                             path, (unsigned long long)np, m->nparams);
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: holds %llu parameters, its spec needs %zu", path,
+                             (unsigned long long)np, m->nparams);
         goto out;
     }
     memcpy(m->params, p + off, np * sizeof(float));

@@ -14,18 +14,18 @@ typedef struct nn_layer {
     int in_c, in_h, in_w;    /* input shape per sample */
     int out_c, out_h, out_w; /* output shape per sample */
     size_t in_size, out_size;
-    int k, stride, pad;      /* conv: KxK kernel; pool: KxK window */
-    int relu;                /* conv/dense: ReLU fused into the output */
-    float p;                 /* dropout probability */
-    size_t w_off, b_off;     /* into the model's params/grads */
+    int k, stride, pad;  /* conv: KxK kernel; pool: KxK window */
+    int relu;            /* conv/dense: ReLU fused into the output */
+    float p;             /* dropout probability */
+    size_t w_off, b_off; /* into the model's params/grads */
     size_t nw, nb;
     /* Buffers sized for max_batch. */
-    float *out;              /* n * out_size, owned (NULL for flatten) */
-    float *y;                /* the output of the last forward: out, or the input */
-    float *col;              /* conv: (C*K*K, n*OH*OW) im2col of the input */
-    float *tmp;              /* conv: (OC, n*OH*OW) GEMM output / output gradient */
-    int32_t *arg;            /* pool: input index of each output's maximum */
-    float *mask;             /* dropout: 0 or 1/(1-p) */
+    float *out;   /* n * out_size, owned (NULL for flatten) */
+    float *y;     /* the output of the last forward: out, or the input */
+    float *col;   /* conv: (C*K*K, n*OH*OW) im2col of the input */
+    float *tmp;   /* conv: (OC, n*OH*OW) GEMM output / output gradient */
+    int32_t *arg; /* pool: input index of each output's maximum */
+    float *mask;  /* dropout: 0 or 1/(1-p) */
 } nn_layer_t;
 
 struct hpml_model {
@@ -34,12 +34,12 @@ struct hpml_model {
     int in_c, in_h, in_w;
     size_t nparams;
     float *params, *grads;
-    size_t max_batch, n;     /* reserved batch, batch of the last forward */
-    const float *input;      /* borrowed during forward/backward */
-    float *dbuf[2];          /* gradient ping-pong buffers (max activation size) */
-    float *probs;            /* n * classes softmax output */
+    size_t max_batch, n; /* reserved batch, batch of the last forward */
+    const float *input;  /* borrowed during forward/backward */
+    float *dbuf[2];      /* gradient ping-pong buffers (max activation size) */
+    float *probs;        /* n * classes softmax output */
     int training;
-    char *spec;              /* canonical */
+    char *spec; /* canonical */
 };
 
 /* Parse a spec into layers (shapes filled, no buffers). */

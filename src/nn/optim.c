@@ -54,8 +54,7 @@ int hpml_sched_parse(const char *name, hpml_sched_t *out)
     else if (strcmp(name, "cosine") == 0 || strcmp(name, "cos") == 0)
         *out = HPML_SCHED_COSINE;
     else
-        return hpml_set_error(HPML_ERR_INVAL, "unknown schedule '%s' (const, step, cosine)",
-                              name);
+        return hpml_set_error(HPML_ERR_INVAL, "unknown schedule '%s' (const, step, cosine)", name);
     return 0;
 }
 

@@ -140,8 +140,9 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             char sep = spec[lx.pos];
             if (sep == '\0') {
                 if (n == 0) {
-                    err = fail(spec, t.at, "expected a layer (dense, conv, pool, relu, "
-                                           "flatten, dropout), got the end of the spec");
+                    err = fail(spec, t.at,
+                               "expected a layer (dense, conv, pool, relu, "
+                               "flatten, dropout), got the end of the spec");
                     goto out;
                 }
                 break;
@@ -167,7 +168,8 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             if (units <= 0) {
                 err = fail(spec, a.at,
                            "expected the number of outputs after 'dense' (e.g. 'dense 128'), "
-                           "got '%.*s'", (int)a.len, a.p);
+                           "got '%.*s'",
+                           (int)a.len, a.p);
                 goto out;
             }
             l.kind = NN_DENSE;
@@ -180,7 +182,8 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             if (oc <= 0) {
                 err = fail(spec, a.at,
                            "expected the number of output channels after 'conv' (e.g. 'conv "
-                           "32 5x5'), got '%.*s'", (int)a.len, a.p);
+                           "32 5x5'), got '%.*s'",
+                           (int)a.len, a.p);
                 goto out;
             }
             kt = next(&lx);
@@ -194,11 +197,13 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             if (k1 <= 0 || k2 <= 0) {
                 err = fail(spec, kt.at,
                            "expected a kernel size like '5x5' or '3' after the channel count, "
-                           "got '%.*s'", (int)kt.len, kt.p);
+                           "got '%.*s'",
+                           (int)kt.len, kt.p);
                 goto out;
             }
             if (k1 != k2) {
-                err = fail(spec, kt.at, "only square kernels are supported, got '%.*s'", (int)kt.len, kt.p);
+                err = fail(spec, kt.at, "only square kernels are supported, got '%.*s'",
+                           (int)kt.len, kt.p);
                 goto out;
             }
             l.kind = NN_CONV;
@@ -209,7 +214,8 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             long k = tok_int(a.p, a.len);
             if (k <= 0) {
                 err = fail(spec, a.at,
-                           "expected the window size after 'pool' (e.g. 'pool 2'), got '%.*s'", (int)a.len, a.p);
+                           "expected the window size after 'pool' (e.g. 'pool 2'), got '%.*s'",
+                           (int)a.len, a.p);
                 goto out;
             }
             l.kind = NN_POOL;
@@ -222,15 +228,17 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
         } else if (tok_eq(t, "dropout")) {
             token_t a = next(&lx);
             if (tok_float(a, &l.p) != 0 || !(l.p >= 0.0f && l.p < 1.0f)) {
-                err = fail(spec, a.at,
-                           "expected a probability in [0, 1) after 'dropout', got '%.*s'", (int)a.len, a.p);
+                err =
+                    fail(spec, a.at, "expected a probability in [0, 1) after 'dropout', got '%.*s'",
+                         (int)a.len, a.p);
                 goto out;
             }
             l.kind = NN_DROPOUT;
         } else {
             err = fail(spec, t.at,
                        "expected a layer (dense, conv, pool, relu, flatten, dropout), got "
-                       "'%.*s'", (int)t.len, t.p);
+                       "'%.*s'",
+                       (int)t.len, t.p);
             goto out;
         }
 
@@ -258,17 +266,18 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
                 if (v < 0) {
                     err = fail(spec, a.at,
                                "expected a padding after 'pad' (e.g. 'pad 2' or 'pad same'), "
-                               "got '%.*s'", (int)a.len, a.p);
+                               "got '%.*s'",
+                               (int)a.len, a.p);
                     goto out;
                 }
                 l.pad = (int)v;
             } else {
-                const char *exp = l.kind == NN_CONV   ? "'relu', 'sS' (stride) or 'padP'"
+                const char *exp = l.kind == NN_CONV    ? "'relu', 'sS' (stride) or 'padP'"
                                   : l.kind == NN_DENSE ? "'relu'"
                                   : l.kind == NN_POOL  ? "'sS' (stride)"
                                                        : "nothing more";
-                err = fail(spec, o.at, "expected %s or '|' before the next layer, got '%.*s'",
-                           exp, (int)o.len, o.p);
+                err = fail(spec, o.at, "expected %s or '|' before the next layer, got '%.*s'", exp,
+                           (int)o.len, o.p);
                 goto out;
             }
         }
@@ -359,8 +368,8 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             if (spec[lx.pos] == '\0') { /* trailing separator: fine after a newline */
                 if (sepc == '\n')
                     break;
-                err = fail(spec, lx.pos,
-                           "expected a layer after '%c', got the end of the spec", sepc);
+                err = fail(spec, lx.pos, "expected a layer after '%c', got the end of the spec",
+                           sepc);
                 goto out;
             }
         }

@@ -25,9 +25,9 @@
 #include "hpml/io.h"
 #include "nn/nn_internal.h"
 
-#define CKPT_MAGIC "HPMLCKPT"
+#define CKPT_MAGIC   "HPMLCKPT"
 #define CKPT_VERSION 1u
-#define CKPT_NAME "checkpoint.hpml"
+#define CKPT_NAME    "checkpoint.hpml"
 
 void hpml_train_config_default(hpml_train_config_t *c)
 {
@@ -52,15 +52,15 @@ typedef struct {
     int P;
     float *grads;
     size_t nparams;
-    int nb;               /* buckets, in the order backward completes them */
-    size_t *beg, *end;    /* parameter ranges */
+    int nb;            /* buckets, in the order backward completes them */
+    size_t *beg, *end; /* parameter ranges */
     hpml_request_t **req;
-    int next;             /* next bucket to start */
+    int next; /* next bucket to start */
     hpml_dtype_t dt;
-    uint16_t *wire;       /* f16/bf16 copy of the gradients */
+    uint16_t *wire; /* f16/bf16 copy of the gradients */
     int overlap;
     int err;
-    double exposed;       /* seconds waiting after backward */
+    double exposed; /* seconds waiting after backward */
 } dp_t;
 
 static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train_config_t *c)
@@ -260,9 +260,8 @@ static int ckpt_parse(const char *path, const unsigned char *p, size_t len, hpml
         hpml__nn_get(p, len, &off, &sl, 4) || sl > len - off)
         return hpml_set_error(HPML_ERR_FORMAT, "%s: unsupported checkpoint version", path);
     if (sl != strlen(m->spec) || memcmp(p + off, m->spec, sl) != 0)
-        return hpml_set_error(HPML_ERR_FORMAT,
-                              "%s: the checkpoint is of model '%.*s', not '%s'", path, (int)sl,
-                              (const char *)p + off, m->spec);
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: the checkpoint is of model '%.*s', not '%s'",
+                              path, (int)sl, (const char *)p + off, m->spec);
     off += sl;
     if (hpml__nn_get(p, len, &off, &np, 8) || np != m->nparams ||
         hpml__nn_get(p, len, &off, st, sizeof(*st)) || hpml__nn_get(p, len, &off, &ns, 4) ||
@@ -472,9 +471,9 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             }
             if ((err = dp_sync(&dp)) != 0)
                 goto out;
-            hpml_optim_step(o, m->params, m->grads,
-                            hpml_opt_lr(&cfg->opt, (long)st.global_step, total_steps,
-                                        steps_per_epoch));
+            hpml_optim_step(
+                o, m->params, m->grads,
+                hpml_opt_lr(&cfg->opt, (long)st.global_step, total_steps, steps_per_epoch));
             st.global_step++;
             st.loss_sum += lsum;
             st.correct += (double)ok;

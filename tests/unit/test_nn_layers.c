@@ -220,9 +220,12 @@ static void test_model_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_dense),    cmocka_unit_test(test_grad_conv),
-        cmocka_unit_test(test_grad_pool_dropout), cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_optim),         cmocka_unit_test(test_model_file),
+        cmocka_unit_test(test_grad_dense),
+        cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_grad_pool_dropout),
+        cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_optim),
+        cmocka_unit_test(test_model_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,8 @@ int cmd_eval(int argc, char **argv)
             *(opt == 'n' ? &limit : &batch) = (size_t)v;
             break;
         case 'j': json = 1; break;
-        default: return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
+        default:
+            return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
     if (file == NULL)
@@ -78,8 +79,8 @@ int cmd_eval(int argc, char **argv)
     if ((err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
         cli_fatal(CMD, "%s", hpml_last_error());
     if (cols != hpml_model_input_size(m))
-        cli_fatal(CMD, "%s has %zu values per row but the model expects %zu", dp.test_images,
-                  cols, hpml_model_input_size(m));
+        cli_fatal(CMD, "%s has %zu values per row but the model expects %zu", dp.test_images, cols,
+                  hpml_model_input_size(m));
     if (rows > limit)
         rows = limit;
     hpml_io_partition(rows, cli_rank(), cli_size(), &b0, &b1);

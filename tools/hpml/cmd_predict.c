@@ -28,12 +28,10 @@ static void usage(void)
 
 int cmd_predict(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"model-file", required_argument, 0, 'f'},
-                                         {"images", required_argument, 0, 'i'},
-                                         {"limit", required_argument, 0, 'n'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},         {"model-file", required_argument, 0, 'f'},
+        {"images", required_argument, 0, 'i'}, {"limit", required_argument, 0, 'n'},
+        {"output", required_argument, 0, 'o'}, {0, 0, 0, 0}};
     const char *file = NULL, *images = NULL, *output = NULL;
     size_t limit = SIZE_MAX, rows, cols, in, C;
     hpml_dtype_t dt;
@@ -54,10 +52,12 @@ int cmd_predict(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'n':
             if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "--limit: expected a positive integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "--limit: expected a positive integer, got '%s'",
+                                       optarg);
             limit = (size_t)v;
             break;
-        default: return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
+        default:
+            return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
     if (file == NULL || images == NULL)

@@ -127,38 +127,76 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
 int cmd_train(int argc, char **argv)
 {
     enum {
-        O_DATA = 256, O_TRI, O_TRL, O_TEI, O_TEL, O_TRLIM, O_TELIM, O_NONORM, O_OPT, O_LR,
-        O_MOM, O_WD, O_SCHED, O_STEPEV, O_STEPG, O_WARM, O_SEED, O_GDT, O_BUCKET, O_FIRST,
-        O_NOOVL, O_MAXS, O_CKPT, O_CKEV, O_RESUME, O_SAVE, O_JSON, O_NOPROG, O_SYN, O_ITERS,
-        O_WITERS, O_INPUT
+        O_DATA = 256,
+        O_TRI,
+        O_TRL,
+        O_TEI,
+        O_TEL,
+        O_TRLIM,
+        O_TELIM,
+        O_NONORM,
+        O_OPT,
+        O_LR,
+        O_MOM,
+        O_WD,
+        O_SCHED,
+        O_STEPEV,
+        O_STEPG,
+        O_WARM,
+        O_SEED,
+        O_GDT,
+        O_BUCKET,
+        O_FIRST,
+        O_NOOVL,
+        O_MAXS,
+        O_CKPT,
+        O_CKEV,
+        O_RESUME,
+        O_SAVE,
+        O_JSON,
+        O_NOPROG,
+        O_SYN,
+        O_ITERS,
+        O_WITERS,
+        O_INPUT
     };
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},          {"model", required_argument, 0, 'm'},
-        {"epochs", required_argument, 0, 'e'},  {"batch", required_argument, 0, 'b'},
-        {"data", required_argument, 0, O_DATA}, {"train-images", required_argument, 0, O_TRI},
-        {"train-labels", required_argument, 0, O_TRL},
-        {"test-images", required_argument, 0, O_TEI},
-        {"test-labels", required_argument, 0, O_TEL},
-        {"train-limit", required_argument, 0, O_TRLIM},
-        {"test-limit", required_argument, 0, O_TELIM},
-        {"no-normalize", no_argument, 0, O_NONORM},
-        {"optimizer", required_argument, 0, O_OPT}, {"lr", required_argument, 0, O_LR},
-        {"momentum", required_argument, 0, O_MOM},  {"weight-decay", required_argument, 0, O_WD},
-        {"schedule", required_argument, 0, O_SCHED},
-        {"step-every", required_argument, 0, O_STEPEV},
-        {"step-gamma", required_argument, 0, O_STEPG},
-        {"warmup", required_argument, 0, O_WARM},   {"seed", required_argument, 0, O_SEED},
-        {"grad-dtype", required_argument, 0, O_GDT},
-        {"bucket-size", required_argument, 0, O_BUCKET},
-        {"first-bucket", required_argument, 0, O_FIRST},
-        {"no-overlap", no_argument, 0, O_NOOVL},    {"max-steps", required_argument, 0, O_MAXS},
-        {"checkpoint", required_argument, 0, O_CKPT},
-        {"checkpoint-every", required_argument, 0, O_CKEV},
-        {"resume", no_argument, 0, O_RESUME},       {"save", required_argument, 0, O_SAVE},
-        {"json", no_argument, 0, O_JSON},           {"no-progress", no_argument, 0, O_NOPROG},
-        {"synthetic", no_argument, 0, O_SYN},       {"iters", required_argument, 0, O_ITERS},
-        {"warmup-iters", required_argument, 0, O_WITERS},
-        {"input", required_argument, 0, O_INPUT},   {0, 0, 0, 0}};
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"model", required_argument, 0, 'm'},
+                                         {"epochs", required_argument, 0, 'e'},
+                                         {"batch", required_argument, 0, 'b'},
+                                         {"data", required_argument, 0, O_DATA},
+                                         {"train-images", required_argument, 0, O_TRI},
+                                         {"train-labels", required_argument, 0, O_TRL},
+                                         {"test-images", required_argument, 0, O_TEI},
+                                         {"test-labels", required_argument, 0, O_TEL},
+                                         {"train-limit", required_argument, 0, O_TRLIM},
+                                         {"test-limit", required_argument, 0, O_TELIM},
+                                         {"no-normalize", no_argument, 0, O_NONORM},
+                                         {"optimizer", required_argument, 0, O_OPT},
+                                         {"lr", required_argument, 0, O_LR},
+                                         {"momentum", required_argument, 0, O_MOM},
+                                         {"weight-decay", required_argument, 0, O_WD},
+                                         {"schedule", required_argument, 0, O_SCHED},
+                                         {"step-every", required_argument, 0, O_STEPEV},
+                                         {"step-gamma", required_argument, 0, O_STEPG},
+                                         {"warmup", required_argument, 0, O_WARM},
+                                         {"seed", required_argument, 0, O_SEED},
+                                         {"grad-dtype", required_argument, 0, O_GDT},
+                                         {"bucket-size", required_argument, 0, O_BUCKET},
+                                         {"first-bucket", required_argument, 0, O_FIRST},
+                                         {"no-overlap", no_argument, 0, O_NOOVL},
+                                         {"max-steps", required_argument, 0, O_MAXS},
+                                         {"checkpoint", required_argument, 0, O_CKPT},
+                                         {"checkpoint-every", required_argument, 0, O_CKEV},
+                                         {"resume", no_argument, 0, O_RESUME},
+                                         {"save", required_argument, 0, O_SAVE},
+                                         {"json", no_argument, 0, O_JSON},
+                                         {"no-progress", no_argument, 0, O_NOPROG},
+                                         {"synthetic", no_argument, 0, O_SYN},
+                                         {"iters", required_argument, 0, O_ITERS},
+                                         {"warmup-iters", required_argument, 0, O_WITERS},
+                                         {"input", required_argument, 0, O_INPUT},
+                                         {0, 0, 0, 0}};
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
     const char *model = "mlp", *save = NULL;
@@ -183,12 +221,14 @@ int cmd_train(int argc, char **argv)
         case 'm': model = optarg; break;
         case 'e':
             if (cli_parse_long(optarg, 1, 1000000, &v))
-                return cli_usage_error(CMD, "--epochs: expected a positive integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "--epochs: expected a positive integer, got '%s'",
+                                       optarg);
             cfg.epochs = (int)v;
             break;
         case 'b':
             if (cli_parse_long(optarg, 1, 1L << 30, &v))
-                return cli_usage_error(CMD, "--batch: expected a positive integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "--batch: expected a positive integer, got '%s'",
+                                       optarg);
             cfg.batch = (size_t)v;
             break;
         case O_DATA: hpml_data_paths(optarg, &dp); break;
@@ -240,7 +280,8 @@ int cmd_train(int argc, char **argv)
             break;
         case O_SEED:
             if (cli_parse_long(optarg, 0, 1L << 62, &v))
-                return cli_usage_error(CMD, "--seed: expected a non-negative integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "--seed: expected a non-negative integer, got '%s'",
+                                       optarg);
             cfg.seed = (uint64_t)v;
             break;
         case O_GDT:
@@ -283,10 +324,8 @@ int cmd_train(int argc, char **argv)
                 return cli_usage_error(CMD, "--input: expected CxHxW like 1x28x28, got '%s'",
                                        optarg);
             break;
-        case ':':
-            return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -338,14 +377,13 @@ int cmd_train(int argc, char **argv)
                 printf("# hpml train --synthetic: %s\n", cfg.spec);
                 printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %ld iters "
                        "after %ld warm-up\n",
-                       sc.base.size, cfg.batch, in_c, in_h, in_w,
-                       hpml_dtype_name(cfg.grad_dtype), cfg.overlap ? "overlapped" : "blocking",
-                       iters, witers);
+                       sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
+                       cfg.overlap ? "overlapped" : "blocking", iters, witers);
                 printf("# %-6s %12s %12s %12s %14s %14s\n", "ranks", "step_ms", "compute_ms",
                        "comm_ms", "img/s/rank", "img/s_total");
-                printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f\n", sc.base.size,
-                       1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.comm_exposed_s,
-                       r.images_per_s_rank, r.images_per_s_total);
+                printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f\n", sc.base.size, 1e3 * r.step_s,
+                       1e3 * r.compute_s, 1e3 * r.comm_exposed_s, r.images_per_s_rank,
+                       r.images_per_s_total);
             }
         }
         rc = CLI_EXIT_OK;
@@ -357,8 +395,8 @@ int cmd_train(int argc, char **argv)
     {
         double t0 = hpml_time(), mean = 0, sd = 1;
         size_t tb, te;
-        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, 0, train_limit, -1.0f,
-                                     0.0f, 1.0f, &train)) != 0)
+        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, 0, train_limit, -1.0f, 0.0f,
+                                     1.0f, &train)) != 0)
             cli_fatal(CMD, "%s", hpml_last_error());
         if (normalize) {
             hpml_dataset_stats(&train, &mean, &sd);
@@ -375,28 +413,30 @@ int cmd_train(int argc, char **argv)
             if (trows > test_limit)
                 trows = test_limit;
             hpml_io_partition(trows, sc.base.rank, sc.base.size, &tb, &te);
-            if ((err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f,
-                                         (float)mean, (float)sd, &test)) != 0)
+            if ((err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f, (float)mean,
+                                         (float)sd, &test)) != 0)
                 cli_fatal(CMD, "%s", hpml_last_error());
         }
         if (sc.base.rank == 0 && !json) {
             printf("# hpml train: %s\n", cfg.spec);
             printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
                    "%.2f s\n",
-                   train.n, train.c, train.h, train.w, dp.train_images,
-                   test.x ? "with" : "no", hpml_time() - t0);
+                   train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
+                   hpml_time() - t0);
             printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
                    "%llu, grad %s %s\n",
                    sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
-                   cfg.opt.kind == HPML_OPT_SGD ? "sgd" : cfg.opt.kind == HPML_OPT_ADAM ? "adam" : "adamw",
+                   cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
+                   : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
+                                                   : "adamw",
                    cfg.opt.lr,
                    cfg.opt.sched == HPML_SCHED_COSINE ? " cosine"
                    : cfg.opt.sched == HPML_SCHED_STEP ? " step"
                                                       : "",
                    cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
                    cfg.overlap ? "overlapped" : "blocking");
-            printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss",
-                   "train", "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
+            printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
+                   "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
             fflush(stdout);
         }
     }
@@ -418,16 +458,16 @@ int cmd_train(int argc, char **argv)
                    "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
                    "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"saved\": ",
                    sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
-                   r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips,
-                   ips / sc.base.size, sc.base.t85, hpml_dtype_name(cfg.grad_dtype));
+                   r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips, ips / sc.base.size,
+                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype));
             if (save)
                 hpml_json_string(stdout, save);
             else
                 printf("null");
             printf("}\n");
         } else {
-            printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank",
-                   r->steps, r->elapsed, ips, ips / sc.base.size);
+            printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank", r->steps,
+                   r->elapsed, ips, ips / sc.base.size);
             if (r->test_acc >= 0)
                 printf("; final test accuracy %.2f%%", 100 * r->test_acc);
             printf("\n");
