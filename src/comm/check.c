@@ -77,10 +77,10 @@ static int report(hpml_comm_t *comm, const int64_t *all, const int64_t *mine)
 
     append(msg, sizeof(msg), &w, "collective #%llu (this rank: %s): ranks disagree on",
                           (unsigned long long)mine[SIG_SEQ], kind_name(mine[SIG_KIND]));
-    for (int f = 0; f < SIG_N; f++) {
+    for (int f = 0, nf = 0; f < SIG_N; f++) {
         for (int q = 1; q < p; q++) {
             if (all[q * SIG_N + f] != all[f]) {
-                append(msg, sizeof(msg), &w, " %s", field[f]);
+                append(msg, sizeof(msg), &w, "%s%s", nf++ ? ", " : " ", field[f]);
                 break;
             }
         }
