@@ -118,6 +118,29 @@ hpml_algo_t hpml_algo_selected(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes
  * collective. Returns 0 or HPML_ERR_INVAL. */
 int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json);
 
+/* ---- tuning (what `hpml tune` runs) ----------------------------------------------- */
+
+typedef struct hpml_tune_options {
+    size_t min_bytes; /* smallest message (0: 8 bytes); sizes grow by 4x */
+    size_t max_bytes; /* largest message (0: 16 MiB) */
+    int samples;      /* timed samples per point (0: 9) */
+    unsigned colls;   /* bit (1u << hpml_coll_t) per collective to tune (0: all) */
+} hpml_tune_options_t;
+
+/* Time every algorithm of every selected collective (f32, sum) at each size on this
+ * communicator and write a tuning file for HPML_TUNING_FILE to `out`, choosing the
+ * algorithm with the fastest sample per size (the sample least disturbed by other load);
+ * with `report` non-NULL also a table of median and fastest µs per algorithm. Only rank 0 writes (other ranks may pass NULL). Collective; takes
+ * seconds to minutes. Returns 0 or a negative HPML_ERR_*. */
+int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE *report);
+
+/* Median seconds per call (maximum over ranks) of `algo` for `coll` with `bytes` of f32
+ * payload (bytes as the selection table counts them: the whole vector; for allgather and
+ * reduce_scatter size × block). HPML_ALGO_AUTO times the selection table's choice.
+ * Collective. */
+int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes,
+                   int samples, double *seconds);
+
 /* ---- registered buffers -------------------------------------------------------- */
 
 /* Memory in the node shared-memory segment; an allreduce whose buffers live there
