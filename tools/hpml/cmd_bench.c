@@ -375,8 +375,14 @@ int cmd_bench(int argc, char **argv)
             continue;
         if (fmt == 1)
             hpml_bench_print_csv(stdout, res[d], d == 0);
-        else if (fmt == 2)
+        else if (fmt == 2) {
+            /* -T all: one valid JSON document, an array of the three results. */
+            if (ndt > 1)
+                printf(d == 0 ? "[\n" : ",\n");
             hpml_bench_print_json(stdout, res[d]);
+            if (ndt > 1 && d == ndt - 1)
+                printf("]\n");
+        }
         else {
             if (d > 0)
                 printf("\n");
