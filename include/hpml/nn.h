@@ -250,6 +250,8 @@ typedef struct hpml_synth_result {
     double step_s;         /* mean time per step */
     double compute_s;      /* forward + backward + optimizer per step */
     double comm_exposed_s; /* waiting for allreduces after backward, per step */
+    double cpu_s;          /* process CPU time per step (max over ranks): on a loaded
+                              machine batch / cpu_s estimates the unloaded speed */
 } hpml_synth_result_t;
 int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int in_c, int in_h,
                          int in_w, int iters, int warmup, hpml_synth_result_t *res);
