@@ -338,8 +338,13 @@ int cmd_train(int argc, char **argv)
     /* Check the spec on every rank before any collective, so all fail together. */
     {
         hpml_model_t *probe = NULL;
-        if (hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe) != 0)
-            return cli_usage_error(CMD, "%s\n  %s", hpml_last_error(), cfg.spec);
+        if (hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe) != 0) {
+            /* Point at the column under the spec. */
+            const char *c = strstr(hpml_last_error(), "column ");
+            int col = c && !strchr(cfg.spec, '\n') ? (int)strtol(c + 7, NULL, 10) : 0;
+            return cli_usage_error(CMD, "%s\n  %s\n  %*s^", hpml_last_error(), cfg.spec,
+                                   col > 0 ? col - 1 : 0, "");
+        }
         hpml_model_destroy(probe);
     }
 
@@ -381,8 +386,8 @@ int cmd_train(int argc, char **argv)
                        cfg.overlap ? "overlapped" : "blocking", iters, witers);
                 /* img/cpu_s: images per second of process CPU time, which on a
                  * loaded machine estimates the unloaded speed of one rank. */
-                printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms",
-                       "compute_ms", "comm_ms", "img/s/rank", "img/s_total", "img/cpu_s/rank");
+                printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms",
+                       "comm_ms", "img/s/rank", "img/s_total", "img/cpu_s/rank");
                 printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f %14.0f\n", sc.base.size,
                        1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.comm_exposed_s,
                        r.images_per_s_rank, r.images_per_s_total,
