@@ -89,7 +89,7 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
                     double *distances, int64_t *pred)
 {
     int rc = 0, P = hpml_comm_size(comm), me = hpml_comm_rank(comm);
-    int64_t *counts = NULL, flags[2];
+    int64_t *counts = NULL, flags[3];
     double *chunk = NULL, *cnorm = NULL, *qnorm = NULL, *g = NULL;
     int64_t *clab = NULL;
     topk_t t = {0};
@@ -103,20 +103,11 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
     counts[me] = (int64_t)nref;
     if ((rc = hpml_allreduce(HPML_IN_PLACE, counts, (size_t)P, HPML_I64, HPML_SUM, comm)) != 0)
         goto out;
-    /* Whether any rank lacks labels while predictions are wanted: agree on it. */
-    flags[0] = labels == NULL;
-    flags[1] = pred != NULL && labels == NULL;
-    if ((rc = hpml_allreduce(HPML_IN_PLACE, flags, 2, HPML_I64, HPML_MAX, comm)) != 0)
-        goto out;
     for (int r = 0; r < P; r++)
         total += (size_t)counts[r];
     if (k > total) {
         rc = hpml_set_error(HPML_ERR_INVAL, "knn: k = %zu but the reference set has %zu rows",
                             k, total);
-        goto out;
-    }
-    if (flags[1]) {
-        rc = hpml_set_error(HPML_ERR_INVAL, "knn: predictions need reference labels");
         goto out;
     }
     chunk_rows = KNN_CHUNK_ELEMS / d;
@@ -133,8 +124,19 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
     t.idx = hpml_malloc(nq * k * sizeof(int64_t));
     t.lab = hpml_calloc(nq * k, sizeof(int64_t));
     t.fill = hpml_calloc(nq ? nq : 1, sizeof(size_t));
-    if (!chunk || !cnorm || !clab || !qnorm || !g || !t.key || !t.idx || !t.lab || !t.fill) {
-        rc = HPML_ERR_NOMEM;
+    /* Agree across ranks on missing labels and failed allocations, so that no rank is
+     * left waiting in a broadcast that another rank will never join. */
+    flags[0] = labels == NULL;
+    flags[1] = pred != NULL && labels == NULL;
+    flags[2] = !chunk || !cnorm || !clab || !qnorm || !g || !t.key || !t.idx || !t.lab || !t.fill;
+    if ((rc = hpml_allreduce(HPML_IN_PLACE, flags, 3, HPML_I64, HPML_MAX, comm)) != 0)
+        goto out;
+    if (flags[2]) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "knn: out of memory on at least one rank");
+        goto out;
+    }
+    if (flags[1]) {
+        rc = hpml_set_error(HPML_ERR_INVAL, "knn: predictions need reference labels");
         goto out;
     }
     for (size_t i = 0; i < nq; i++)

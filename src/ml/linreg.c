@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hpml/linear.h"
+#include "ml_agree.h"
 
 /* Below this fraction of its own squared norm a pivot means the column is (numerically)
  * in the span of the earlier ones. */
@@ -44,16 +45,14 @@ int hpml_linreg_fit(hpml_comm_t *comm, const double *x, const double *y, size_t 
     yc = hpml_malloc((rows ? rows : 1) * t * sizeof(double));
     diag = hpml_malloc(d * sizeof(double));
     m = hpml_calloc(1, sizeof(*m));
-    if (!mean || !a || !xc || !yc || !diag || !m) {
-        rc = HPML_ERR_NOMEM;
-        goto out;
+    if (m != NULL) {
+        m->coef = hpml_calloc(t * d, sizeof(double));
+        m->intercept = hpml_calloc(t, sizeof(double));
     }
-    m->coef = hpml_calloc(t * d, sizeof(double));
-    m->intercept = hpml_calloc(t, sizeof(double));
-    if (!m->coef || !m->intercept) {
+    if (!mean || !a || !xc || !yc || !diag || !m || !m->coef || !m->intercept)
         rc = HPML_ERR_NOMEM;
+    if ((rc = hpml__ml_agree(comm, rc)) != 0)
         goto out;
-    }
     for (size_t i = 0; i < rows; i++) {
         for (size_t j = 0; j < d; j++)
             mean[j] += x[i * d + j];

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "hpml/decomp.h"
+#include "ml_agree.h"
 
 void hpml_pca_config_init(hpml_pca_config_t *cfg)
 {
@@ -293,7 +294,7 @@ int hpml_pca_fit(hpml_comm_t *comm, const double *x, size_t rows, size_t d,
     }
     p = hpml_calloc(1, sizeof(*p));
     if (p == NULL) {
-        rc = HPML_ERR_NOMEM;
+        rc = hpml__ml_agree(comm, HPML_ERR_NOMEM);
         goto out;
     }
     p->n_samples = n;
@@ -310,10 +311,10 @@ int hpml_pca_fit(hpml_comm_t *comm, const double *x, size_t rows, size_t d,
     lambda = hpml_malloc(k * sizeof(double));
     acc = hpml_calloc(d + 2 * k, sizeof(double));
     if (!p->mean || !p->components || !p->explained_variance || !p->explained_variance_ratio ||
-        !p->singular_values || !xc || !t || !lambda || !acc) {
+        !p->singular_values || !xc || !t || !lambda || !acc)
         rc = HPML_ERR_NOMEM;
+    if ((rc = hpml__ml_agree(comm, rc)) != 0)
         goto out;
-    }
     if (cfg->center)
         for (size_t j = 0; j < d; j++)
             p->mean[j] = sums[j] / (double)n;
