@@ -11,6 +11,8 @@ colls="allreduce bcast reduce allgather reduce_scatter alltoall gather scatter b
 for np in 2 3 4; do
     if [ "$MPI" = mpich ] && [ $np -gt 2 ]; then
         sz=64 it=(-i 2 -x 1)
+    elif [ "$MPI" = mpich ]; then
+        sz=2K it=(-i 4 -x 1)
     else
         sz=16K it=(-i 6 -x 2)
     fi
