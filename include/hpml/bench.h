@@ -23,15 +23,15 @@
 extern "C" {
 #endif
 
-#define HPML_BENCH_MAX_PCT 16
+#define HPML_BENCH_MAX_PCT   16
 #define HPML_BENCH_MAX_IMPLS 24
 
 /* One implementation column: native MPI, or hpml with an algorithm (AUTO = hpml's
  * selection; the plain "hpml" of cases with no algorithm choice). */
 typedef struct hpml_bench_impl {
-    int native;        /* 1: the MPI library's own call */
-    hpml_algo_t algo;  /* hpml only */
-    char name[32];     /* "mpi", "hpml", "hpml:ring" */
+    int native;       /* 1: the MPI library's own call */
+    hpml_algo_t algo; /* hpml only */
+    char name[32];    /* "mpi", "hpml", "hpml:ring" */
 } hpml_bench_impl_t;
 
 /* Options with OMB's meaning; 0 / -1 fields mean "OMB's default for the case". */
@@ -47,13 +47,13 @@ typedef struct hpml_bench_opts {
     const char *dtype_label; /* "MPI_FLOAT"; NULL: derived from dtype */
     int npct;                /* -z: percentiles */
     double pct[HPML_BENCH_MAX_PCT];
-    int in_place;            /* -l */
-    int root_rotate;         /* -k rotate */
-    int root;                /* -k fixed:N */
-    int window;              /* -W; 0: 64 */
-    size_t mem_limit;        /* -M bytes per rank; 0: 512 MiB */
-    int test_calls;          /* -t: test calls during compute (nonblocking) */
-    int nimpls;              /* --impl, resolved by hpml_bench_parse_impls */
+    int in_place;     /* -l */
+    int root_rotate;  /* -k rotate */
+    int root;         /* -k fixed:N */
+    int window;       /* -W; 0: 64 */
+    size_t mem_limit; /* -M bytes per rank; 0: 512 MiB */
+    int test_calls;   /* -t: test calls during compute (nonblocking) */
+    int nimpls;       /* --impl, resolved by hpml_bench_parse_impls */
     hpml_bench_impl_t impls[HPML_BENCH_MAX_IMPLS];
     /* Called on every rank before each (impl, size) measurement, for a progress line. */
     void (*progress)(void *arg, const char *impl, size_t size, int done, int total);
@@ -63,24 +63,24 @@ typedef struct hpml_bench_opts {
 /* One (implementation, size) measurement. Times in microseconds, bandwidths in MB/s
  * (10^6 bytes). NaN marks a statistic that does not apply to the case. */
 typedef struct hpml_bench_row {
-    size_t size;        /* message size in bytes (OMB's meaning for the case) */
+    size_t size; /* message size in bytes (OMB's meaning for the case) */
     long iters;
     double avg, min, max; /* mean / min / max of per-rank averages (OMB) */
-    double maxrank;     /* mean over iterations of the per-iteration maximum across ranks */
+    double maxrank;       /* mean over iterations of the per-iteration maximum across ranks */
     double pct[HPML_BENCH_MAX_PCT];
-    double bw;          /* point-to-point bandwidth (bw, bibw, mbw_mr) */
-    double msg_rate;    /* mbw_mr messages/s */
+    double bw;           /* point-to-point bandwidth (bw, bibw, mbw_mr) */
+    double msg_rate;     /* mbw_mr messages/s */
     double algbw, busbw; /* collectives: algorithm and bus bandwidth (nccl-tests) */
     double overall, compute, pure, overlap; /* nonblocking (OMB overlap method) */
-    int valid;          /* -1 not checked, 0 failed, 1 passed */
-    long bad;           /* wrong elements summed over ranks */
-    char note[160];     /* first wrong element, when validation failed */
+    int valid;                              /* -1 not checked, 0 failed, 1 passed */
+    long bad;                               /* wrong elements summed over ranks */
+    char note[160];                         /* first wrong element, when validation failed */
 } hpml_bench_row_t;
 
 typedef struct hpml_bench_result {
     const char *case_name;
-    const char *title;    /* "Allreduce Latency Test" */
-    int kind;             /* HPML_BENCH_KIND_* */
+    const char *title; /* "Allreduce Latency Test" */
+    int kind;          /* HPML_BENCH_KIND_* */
     int ranks;
     hpml_dtype_t dtype;
     char dtype_label[32];

@@ -12,42 +12,42 @@
 #include "hpml/bench.h"
 
 typedef struct bench_ctx {
-    MPI_Comm comm;          /* for native MPI calls */
-    hpml_comm_t *hcomm;     /* NULL when no hpml implementation is measured */
+    MPI_Comm comm;      /* for native MPI calls */
+    hpml_comm_t *hcomm; /* NULL when no hpml implementation is measured */
     int rank, size;
     hpml_dtype_t dtype;
-    MPI_Datatype mdt;       /* the dtype's MPI type (bytes for f16/bf16) */
-    MPI_Op msum;            /* MPI_SUM, or a user op for f16/bf16 */
-    size_t esize;           /* bytes per element */
+    MPI_Datatype mdt; /* the dtype's MPI type (bytes for f16/bf16) */
+    MPI_Op msum;      /* MPI_SUM, or a user op for f16/bf16 */
+    size_t esize;     /* bytes per element */
     const hpml_bench_impl_t *impl;
-    size_t bytes;           /* message size as OMB defines it for the case */
-    size_t count;           /* elements per block: bytes / esize */
+    size_t bytes; /* message size as OMB defines it for the case */
+    size_t count; /* elements per block: bytes / esize */
     int root;
     int in_place;
     int window;
     void *sbuf, *rbuf;
-    MPI_Request *reqs;      /* window * 2 */
-    MPI_Status *stats;      /* window * 2 (MPI_STATUSES_IGNORE trips GCC's
-                             * -Wstringop-overflow with MPICH's headers) */
-    MPI_Request mreq;       /* nonblocking collective in flight (native) */
-    hpml_request_t *hreq;   /* nonblocking collective in flight (hpml) */
+    MPI_Request *reqs;    /* window * 2 */
+    MPI_Status *stats;    /* window * 2 (MPI_STATUSES_IGNORE trips GCC's
+                           * -Wstringop-overflow with MPICH's headers) */
+    MPI_Request mreq;     /* nonblocking collective in flight (native) */
+    hpml_request_t *hreq; /* nonblocking collective in flight (hpml) */
 } bench_ctx_t;
 
 typedef struct bench_case {
     const char *name;
-    const char *title;     /* "Allreduce Latency Test" */
-    int kind;              /* HPML_BENCH_KIND_* */
-    int hpml_coll;         /* hpml_coll_t with an algorithm choice, or -1 */
-    int hpml_plain;        /* 1: hpml has one implementation (barrier, iallreduce, ...) */
-    int rooted;            /* uses -k */
-    int even_ranks;        /* needs an even number of ranks (pairs) */
+    const char *title; /* "Allreduce Latency Test" */
+    int kind;          /* HPML_BENCH_KIND_* */
+    int hpml_coll;     /* hpml_coll_t with an algorithm choice, or -1 */
+    int hpml_plain;    /* 1: hpml has one implementation (barrier, iallreduce, ...) */
+    int rooted;        /* uses -k */
+    int even_ranks;    /* needs an even number of ranks (pairs) */
     /* Bytes moved per operation for algbw: size times this (1, or p for per-rank
      * blocks); busbw = algbw times bus_factor(p). 0 factor: no busbw column. */
     double (*total_mult)(int p);
     double (*bus_factor)(int p);
     /* Point-to-point: bytes per timed iteration for bandwidth (size * window ...). */
     double (*iter_bytes)(const bench_ctx_t *c);
-    double time_scale;     /* per-iteration time multiplier (latency: 0.5 one way) */
+    double time_scale; /* per-iteration time multiplier (latency: 0.5 one way) */
     /* Buffer bytes needed on this rank for message size `bytes`. */
     void (*buffers)(const bench_ctx_t *c, size_t bytes, size_t *sbytes, size_t *rbytes);
     /* 1 when this rank's times count in the statistics (pt2pt: senders only). */
@@ -68,11 +68,10 @@ typedef struct bench_case {
 } bench_case_t;
 
 /* The cases (one file each). */
-extern const bench_case_t hpml__bench_latency, hpml__bench_bw, hpml__bench_bibw,
-    hpml__bench_mbw_mr, hpml__bench_multi_lat, hpml__bench_allreduce, hpml__bench_bcast,
-    hpml__bench_reduce, hpml__bench_allgather, hpml__bench_reduce_scatter,
-    hpml__bench_alltoall, hpml__bench_gather, hpml__bench_scatter, hpml__bench_barrier,
-    hpml__bench_iallreduce, hpml__bench_ibcast;
+extern const bench_case_t hpml__bench_latency, hpml__bench_bw, hpml__bench_bibw, hpml__bench_mbw_mr,
+    hpml__bench_multi_lat, hpml__bench_allreduce, hpml__bench_bcast, hpml__bench_reduce,
+    hpml__bench_allgather, hpml__bench_reduce_scatter, hpml__bench_alltoall, hpml__bench_gather,
+    hpml__bench_scatter, hpml__bench_barrier, hpml__bench_iallreduce, hpml__bench_ibcast;
 
 const bench_case_t *hpml__bench_case_find(const char *name);
 
@@ -95,11 +94,11 @@ void hpml__bench_mpi_type_free(MPI_Op *sum);
 
 double hpml__bench_one(int p);
 double hpml__bench_ranks(int p);
-double hpml__bench_ring_factor(int p);   /* (p-1)/p */
+double hpml__bench_ring_factor(int p); /* (p-1)/p */
 int hpml__bench_everyone(const bench_ctx_t *c);
 int hpml__bench_rank0(const bench_ctx_t *c);
 /* The send buffer to pass, or MPI_IN_PLACE / HPML_IN_PLACE when c->in_place. */
-#define BENCH_SEND_MPI(c) ((c)->in_place ? MPI_IN_PLACE : (c)->sbuf)
+#define BENCH_SEND_MPI(c)  ((c)->in_place ? MPI_IN_PLACE : (c)->sbuf)
 #define BENCH_SEND_HPML(c) ((c)->in_place ? HPML_IN_PLACE : (c)->sbuf)
 /* MPI return code to HPML_ERR_*. */
 #define BENCH_MPI(call) ((call) == MPI_SUCCESS ? 0 : HPML_ERR_MPI)

@@ -20,8 +20,8 @@ static int run(bench_ctx_t *c)
                                        (int)c->count, c->mdt, c->comm));
     if (c->impl->algo == HPML_ALGO_AUTO)
         return hpml_allgather(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, c->hcomm);
-    return hpml_allgather_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, c->count,
-                               c->dtype, c->hcomm);
+    return hpml_allgather_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype,
+                               c->hcomm);
 }
 
 /* Every other block starts zeroed so that a block that never arrives is caught. */
@@ -31,8 +31,7 @@ static void fill(bench_ctx_t *c)
 
     memset(c->rbuf, 0, blk * (size_t)c->size);
     if (c->in_place)
-        hpml__bench_fill_rank(c, (char *)c->rbuf + blk * (size_t)c->rank, c->rank, 0,
-                              c->count);
+        hpml__bench_fill_rank(c, (char *)c->rbuf + blk * (size_t)c->rank, c->rank, 0, c->count);
     else
         hpml__bench_fill_rank(c, c->sbuf, c->rank, 0, c->count);
 }

@@ -19,13 +19,12 @@ static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 static int run(bench_ctx_t *c)
 {
     if (c->impl->native)
-        return BENCH_MPI(MPI_Allreduce(BENCH_SEND_MPI(c), c->rbuf, (int)c->count, c->mdt,
-                                       c->msum, c->comm));
+        return BENCH_MPI(
+            MPI_Allreduce(BENCH_SEND_MPI(c), c->rbuf, (int)c->count, c->mdt, c->msum, c->comm));
     if (c->impl->algo == HPML_ALGO_AUTO)
-        return hpml_allreduce(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, HPML_SUM,
-                              c->hcomm);
-    return hpml_allreduce_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, c->count,
-                               c->dtype, HPML_SUM, c->hcomm);
+        return hpml_allreduce(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, HPML_SUM, c->hcomm);
+    return hpml_allreduce_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype,
+                               HPML_SUM, c->hcomm);
 }
 
 static void fill(bench_ctx_t *c)

@@ -15,8 +15,8 @@ static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 
 static int run(bench_ctx_t *c)
 {
-    return BENCH_MPI(MPI_Alltoall(BENCH_SEND_MPI(c), (int)c->count, c->mdt, c->rbuf,
-                                  (int)c->count, c->mdt, c->comm));
+    return BENCH_MPI(MPI_Alltoall(BENCH_SEND_MPI(c), (int)c->count, c->mdt, c->rbuf, (int)c->count,
+                                  c->mdt, c->comm));
 }
 
 /* Block d of rank r's input holds value(r, d*count + j): every block is distinct. */

@@ -28,8 +28,7 @@ static void fill(bench_ctx_t *c)
     if (c->rank == c->root) {
         memset(c->rbuf, 0, blk * (size_t)c->size);
         if (c->in_place) {
-            hpml__bench_fill_rank(c, (char *)c->rbuf + blk * (size_t)c->rank, c->rank, 0,
-                                  c->count);
+            hpml__bench_fill_rank(c, (char *)c->rbuf + blk * (size_t)c->rank, c->rank, 0, c->count);
             return;
         }
     }

@@ -19,10 +19,10 @@ static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 static int start(bench_ctx_t *c)
 {
     if (c->impl->native)
-        return BENCH_MPI(MPI_Iallreduce(BENCH_SEND_MPI(c), c->rbuf, (int)c->count, c->mdt,
-                                        c->msum, c->comm, &c->mreq));
-    return hpml_iallreduce(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, HPML_SUM,
-                           c->hcomm, &c->hreq);
+        return BENCH_MPI(MPI_Iallreduce(BENCH_SEND_MPI(c), c->rbuf, (int)c->count, c->mdt, c->msum,
+                                        c->comm, &c->mreq));
+    return hpml_iallreduce(BENCH_SEND_HPML(c), c->rbuf, c->count, c->dtype, HPML_SUM, c->hcomm,
+                           &c->hreq);
 }
 
 static int test(bench_ctx_t *c, int *done)

@@ -14,8 +14,7 @@ static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 static int start(bench_ctx_t *c)
 {
     if (c->impl->native)
-        return BENCH_MPI(
-            MPI_Ibcast(c->rbuf, (int)c->count, c->mdt, c->root, c->comm, &c->mreq));
+        return BENCH_MPI(MPI_Ibcast(c->rbuf, (int)c->count, c->mdt, c->root, c->comm, &c->mreq));
     return hpml_ibcast(c->rbuf, c->count, c->dtype, c->root, c->hcomm, &c->hreq);
 }
 

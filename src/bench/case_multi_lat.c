@@ -22,8 +22,8 @@ static int run(bench_ctx_t *c)
     if (c->rank < half) {
         if (MPI_Send(c->sbuf, n, c->mdt, c->rank + half, TAG, c->comm) != MPI_SUCCESS)
             return HPML_ERR_MPI;
-        return BENCH_MPI(MPI_Recv(c->rbuf, n, c->mdt, c->rank + half, TAG, c->comm,
-                                  MPI_STATUS_IGNORE));
+        return BENCH_MPI(
+            MPI_Recv(c->rbuf, n, c->mdt, c->rank + half, TAG, c->comm, MPI_STATUS_IGNORE));
     }
     if (MPI_Recv(c->rbuf, n, c->mdt, c->rank - half, TAG, c->comm, MPI_STATUS_IGNORE) !=
         MPI_SUCCESS)

@@ -17,11 +17,11 @@ static int run(bench_ctx_t *c)
     int ip = c->in_place && c->rank == c->root;
 
     if (c->impl->native)
-        return BENCH_MPI(MPI_Reduce(ip ? MPI_IN_PLACE : c->sbuf, c->rbuf, (int)c->count,
-                                    c->mdt, c->msum, c->root, c->comm));
+        return BENCH_MPI(MPI_Reduce(ip ? MPI_IN_PLACE : c->sbuf, c->rbuf, (int)c->count, c->mdt,
+                                    c->msum, c->root, c->comm));
     if (c->impl->algo == HPML_ALGO_AUTO)
-        return hpml_reduce(ip ? HPML_IN_PLACE : c->sbuf, c->rbuf, c->count, c->dtype,
-                           HPML_SUM, c->root, c->hcomm);
+        return hpml_reduce(ip ? HPML_IN_PLACE : c->sbuf, c->rbuf, c->count, c->dtype, HPML_SUM,
+                           c->root, c->hcomm);
     return hpml_reduce_algo(c->impl->algo, ip ? HPML_IN_PLACE : c->sbuf, c->rbuf, c->count,
                             c->dtype, HPML_SUM, c->root, c->hcomm);
 }

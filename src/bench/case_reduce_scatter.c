@@ -20,13 +20,13 @@ static size_t block(const bench_ctx_t *c)
 static int run(bench_ctx_t *c)
 {
     if (c->impl->native)
-        return BENCH_MPI(MPI_Reduce_scatter_block(BENCH_SEND_MPI(c), c->rbuf, (int)block(c),
-                                                  c->mdt, c->msum, c->comm));
+        return BENCH_MPI(MPI_Reduce_scatter_block(BENCH_SEND_MPI(c), c->rbuf, (int)block(c), c->mdt,
+                                                  c->msum, c->comm));
     if (c->impl->algo == HPML_ALGO_AUTO)
         return hpml_reduce_scatter(BENCH_SEND_HPML(c), c->rbuf, block(c), c->dtype, HPML_SUM,
                                    c->hcomm);
-    return hpml_reduce_scatter_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, block(c),
-                                    c->dtype, HPML_SUM, c->hcomm);
+    return hpml_reduce_scatter_algo(c->impl->algo, BENCH_SEND_HPML(c), c->rbuf, block(c), c->dtype,
+                                    HPML_SUM, c->hcomm);
 }
 
 static void fill(bench_ctx_t *c)

@@ -20,10 +20,10 @@ static int run(bench_ctx_t *c)
     /* In place at the root (MPI): recvbuf is MPI_IN_PLACE and the root's own block stays
      * where it is in the send buffer, which we keep in rbuf. */
     if (ip)
-        return BENCH_MPI(MPI_Scatter(c->rbuf, (int)c->count, c->mdt, MPI_IN_PLACE,
-                                     (int)c->count, c->mdt, c->root, c->comm));
-    return BENCH_MPI(MPI_Scatter(c->sbuf, (int)c->count, c->mdt, c->rbuf, (int)c->count,
-                                 c->mdt, c->root, c->comm));
+        return BENCH_MPI(MPI_Scatter(c->rbuf, (int)c->count, c->mdt, MPI_IN_PLACE, (int)c->count,
+                                     c->mdt, c->root, c->comm));
+    return BENCH_MPI(MPI_Scatter(c->sbuf, (int)c->count, c->mdt, c->rbuf, (int)c->count, c->mdt,
+                                 c->root, c->comm));
 }
 
 static void fill(bench_ctx_t *c)

@@ -11,15 +11,26 @@
 #include "bench/bench_internal.h"
 
 static const bench_case_t *const cases[] = {
-    &hpml__bench_latency,   &hpml__bench_bw,         &hpml__bench_bibw,
-    &hpml__bench_mbw_mr,    &hpml__bench_multi_lat,  &hpml__bench_allreduce,
-    &hpml__bench_bcast,     &hpml__bench_reduce,     &hpml__bench_allgather,
-    &hpml__bench_reduce_scatter, &hpml__bench_alltoall, &hpml__bench_gather,
-    &hpml__bench_scatter,   &hpml__bench_barrier,    &hpml__bench_iallreduce,
-    &hpml__bench_ibcast,    NULL,
+    &hpml__bench_latency,
+    &hpml__bench_bw,
+    &hpml__bench_bibw,
+    &hpml__bench_mbw_mr,
+    &hpml__bench_multi_lat,
+    &hpml__bench_allreduce,
+    &hpml__bench_bcast,
+    &hpml__bench_reduce,
+    &hpml__bench_allgather,
+    &hpml__bench_reduce_scatter,
+    &hpml__bench_alltoall,
+    &hpml__bench_gather,
+    &hpml__bench_scatter,
+    &hpml__bench_barrier,
+    &hpml__bench_iallreduce,
+    &hpml__bench_ibcast,
+    NULL,
 };
 
-#define NCASES (sizeof(cases) / sizeof(cases[0]) - 1)
+#define NCASES        (sizeof(cases) / sizeof(cases[0]) - 1)
 #define LARGE_MESSAGE 8192
 
 const bench_case_t *hpml__bench_case_find(const char *name)
@@ -77,8 +88,8 @@ static int add_impl(hpml_bench_opts_t *o, int native, hpml_algo_t algo)
     return 0;
 }
 
-static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_opts_t *o,
-                          char *note, size_t note_len)
+static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_opts_t *o, char *note,
+                          size_t note_len)
 {
     const hpml_algo_t *algos = NULL;
     size_t nalgos = 0;
@@ -87,8 +98,7 @@ static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_op
 
     if (strcmp(tok, "mpi") == 0)
         return add_impl(o, 1, HPML_ALGO_MPI);
-    if (bc->hpml_coll >= 0 &&
-        hpml_algo_list((hpml_coll_t)bc->hpml_coll, &algos, &nalgos) != 0)
+    if (bc->hpml_coll >= 0 && hpml_algo_list((hpml_coll_t)bc->hpml_coll, &algos, &nalgos) != 0)
         nalgos = 0;
     if (strcmp(tok, "all") == 0) {
         int rc = add_impl(o, 1, HPML_ALGO_MPI);
@@ -107,14 +117,13 @@ static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_op
         return rc;
     }
     if (!has_hpml && strncmp(tok, "hpml", 4) == 0)
-        return hpml_set_error(HPML_ERR_INVAL,
-                              "hpml has no %s of its own; use --impl mpi (or all)", bc->name);
+        return hpml_set_error(HPML_ERR_INVAL, "hpml has no %s of its own; use --impl mpi (or all)",
+                              bc->name);
     if (strcmp(tok, "hpml") == 0)
         return add_impl(o, 0, HPML_ALGO_AUTO);
     if (strncmp(tok, "hpml:", 5) == 0) {
         if (bc->hpml_coll < 0)
-            return hpml_set_error(HPML_ERR_INVAL, "hpml has no algorithm choice for %s",
-                                  bc->name);
+            return hpml_set_error(HPML_ERR_INVAL, "hpml has no algorithm choice for %s", bc->name);
         if (hpml_algo_parse(tok + 5, &a) == 0) {
             if (a == HPML_ALGO_AUTO)
                 return add_impl(o, 0, a);
@@ -127,14 +136,14 @@ static int parse_one_impl(const bench_case_t *bc, const char *tok, hpml_bench_op
             size_t len = 0;
 
             for (size_t i = 0; i < nalgos && len < sizeof(list); i++)
-                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
-                                        i ? " " : "", hpml_algo_name(algos[i]));
-            return hpml_set_error(HPML_ERR_INVAL, "unknown %s algorithm '%s' (have: %s)",
-                                  bc->name, tok + 5, list);
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? " " : "",
+                                        hpml_algo_name(algos[i]));
+            return hpml_set_error(HPML_ERR_INVAL, "unknown %s algorithm '%s' (have: %s)", bc->name,
+                                  tok + 5, list);
         }
     }
-    return hpml_set_error(HPML_ERR_INVAL,
-                          "bad --impl '%s' (mpi, hpml, hpml:<algorithm>, all)", tok);
+    return hpml_set_error(HPML_ERR_INVAL, "bad --impl '%s' (mpi, hpml, hpml:<algorithm>, all)",
+                          tok);
 }
 
 int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_opts_t *o,
@@ -163,8 +172,8 @@ int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_o
 
 /* OMB's iteration counts: (small, warm-up small, large, warm-up large). An explicit -i
  * or -x keeps OMB's ratio between small and large messages. */
-static void iterations(const bench_case_t *bc, const hpml_bench_opts_t *o, size_t size,
-                       long *iters, long *skip)
+static void iterations(const bench_case_t *bc, const hpml_bench_opts_t *o, size_t size, long *iters,
+                       long *skip)
 {
     long d[4];
     int large = size > LARGE_MESSAGE;
@@ -212,8 +221,8 @@ static size_t make_sizes(const bench_case_t *bc, bench_ctx_t *c, const hpml_benc
         if (s < c->esize)
             continue;
         if (buffer_bytes(bc, c, s) > o->mem_limit) {
-            snprintf(note, note_len, "sizes above %zu bytes left out: -M %zu bytes per rank",
-                     s / 2, o->mem_limit);
+            snprintf(note, note_len, "sizes above %zu bytes left out: -M %zu bytes per rank", s / 2,
+                     o->mem_limit);
             break;
         }
         sizes[n++] = s;
@@ -274,8 +283,7 @@ static int reduce_stats(bench_ctx_t *c, const hpml_bench_opts_t *o, int rep, con
     if (o->npct > 0) {
         for (long i = 0; i < n; i++)
             work[i] = rep ? t[i] : 0;
-        if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_SUM, c->comm) !=
-            MPI_SUCCESS)
+        if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
             return HPML_ERR_MPI;
         qsort(work, (size_t)n, sizeof(double), cmp_double);
         for (int k = 0; k < o->npct; k++) {
@@ -293,8 +301,7 @@ static int reduce_stats(bench_ctx_t *c, const hpml_bench_opts_t *o, int rep, con
 
 /* ---- timing loops ------------------------------------------------------------------ */
 
-static void set_root(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
-                     long i)
+static void set_root(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o, long i)
 {
     if (bc->rooted)
         c->root = o->root_rotate ? (int)(i % c->size) : o->root;
@@ -330,8 +337,7 @@ static int time_blocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_benc
 /* A compute kernel that runs for `seconds` of wall time, calling the case's test
  * `ntest` times at even intervals (OMB's dummy compute with MPI_Test calls). Returns the
  * time spent computing, excluding the test calls. */
-static double compute(bench_ctx_t *c, const bench_case_t *bc, double seconds, int ntest,
-                      int *rc)
+static double compute(bench_ctx_t *c, const bench_case_t *bc, double seconds, int ntest, int *rc)
 {
     volatile double x = 1.0;
     double t0 = MPI_Wtime(), spent_testing = 0;
@@ -355,9 +361,8 @@ static double compute(bench_ctx_t *c, const bench_case_t *bc, double seconds, in
 
 /* OMB's overlap method: the pure communication time (start + wait), then each
  * iteration starts the operation, computes for as long as the mean pure time, waits. */
-static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc,
-                            const hpml_bench_opts_t *o, long iters, long skip, double *t,
-                            double *work, hpml_bench_row_t *row)
+static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                            long iters, long skip, double *t, double *work, hpml_bench_row_t *row)
 {
     double pure_local = 0, comp_local = 0, target, sums[3], in[3], my_avg;
     int rc = 0;
@@ -410,8 +415,7 @@ static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc,
     row->compute = sums[1] / c->size;
     row->pure = sums[2] / c->size;
     row->overlap =
-        row->pure > 0 ? fmax(0.0, 100.0 - (row->overall - row->compute) / row->pure * 100.0)
-                      : 0;
+        row->pure > 0 ? fmax(0.0, 100.0 - (row->overall - row->compute) / row->pure * 100.0) : 0;
     return 0;
 }
 
@@ -476,16 +480,15 @@ static int validate(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opt
         return HPML_ERR_MPI;
     if (c->rank == first_rank)
         snprintf(row->note, sizeof(row->note),
-                 "%ld wrong element(s); first on rank %d: element %zu is %g, expected %g",
-                 total, c->rank, first, got, want);
-    return BENCH_MPI(MPI_Bcast(row->note, (int)sizeof(row->note), MPI_CHAR, first_rank,
-                               c->comm));
+                 "%ld wrong element(s); first on rank %d: element %zu is %g, expected %g", total,
+                 c->rank, first, got, want);
+    return BENCH_MPI(MPI_Bcast(row->note, (int)sizeof(row->note), MPI_CHAR, first_rank, c->comm));
 }
 
 /* ---- one measurement -------------------------------------------------------------- */
 
-static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
-                   size_t size, double *t, double *work, hpml_bench_row_t *row)
+static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o, size_t size,
+                   double *t, double *work, hpml_bench_row_t *row)
 {
     long iters, skip;
     double my_avg = 0;
@@ -644,8 +647,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
             maxit = it;
         /* MPI counts are int: refuse sizes whose counts would not fit. */
         if ((s > rb ? s : rb) / c.esize > (size_t)INT32_MAX) {
-            rc = hpml_set_error(HPML_ERR_RANGE, "size %zu too large for an MPI count",
-                                sizes[i]);
+            rc = hpml_set_error(HPML_ERR_RANGE, "size %zu too large for an MPI count", sizes[i]);
             goto out;
         }
     }
@@ -670,8 +672,8 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
     t = malloc((size_t)maxit * sizeof(*t));
     work = malloc((size_t)maxit * sizeof(*work));
-    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL || t == NULL ||
-        work == NULL) {
+    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL ||
+        t == NULL || work == NULL) {
         rc = HPML_ERR_NOMEM;
         goto out;
     }
@@ -693,8 +695,8 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
             rc = measure(&c, bc, o, sizes[s], t, work, &r->rows[(size_t)i * nsizes + s]);
             if (rc != 0) {
                 if (hpml_last_error()[0] == '\0')
-                    hpml_set_error(rc, "%s %s size %zu: %s", bc->name, c.impl->name,
-                                   sizes[s], hpml_strerror(rc));
+                    hpml_set_error(rc, "%s %s size %zu: %s", bc->name, c.impl->name, sizes[s],
+                                   hpml_strerror(rc));
                 goto out;
             }
         }

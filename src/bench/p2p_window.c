@@ -5,7 +5,7 @@
  */
 #include "bench/p2p_window.h"
 
-#define TAG 3
+#define TAG     3
 #define ACK_TAG 4
 
 int hpml__bench_window(bench_ctx_t *c, int peer, int send, int recv)
@@ -15,13 +15,11 @@ int hpml__bench_window(bench_ctx_t *c, int peer, int send, int recv)
 
     if (recv)
         for (int w = 0; w < c->window; w++)
-            if (MPI_Irecv(c->rbuf, n, c->mdt, peer, TAG, c->comm, &c->reqs[k++]) !=
-                MPI_SUCCESS)
+            if (MPI_Irecv(c->rbuf, n, c->mdt, peer, TAG, c->comm, &c->reqs[k++]) != MPI_SUCCESS)
                 return HPML_ERR_MPI;
     if (send)
         for (int w = 0; w < c->window; w++)
-            if (MPI_Isend(c->sbuf, n, c->mdt, peer, TAG, c->comm, &c->reqs[k++]) !=
-                MPI_SUCCESS)
+            if (MPI_Isend(c->sbuf, n, c->mdt, peer, TAG, c->comm, &c->reqs[k++]) != MPI_SUCCESS)
                 return HPML_ERR_MPI;
     if (MPI_Waitall(k, c->reqs, c->stats) != MPI_SUCCESS)
         return HPML_ERR_MPI;
@@ -29,8 +27,7 @@ int hpml__bench_window(bench_ctx_t *c, int peer, int send, int recv)
      * stops only when the data has arrived. Both ways (bibw): each side has waited for
      * its own receives already; OMB sends no acknowledgement there either. */
     if (send && !recv)
-        return BENCH_MPI(MPI_Recv(&ack, 1, MPI_CHAR, peer, ACK_TAG, c->comm,
-                                  MPI_STATUS_IGNORE));
+        return BENCH_MPI(MPI_Recv(&ack, 1, MPI_CHAR, peer, ACK_TAG, c->comm, MPI_STATUS_IGNORE));
     if (recv && !send)
         return BENCH_MPI(MPI_Send(&ack, 1, MPI_CHAR, peer, ACK_TAG, c->comm));
     return 0;

@@ -206,8 +206,9 @@ void hpml_bench_print_json(FILE *f, const hpml_bench_result_t *r)
 {
     fprintf(f, "{\"benchmark\": \"%s\", \"title\": ", r->case_name);
     hpml_json_string(f, r->title);
-    fprintf(f, ", \"hpml_version\": \"%s\", \"dtype\": \"%s\", \"mpi_datatype\": \"%s\", "
-               "\"ranks\": %d, \"implementations\": [",
+    fprintf(f,
+            ", \"hpml_version\": \"%s\", \"dtype\": \"%s\", \"mpi_datatype\": \"%s\", "
+            "\"ranks\": %d, \"implementations\": [",
             hpml_version(), hpml_dtype_name(r->dtype), r->dtype_label, r->ranks);
     for (int i = 0; i < r->nimpls; i++)
         fprintf(f, "%s\"%s\"", i ? ", " : "", r->impls[i].name);

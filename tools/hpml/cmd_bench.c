@@ -65,8 +65,7 @@ static int parse_pcts(const char *s, hpml_bench_opts_t *o)
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         double v;
 
-        if (o->npct == HPML_BENCH_MAX_PCT || cli_parse_double(tok, &v) != 0 || v <= 0 ||
-            v > 100)
+        if (o->npct == HPML_BENCH_MAX_PCT || cli_parse_double(tok, &v) != 0 || v <= 0 || v > 100)
             return -1;
         o->pct[o->npct++] = v;
     }
@@ -113,8 +112,7 @@ static void progress(void *arg, const char *impl, size_t size, int done, int tot
 {
     const char *name = arg;
 
-    fprintf(stderr, "\r\033[K[hpml bench] %s %s %zu B (%d/%d)", name, impl, size, done + 1,
-            total);
+    fprintf(stderr, "\r\033[K[hpml bench] %s %s %zu B (%d/%d)", name, impl, size, done + 1, total);
     fflush(stderr);
 }
 
@@ -138,9 +136,18 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
     }
     switch (r->kind) {
     case HPML_BENCH_KIND_BW:
-    case HPML_BENCH_KIND_MBW: bwname = "Bandwidth (MB/s)"; bwcol = 1; break;
-    case HPML_BENCH_KIND_LAT: bwname = "Size / latency (MB/s)"; bwcol = 2; break;
-    default: bwname = "Bus bandwidth (MB/s, nccl-tests busbw)"; bwcol = 3; break;
+    case HPML_BENCH_KIND_MBW:
+        bwname = "Bandwidth (MB/s)";
+        bwcol = 1;
+        break;
+    case HPML_BENCH_KIND_LAT:
+        bwname = "Size / latency (MB/s)";
+        bwcol = 2;
+        break;
+    default:
+        bwname = "Bus bandwidth (MB/s, nccl-tests busbw)";
+        bwcol = 3;
+        break;
     }
     g = popen("gnuplot", "w");
     if (g == NULL) {
@@ -166,8 +173,8 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
             }
             fprintf(g, "EOD\n");
         }
-    fprintf(g, "set multiplot layout 1,2 title \"hpml bench %s: %d ranks, %s\"\n",
-            r->case_name, r->ranks, r->dtype_label);
+    fprintf(g, "set multiplot layout 1,2 title \"hpml bench %s: %d ranks, %s\"\n", r->case_name,
+            r->ranks, r->dtype_label);
     fprintf(g, "set logscale x 2\nset logscale y 10\nset grid\nset key below\n"
                "set xlabel 'Message size (bytes)'\n");
     /* Size ticks at powers of 4 with binary suffixes (1K = 1024), as OMB users read them. */
@@ -197,8 +204,8 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
         for (int d = 0; d < nres; d++)
             for (int i = 0; i < r->nimpls; i++)
                 fprintf(g, "%s$D%d_%d using 1:%d with linespoints lw 2 title '%s%s%s'",
-                        d || i ? ", " : "", d, i, col, r->impls[i].name,
-                        nres > 1 ? " " : "", nres > 1 ? res[d]->dtype_label : "");
+                        d || i ? ", " : "", d, i, col, r->impls[i].name, nres > 1 ? " " : "",
+                        nres > 1 ? res[d]->dtype_label : "");
         fprintf(g, "\n");
     }
     fprintf(g, "unset multiplot\n");
@@ -245,8 +252,7 @@ int cmd_bench(int argc, char **argv)
     labels[0] = "MPI_CHAR";
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":m:i:x:fcT:z::lk:W:M:t:h", longopts, NULL)) !=
-           -1) {
+    while ((opt = getopt_long(argc, argv, ":m:i:x:fcT:z::lk:W:M:t:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm':
             if (parse_range(optarg, &o) != 0)
@@ -270,8 +276,9 @@ int cmd_bench(int argc, char **argv)
                 labels[0] = "MPI_CHAR", labels[1] = "MPI_INT", labels[2] = "MPI_FLOAT";
                 ndt = 3;
             } else if (hpml_dtype_parse(optarg, &dtypes[0]) != 0) {
-                return cli_usage_error(CMD, "bad -T '%s' (mpi_char mpi_int mpi_float all "
-                                            "f32 f64 f16 bf16 i8 u8 i32 i64)",
+                return cli_usage_error(CMD,
+                                       "bad -T '%s' (mpi_char mpi_int mpi_float all "
+                                       "f32 f64 f16 bf16 i8 u8 i32 i64)",
                                        optarg);
             } else {
                 ndt = 1;
@@ -282,8 +289,7 @@ int cmd_bench(int argc, char **argv)
             break;
         case 'z':
             if (parse_pcts(optarg ? optarg : "50,90,99", &o) != 0)
-                return cli_usage_error(CMD, "bad -z '%s' (want percentiles like 50,90,99)",
-                                       optarg);
+                return cli_usage_error(CMD, "bad -z '%s' (want percentiles like 50,90,99)", optarg);
             break;
         case 'l': o.in_place = 1; break;
         case 'k':
@@ -292,8 +298,7 @@ int cmd_bench(int argc, char **argv)
             break;
         case 'W':
             if (cli_parse_long(optarg, 1, 100000, &v) != 0)
-                return cli_usage_error(CMD, "bad -W '%s' (want a window of 1..100000)",
-                                       optarg);
+                return cli_usage_error(CMD, "bad -W '%s' (want a window of 1..100000)", optarg);
             o.window = (int)v;
             break;
         case 'M':
@@ -382,8 +387,7 @@ int cmd_bench(int argc, char **argv)
             hpml_bench_print_json(stdout, res[d]);
             if (ndt > 1 && d == ndt - 1)
                 printf("]\n");
-        }
-        else {
+        } else {
             if (d > 0)
                 printf("\n");
             hpml_bench_print_text(stdout, res[d]);
