@@ -37,6 +37,7 @@ int hpml__bcast_chain_on(MPI_Comm c, void *buf, size_t bytes, int root)
     size_t chunk, nchunks;
     MPI_Request rreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     MPI_Request sreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status st[2];
     char *b = buf;
 
     if ((rc = MPI_Comm_rank(c, &rank)) != MPI_SUCCESS || (rc = MPI_Comm_size(c, &p)) != MPI_SUCCESS)
@@ -90,7 +91,7 @@ int hpml__bcast_chain_on(MPI_Comm c, void *buf, size_t bytes, int root)
                 return hpml__mpi_error(rc, "MPI_Irecv");
         }
     }
-    rc = MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
+    rc = MPI_Waitall(2, sreq, st); /* a real array: MPICH's headers make GCC check it */
     return rc == MPI_SUCCESS ? 0 : hpml__mpi_error(rc, "MPI_Waitall");
 }
 

@@ -66,19 +66,28 @@ int hpml__reduce_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtyp
 {
     MPI_Datatype mdt;
     MPI_Op mop;
+    void *tmp = NULL;
     int rc;
 
     if ((rc = hpml__mpi_reduce_types(dtype, op, &mdt, &mop)) != 0)
         return rc;
     if (sendbuf == HPML_IN_PLACE || (comm->rank == root && sendbuf == recvbuf)) {
-        /* Non-roots' input is recvbuf for in place; MPI_IN_PLACE only exists at root. */
-        if (comm->rank == root)
-            HPML__MPI(MPI_Reduce(MPI_IN_PLACE, recvbuf, (int)count, mdt, mop, root, comm->comm));
-        else
+        /* Non-roots' input is recvbuf for in place. At the root the input is copied
+         * rather than passed as MPI_IN_PLACE: MPICH 4.0.2's MPI_Reduce crashes on
+         * MPI_IN_PLACE at the root from about 1000 floats on (reading through the
+         * MPI_IN_PLACE sentinel). */
+        if (comm->rank == root) {
+            if ((tmp = hpml_malloc(count * hpml_dtype_size(dtype))) == NULL)
+                return HPML_ERR_NOMEM;
+            memcpy(tmp, recvbuf, count * hpml_dtype_size(dtype));
+            HPML__MPI(MPI_Reduce(tmp, recvbuf, (int)count, mdt, mop, root, comm->comm));
+        } else {
             HPML__MPI(MPI_Reduce(recvbuf, NULL, (int)count, mdt, mop, root, comm->comm));
+        }
     } else {
         HPML__MPI(MPI_Reduce(sendbuf, recvbuf, (int)count, mdt, mop, root, comm->comm));
     }
 out:
+    hpml_free(tmp);
     return rc;
 }

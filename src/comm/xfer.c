@@ -73,6 +73,7 @@ int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t 
     /* Piece j of each buffer goes in round j; both sides compute the same pieces. */
     for (size_t off = 0;; off += lim) {
         MPI_Request req[4];
+        MPI_Status st[4]; /* not MPI_STATUSES_IGNORE: MPICH's headers make GCC check it */
         int nreq = 0, rc;
 
         for (int i = 0; i < 2; i++) {
@@ -95,7 +96,7 @@ int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t 
         }
         if (nreq == 0)
             return 0;
-        rc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+        rc = MPI_Waitall(nreq, req, st);
         if (rc != MPI_SUCCESS)
             return hpml__xfer_mpi_err(rc, "MPI_Waitall");
         continue;
