@@ -26,12 +26,12 @@ extern "C" {
 typedef enum { HPML_PCA_FULL = 0, HPML_PCA_RANDOMIZED } hpml_pca_solver_t;
 
 typedef struct hpml_pca_config {
-    size_t n_components;      /* 1 .. min(n, d) */
+    size_t n_components; /* 1 .. min(n, d) */
     hpml_pca_solver_t solver;
-    int center;               /* 1: PCA (subtract the mean); 0: truncated SVD */
-    size_t oversample;        /* randomized: extra columns (sklearn: 10) */
-    int n_iter;               /* randomized: power iterations, < 0 for sklearn's auto */
-    uint64_t seed;            /* randomized: the Gaussian test matrix */
+    int center;        /* 1: PCA (subtract the mean); 0: truncated SVD */
+    size_t oversample; /* randomized: extra columns (sklearn: 10) */
+    int n_iter;        /* randomized: power iterations, < 0 for sklearn's auto */
+    uint64_t seed;     /* randomized: the Gaussian test matrix */
 } hpml_pca_config_t;
 
 /* Defaults: 2 components, full solver, centred, oversample 10, auto iterations, seed 0. */

@@ -56,16 +56,15 @@ int hpml_r2_score(hpml_comm_t *comm, const double *y, const double *pred, size_t
 /* ---- logistic regression -------------------------------------------------------- */
 
 /* Called on every rank after each L-BFGS iteration (the CLI prints on rank 0). */
-typedef void (*hpml_logreg_progress_fn)(void *ctx, size_t iter, double objective,
-                                        double grad_norm);
+typedef void (*hpml_logreg_progress_fn)(void *ctx, size_t iter, double objective, double grad_norm);
 
 typedef struct hpml_logreg_config {
-    double C;                /* inverse regularisation strength (sklearn's C), > 0 */
+    double C; /* inverse regularisation strength (sklearn's C), > 0 */
     int fit_intercept;
-    int multinomial;         /* 0: auto (sigmoid for 2 classes, softmax for more); 1: softmax */
-    size_t max_iter;         /* L-BFGS iterations */
-    double tol;              /* stop when max |gradient| <= tol (of the mean objective) */
-    size_t memory;           /* L-BFGS history pairs (10) */
+    int multinomial; /* 0: auto (sigmoid for 2 classes, softmax for more); 1: softmax */
+    size_t max_iter; /* L-BFGS iterations */
+    double tol;      /* stop when max |gradient| <= tol (of the mean objective) */
+    size_t memory;   /* L-BFGS history pairs (10) */
     hpml_logreg_progress_fn progress;
     void *progress_ctx;
 } hpml_logreg_config_t;
@@ -75,14 +74,14 @@ void hpml_logreg_config_init(hpml_logreg_config_t *cfg);
 
 typedef struct hpml_logreg {
     size_t n_samples, n_features, n_classes;
-    size_t n_rows;      /* rows of coef: 1 for a binary sigmoid model, else n_classes */
-    int multinomial;    /* softmax model (for 2 classes coef holds class 1's row only) */
-    int64_t *classes;   /* (n_classes) sorted labels */
-    double *coef;       /* (n_rows, d) */
-    double *intercept;  /* (n_rows) */
-    size_t n_iter;      /* L-BFGS iterations run */
-    int converged;      /* 1 if the gradient tolerance was met */
-    double objective;   /* final mean objective: mean log-loss + |w|^2 / (2 C n) */
+    size_t n_rows;     /* rows of coef: 1 for a binary sigmoid model, else n_classes */
+    int multinomial;   /* softmax model (for 2 classes coef holds class 1's row only) */
+    int64_t *classes;  /* (n_classes) sorted labels */
+    double *coef;      /* (n_rows, d) */
+    double *intercept; /* (n_rows) */
+    size_t n_iter;     /* L-BFGS iterations run */
+    int converged;     /* 1 if the gradient tolerance was met */
+    double objective;  /* final mean objective: mean log-loss + |w|^2 / (2 C n) */
 } hpml_logreg_t;
 
 /*
@@ -96,8 +95,7 @@ typedef struct hpml_logreg {
 int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t rows, size_t d,
                     const hpml_logreg_config_t *cfg, hpml_logreg_t **out);
 /* proba (rows, n_classes) as sklearn's predict_proba. Local. */
-int hpml_logreg_predict_proba(const hpml_logreg_t *m, const double *x, size_t rows,
-                              double *proba);
+int hpml_logreg_predict_proba(const hpml_logreg_t *m, const double *x, size_t rows, double *proba);
 /* The most probable class label of each row (first class on ties). Local. */
 int hpml_logreg_predict(const hpml_logreg_t *m, const double *x, size_t rows, int64_t *pred);
 void hpml_logreg_destroy(hpml_logreg_t *m); /* NULL-safe */

@@ -19,9 +19,9 @@
 
 #include "hpml/knn.h"
 
-#define KNN_CHUNK_ROWS 2048 /* reference rows per broadcast chunk (also capped by bytes) */
+#define KNN_CHUNK_ROWS  2048 /* reference rows per broadcast chunk (also capped by bytes) */
 #define KNN_CHUNK_ELEMS (1u << 21)
-#define KNN_QTILE 512 /* query rows per GEMM tile */
+#define KNN_QTILE       512 /* query rows per GEMM tile */
 
 typedef struct {
     double *key; /* (nq, k) exact squared distances, ascending */
@@ -106,8 +106,8 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
     for (int r = 0; r < P; r++)
         total += (size_t)counts[r];
     if (k > total) {
-        rc = hpml_set_error(HPML_ERR_INVAL, "knn: k = %zu but the reference set has %zu rows",
-                            k, total);
+        rc = hpml_set_error(HPML_ERR_INVAL, "knn: k = %zu but the reference set has %zu rows", k,
+                            total);
         goto out;
     }
     chunk_rows = KNN_CHUNK_ELEMS / d;
@@ -163,8 +163,8 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
                 size_t qn = nq - q0 < KNN_QTILE ? nq - q0 : KNN_QTILE;
 
                 /* g (qn, cn) = Q_tile R_chunk^T */
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)cn, (int)d,
-                            1.0, query + q0 * d, (int)d, chunk, (int)d, 0.0, g, (int)cn);
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)cn, (int)d, 1.0,
+                            query + q0 * d, (int)d, chunk, (int)d, 0.0, g, (int)cn);
                 for (size_t i = 0; i < qn; i++) {
                     size_t q = q0 + i;
                     const double *gi = g + i * cn;

@@ -77,8 +77,8 @@ int hpml_linreg_fit(hpml_comm_t *comm, const double *x, const double *y, size_t 
     }
     if (rows > 0) {
         /* rows 0..d-1 of a, leading dimension d+t: X'X in the first d columns, X'y after */
-        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, xc, (int)d,
-                    0.0, a, (int)(d + t));
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, xc, (int)d, 0.0,
+                    a, (int)(d + t));
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)t, (int)rows, 1.0, xc,
                     (int)d, yc, (int)t, 0.0, a + d, (int)(d + t));
     }
@@ -130,8 +130,8 @@ int hpml_linreg_fit(hpml_comm_t *comm, const double *x, const double *y, size_t 
                             (int)info - 1);
         goto out;
     }
-    if (LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, (lapack_int)t, a,
-                       (lapack_int)(d + t), a + d, (lapack_int)(d + t)) != 0) {
+    if (LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, (lapack_int)t, a, (lapack_int)(d + t),
+                       a + d, (lapack_int)(d + t)) != 0) {
         rc = hpml_set_error(HPML_ERR_NUMERIC, "linreg: Cholesky solve failed");
         goto out;
     }

@@ -16,8 +16,8 @@
 #include "ml_agree.h"
 
 #define LOGREG_MAX_RANGE (1 << 20) /* label value range handled by the class histogram */
-#define LOGREG_TILE 4096           /* rows per GEMM tile in an evaluation */
-#define LS_MAX 40                  /* function evaluations per line search */
+#define LOGREG_TILE      4096      /* rows per GEMM tile in an evaluation */
+#define LS_MAX           40        /* function evaluations per line search */
 
 void hpml_logreg_config_init(hpml_logreg_config_t *cfg)
 {
@@ -43,13 +43,13 @@ void hpml_logreg_destroy(hpml_logreg_t *m)
 typedef struct {
     hpml_comm_t *comm;
     const double *x;
-    const int32_t *cls; /* class index of each local row */
+    const int32_t *cls;   /* class index of each local row */
     size_t rows, n, d, r; /* local rows, global rows, features, weight rows */
     int fi, softmax;
     double C;
-    size_t p;       /* parameters: r*d weights then r intercepts when fi */
-    double *z;      /* (LOGREG_TILE, r) scores, then d loss / d score */
-    double *buf;    /* p+1: gradient sums and the loss sum, allreduced */
+    size_t p;    /* parameters: r*d weights then r intercepts when fi */
+    double *z;   /* (LOGREG_TILE, r) scores, then d loss / d score */
+    double *buf; /* p+1: gradient sums and the loss sum, allreduced */
     size_t evals;
 } problem_t;
 
@@ -312,8 +312,8 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
     alph = hpml_malloc(mem * sizeof(double));
     m->coef = hpml_calloc(m->n_rows * d, sizeof(double));
     m->intercept = hpml_calloc(m->n_rows, sizeof(double));
-    if (!cls || !pb.z || !pb.buf || !w || !g || !wn || !gn || !dir || !s || !yv || !rho ||
-        !alph || !m->coef || !m->intercept)
+    if (!cls || !pb.z || !pb.buf || !w || !g || !wn || !gn || !dir || !s || !yv || !rho || !alph ||
+        !m->coef || !m->intercept)
         rc = HPML_ERR_NOMEM;
     if ((rc = hpml__ml_agree(comm, rc)) != 0)
         goto out;
@@ -458,8 +458,7 @@ out:
     return rc;
 }
 
-int hpml_logreg_predict_proba(const hpml_logreg_t *m, const double *x, size_t rows,
-                              double *proba)
+int hpml_logreg_predict_proba(const hpml_logreg_t *m, const double *x, size_t rows, double *proba)
 {
     size_t d = m->n_features, r = m->n_rows, K = m->n_classes;
 

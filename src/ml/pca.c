@@ -65,8 +65,8 @@ static int orthonormalise(hpml_comm_t *comm, double *y, size_t rows, size_t l, d
     if (comm != NULL &&
         (rc = hpml_allreduce(HPML_IN_PLACE, gram, l * l, HPML_F64, HPML_SUM, comm)) != 0)
         goto out;
-    if (LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'A', 'U', (lapack_int)l, gram, (lapack_int)l, 0, 0,
-                       0, 0, 0.0, &m, lam, vec, (lapack_int)l, isuppz) != 0) {
+    if (LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'A', 'U', (lapack_int)l, gram, (lapack_int)l, 0, 0, 0,
+                       0, 0.0, &m, lam, vec, (lapack_int)l, isuppz) != 0) {
         rc = hpml_set_error(HPML_ERR_NUMERIC, "pca: eigensolver failed on a Gram matrix");
         goto out;
     }
@@ -78,8 +78,8 @@ static int orthonormalise(hpml_comm_t *comm, double *y, size_t rows, size_t l, d
             vec[i * l + j] *= s;
     }
     for (size_t r = 0; r < rows; r++) {
-        cblas_dgemv(CblasRowMajor, CblasTrans, (int)l, (int)l, 1.0, vec, (int)l, y + r * l, 1,
-                    0.0, tmp, 1);
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)l, (int)l, 1.0, vec, (int)l, y + r * l, 1, 0.0,
+                    tmp, 1);
         memcpy(y + r * l, tmp, l * sizeof(double));
     }
 out:
@@ -92,8 +92,8 @@ out:
  * rows) ranks rows like U. Find the global row with the largest |t_ij| (the lowest index
  * on ties, as numpy.argmax) and make its entry positive by flipping component j.
  */
-static int flip_signs(hpml_comm_t *comm, const double *t, size_t rows, size_t k,
-                      size_t row_offset, double *components, size_t d)
+static int flip_signs(hpml_comm_t *comm, const double *t, size_t rows, size_t k, size_t row_offset,
+                      double *components, size_t d)
 {
     double *buf = hpml_calloc(3 * k, sizeof(double));
     double *amax = buf, *where = buf + k, *sign = buf + 2 * k;
@@ -149,8 +149,8 @@ static int fit_full(hpml_comm_t *comm, const double *xc, size_t rows, size_t d, 
         goto out;
     }
     if (rows > 0)
-        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, xc, (int)d,
-                    0.0, c, (int)d);
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, xc, (int)d, 0.0,
+                    c, (int)d);
     for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < i; j++)
             c[i * d + j] = c[j * d + i];
@@ -209,8 +209,8 @@ static int fit_randomized(hpml_comm_t *comm, const double *xc, size_t rows, size
     for (int it = 0; it <= n_iter; it++) {
         /* y = xc omega, orthonormalised over all ranks */
         if (rows > 0)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)l, (int)d,
-                        1.0, xc, (int)d, omega, (int)l, 0.0, y, (int)l);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)l, (int)d, 1.0,
+                        xc, (int)d, omega, (int)l, 0.0, y, (int)l);
         for (int pass = 0; pass < 2; pass++)
             if ((rc = orthonormalise(comm, y, rows, l, work)) != 0)
                 goto out;
@@ -219,8 +219,8 @@ static int fit_randomized(hpml_comm_t *comm, const double *xc, size_t rows, size
         /* omega = xc' y (d, l), allreduced, orthonormalised locally (replicated) */
         memset(omega, 0, d * l * sizeof(double));
         if (rows > 0)
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0,
-                        xc, (int)d, y, (int)l, 0.0, omega, (int)l);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0, xc,
+                        (int)d, y, (int)l, 0.0, omega, (int)l);
         if ((rc = hpml_allreduce(HPML_IN_PLACE, omega, d * l, HPML_F64, HPML_SUM, comm)) != 0)
             goto out;
         for (int pass = 0; pass < 2; pass++)
@@ -234,8 +234,8 @@ static int fit_randomized(hpml_comm_t *comm, const double *xc, size_t rows, size
                     (int)l, xc, (int)d, 0.0, b, (int)d);
     if ((rc = hpml_allreduce(HPML_IN_PLACE, b, l * d, HPML_F64, HPML_SUM, comm)) != 0)
         goto out;
-    if (LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (lapack_int)l, (lapack_int)d, b, (lapack_int)d, s,
-                       u, (lapack_int)l, vt, (lapack_int)d) != 0) {
+    if (LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (lapack_int)l, (lapack_int)d, b, (lapack_int)d, s, u,
+                       (lapack_int)l, vt, (lapack_int)d) != 0) {
         rc = hpml_set_error(HPML_ERR_NUMERIC, "pca: the SVD of the projected matrix failed");
         goto out;
     }
@@ -395,8 +395,8 @@ int hpml_pca_transform(const hpml_pca_t *pca, const double *x, size_t rows, doub
     /* (x - mean) V^T = x V^T - V mean, without a centred copy of x */
     cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)k, (int)d, 1.0, pca->components, (int)d,
                 pca->mean, 1, 0.0, mv, 1);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, 1.0, x,
-                (int)d, pca->components, (int)d, 0.0, out, (int)k);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, 1.0, x, (int)d,
+                pca->components, (int)d, 0.0, out, (int)k);
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < k; j++)
             out[i * k + j] -= mv[j];

@@ -14,8 +14,8 @@
 #include "hpml/knn.h"
 
 /* Naive exact top-k of query q among all n reference rows: (distance, index) order. */
-static void naive(const double *ref, size_t n, const double *q, size_t d, size_t k,
-                  int64_t *idx, double *dist)
+static void naive(const double *ref, size_t n, const double *q, size_t d, size_t k, int64_t *idx,
+                  double *dist)
 {
     double *d2 = malloc(n * sizeof(double));
     char *used = calloc(n, 1);
@@ -66,8 +66,8 @@ static void run_case(hpml_comm_t *comm, const char *what, size_t nref, size_t nq
         long bad_idx = 0, bad_pred = 0;
         double maxerr = 0;
 
-        HPMLT_CALL(hpml_knn_search(comm, ref + rb * d, lab + rb, re - rb, qry + qb * d, nql, d,
-                                   k, idx, dist, pred));
+        HPMLT_CALL(hpml_knn_search(comm, ref + rb * d, lab + rb, re - rb, qry + qb * d, nql, d, k,
+                                   idx, dist, pred));
         for (size_t i = 0; i < nql; i++) {
             int64_t best = 0;
             size_t bestn = 0;
@@ -112,14 +112,13 @@ int main(int argc, char **argv)
     hpmlt_init(&argc, &argv, "test_knn");
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
     run_case(comm, "random", 157, 61, 7, 5, 0, 1);
-    run_case(comm, "ties", 83, 29, 2, 9, 1, 2);         /* 9 grid points: many exact ties */
+    run_case(comm, "ties", 83, 29, 2, 9, 1, 2);          /* 9 grid points: many exact ties */
     run_case(comm, "tiny reference", 2, 13, 3, 2, 0, 3); /* ranks without reference rows */
     run_case(comm, "k = n", 11, 5, 4, 11, 0, 4);
-    run_case(comm, "wide", 40, 9, 3000, 3, 0, 5);       /* chunks smaller than a block */
+    run_case(comm, "wide", 40, 9, 3000, 3, 0, 5); /* chunks smaller than a block */
 
     /* k larger than the reference set: HPML_ERR_INVAL on every rank, no hang. */
-    rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL,
-                         NULL);
+    rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL);
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "k > n returned %d", rc);
     rc = hpml_knn_search(comm, one, NULL, 1, one, 1, 2, 1, idx, NULL, (int64_t *)idx);
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "pred without labels returned %d", rc);

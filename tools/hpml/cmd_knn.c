@@ -78,8 +78,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_PRED: o->pred_out = optarg; break;
         case O_THREADS:
             if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
             o->threads = (int)v;
             break;
         case O_JSON: o->json = 1; break;
@@ -133,8 +132,8 @@ int cmd_knn(int argc, char **argv)
         qt.file = o.qlabels;
         if (mlcli_load(CMD, comm, o.query, o.qlabels ? &qt : NULL, &Q, &QL))
             goto out;
-        if (mlcli_agree(CMD, comm, Q.cols != R.cols, "%s has %zu columns but %s has %zu",
-                        o.query, Q.cols, o.data, R.cols))
+        if (mlcli_agree(CMD, comm, Q.cols != R.cols, "%s has %zu columns but %s has %zu", o.query,
+                        Q.cols, o.data, R.cols))
             goto out;
         q = &Q;
     } else if (o.qlabels != NULL) {
@@ -169,8 +168,8 @@ int cmd_knn(int argc, char **argv)
     rc = idx && dist && pred ? 0 : HPML_ERR_NOMEM;
     t0 = hpml_time();
     if (rc == 0)
-        rc = hpml_knn_search(comm, R.data, rlab, R.rows, q->data, q->rows, R.cols, o.k, idx,
-                             dist, rlab ? pred : NULL);
+        rc = hpml_knn_search(comm, R.data, rlab, R.rows, q->data, q->rows, R.cols, o.k, idx, dist,
+                             rlab ? pred : NULL);
     t_search = hpml_time() - t0;
     if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
         goto out;

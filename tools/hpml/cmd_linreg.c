@@ -44,8 +44,19 @@ typedef struct {
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum { O_DATA = 256, O_TARGET, O_TCOL, O_ALPHA, O_NOINT, O_TEST, O_TTARGET, O_PRED, O_OUT,
-           O_THREADS, O_JSON };
+    enum {
+        O_DATA = 256,
+        O_TARGET,
+        O_TCOL,
+        O_ALPHA,
+        O_NOINT,
+        O_TEST,
+        O_TTARGET,
+        O_PRED,
+        O_OUT,
+        O_THREADS,
+        O_JSON
+    };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},
@@ -92,8 +103,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_OUT: o->out = optarg; break;
         case O_THREADS:
             if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
             o->threads = (int)v;
             break;
         case O_JSON: o->json = 1; break;
@@ -189,9 +199,8 @@ int cmd_linreg(int argc, char **argv)
         if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
             goto out;
     }
-    if (o.pred_out != NULL &&
-        mlcli_write_rows(CMD, comm, o.pred_out, tpred ? tpred : pred, HPML_F64,
-                         tpred ? TX.rows : X.rows, t))
+    if (o.pred_out != NULL && mlcli_write_rows(CMD, comm, o.pred_out, tpred ? tpred : pred,
+                                               HPML_F64, tpred ? TX.rows : X.rows, t))
         goto out;
     mlcli_out_path(cpath, sizeof(cpath), o.out, "coef", 1);
     mlcli_out_path(ipath, sizeof(ipath), o.out, "intercept", 0);
@@ -218,10 +227,9 @@ int cmd_linreg(int argc, char **argv)
                 printf("null");
             printf(", \"read_seconds\": %.6f, \"fit_seconds\": %.6f}\n", t_read, t_fit);
         } else {
-            printf("linreg: %zu rows x %zu features, %zu target%s, %s, %d rank%s\n",
-                   m->n_samples, d, t, t == 1 ? "" : "s",
-                   o.cfg.alpha > 0 ? "ridge" : "least squares", hpml_comm_size(comm),
-                   hpml_comm_size(comm) == 1 ? "" : "s");
+            printf("linreg: %zu rows x %zu features, %zu target%s, %s, %d rank%s\n", m->n_samples,
+                   d, t, t == 1 ? "" : "s", o.cfg.alpha > 0 ? "ridge" : "least squares",
+                   hpml_comm_size(comm), hpml_comm_size(comm) == 1 ? "" : "s");
             if (o.cfg.alpha > 0)
                 printf("  alpha        %g\n", o.cfg.alpha);
             for (size_t j = 0; j < t; j++) {

@@ -49,8 +49,23 @@ typedef struct {
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum { O_DATA = 256, O_TARGET, O_TCOL, O_C, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_TEST,
-           O_TTARGET, O_PRED, O_PROBA, O_OUT, O_THREADS, O_JSON };
+    enum {
+        O_DATA = 256,
+        O_TARGET,
+        O_TCOL,
+        O_C,
+        O_NOINT,
+        O_MULTI,
+        O_MAXIT,
+        O_TOL,
+        O_TEST,
+        O_TTARGET,
+        O_PRED,
+        O_PROBA,
+        O_OUT,
+        O_THREADS,
+        O_JSON
+    };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},
@@ -112,8 +127,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_OUT: o->out = optarg; break;
         case O_THREADS:
             if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
             o->threads = (int)v;
             break;
         case O_JSON: o->json = 1; break;
@@ -159,7 +173,8 @@ static int score(hpml_comm_t *comm, const hpml_logreg_t *m, const double *x, con
                  size_t rows, const int64_t *pred, double *acc, double *logloss)
 {
     size_t K = m->n_classes;
-    double s[3] = {0, 0, (double)rows}, *proba = hpml_malloc((rows ? rows : 1) * K * sizeof(double));
+    double s[3] = {0, 0, (double)rows},
+           *proba = hpml_malloc((rows ? rows : 1) * K * sizeof(double));
     int rc;
 
     if (proba == NULL)
@@ -250,7 +265,8 @@ int cmd_logreg(int argc, char **argv)
         if (mlcli_agree(CMD, comm, TX.cols != d, "%s has %zu feature columns but the model has %zu",
                         o.test, TX.cols, d))
             goto out;
-        if (have_test_y && mlcli_labels(CMD, comm, o.test_target ? o.test_target : o.test, &TY, &ty))
+        if (have_test_y &&
+            mlcli_labels(CMD, comm, o.test_target ? o.test_target : o.test, &TY, &ty))
             goto out;
         tpred = hpml_malloc((TX.rows ? TX.rows : 1) * sizeof(int64_t));
         rc = tpred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(m, TX.data, TX.rows, tpred);
@@ -261,8 +277,7 @@ int cmd_logreg(int argc, char **argv)
         px = &TX;
         ppred = tpred;
     }
-    if (o.pred_out != NULL &&
-        mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
+    if (o.pred_out != NULL && mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
         goto out;
     if (o.proba_out != NULL) {
         proba = hpml_malloc((px->rows ? px->rows : 1) * m->n_classes * sizeof(double));

@@ -43,8 +43,18 @@ typedef struct {
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum { O_DATA = 256, O_SOLVER, O_NOCENTER, O_OVERS, O_NITER, O_SEED, O_OUT, O_TOUT,
-           O_THREADS, O_JSON };
+    enum {
+        O_DATA = 256,
+        O_SOLVER,
+        O_NOCENTER,
+        O_OVERS,
+        O_NITER,
+        O_SEED,
+        O_OUT,
+        O_TOUT,
+        O_THREADS,
+        O_JSON
+    };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"n-components", required_argument, NULL, 'k'},
@@ -108,8 +118,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_TOUT: o->transform_out = optarg; break;
         case O_THREADS:
             if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
             o->threads = (int)v;
             break;
         case O_JSON: o->json = 1; break;

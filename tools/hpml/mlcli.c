@@ -47,8 +47,8 @@ int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli
     rc = hpml_io_shape(path, HPML_FMT_AUTO, &rows, &cols, &st);
     if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
         return CLI_EXIT_FAIL;
-    if (mlcli_agree(cmd, comm, rows == 0 || cols == 0, "%s: no data (%zu rows x %zu columns)",
-                    path, rows, cols))
+    if (mlcli_agree(cmd, comm, rows == 0 || cols == 0, "%s: no data (%zu rows x %zu columns)", path,
+                    rows, cols))
         return CLI_EXIT_FAIL;
     if (tgt != NULL && tgt->file != NULL) {
         rc = hpml_io_shape(tgt->file, HPML_FMT_AUTO, &trows, &tcols, &st);
@@ -201,8 +201,8 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
     size_t bad = (size_t)-1;
 
     *out = NULL;
-    if (mlcli_agree(cmd, comm, y->cols != 1, "%s: class labels must be one column (got %zu)",
-                    name, y->cols))
+    if (mlcli_agree(cmd, comm, y->cols != 1, "%s: class labels must be one column (got %zu)", name,
+                    y->cols))
         return CLI_EXIT_FAIL;
     l = hpml_malloc((y->rows ? y->rows : 1) * sizeof(int64_t));
     if (mlcli_agree(cmd, comm, l == NULL, "out of memory"))
@@ -213,8 +213,8 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
         l[i] = (int64_t)v[i];
     }
     if (mlcli_agree(cmd, comm, bad != (size_t)-1,
-                    "%s: row %zu: class label %.17g is not an integer", name,
-                    y->row_offset + bad, bad != (size_t)-1 ? v[bad] : 0.0)) {
+                    "%s: row %zu: class label %.17g is not an integer", name, y->row_offset + bad,
+                    bad != (size_t)-1 ? v[bad] : 0.0)) {
         hpml_free(l);
         return CLI_EXIT_FAIL;
     }
