@@ -81,4 +81,8 @@ assert {r["size"] for r in d["results"]} == {0, 2, 4, 8, 16, 32, 64, 128, 256}
 PY
 # Progress goes to stderr only on a terminal: never into a log.
 [ ! -s "$err" ] || fail "stderr not empty without a terminal: $(head -3 "$err")"
+# --progress forces the line (ranks never see a terminal under mpirun): stderr only.
+bench 2 allreduce -m 64 -i 5 -x 1 --impl mpi,hpml --progress
+grep -q 'hpml bench\] allreduce hpml 64 B (16/16)' "$err" || fail "--progress: $(tr '\r' '\n' <"$err" | tail -2)"
+! grep -q 'hpml bench\]' "$out" || fail "--progress wrote to stdout"
 finish

@@ -48,6 +48,8 @@ static void usage(void)
            "      --json          JSON instead of text\n"
            "      --plot FILE     latency and bandwidth against size through gnuplot\n"
            "                      (FILE.svg or FILE.png), one line per implementation\n"
+           "      --progress      progress line on stderr even when it is not a terminal\n"
+           "                      (under mpirun the ranks' stderr never is one)\n"
            "  -h, --help          this text\n\n"
            "Exit status: 0 ok, 1 a validation failure or error, 2 bad options.\n"
            "See docs/benchmarks.md for how each statistic is computed.\n");
@@ -235,6 +237,7 @@ int cmd_bench(int argc, char **argv)
         {"csv", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'J'},
         {"plot", required_argument, NULL, 'P'},
+        {"progress", no_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -244,7 +247,7 @@ int cmd_bench(int argc, char **argv)
     const char *impl = "mpi", *plotfile = NULL, *case_name = NULL;
     hpml_bench_result_t *res[3] = {NULL, NULL, NULL};
     char note[200];
-    int ndt = 1, fmt = 0, opt, status = CLI_EXIT_OK, rank = cli_rank();
+    int ndt = 1, fmt = 0, opt, status = CLI_EXIT_OK, rank = cli_rank(), force_progress = 0;
     long v;
 
     hpml_bench_opts_init(&o);
@@ -314,6 +317,7 @@ int cmd_bench(int argc, char **argv)
         case 'C': fmt = 1; break;
         case 'J': fmt = 2; break;
         case 'P': plotfile = optarg; break;
+        case 'G': force_progress = 1; break;
         case 'h':
             if (rank == 0)
                 usage();
@@ -356,8 +360,11 @@ int cmd_bench(int argc, char **argv)
             return cli_usage_error(CMD, "-k fixed:%d: root out of range (0..%d)", o.root,
                                    cli_size() - 1);
     }
-    /* The progress line only when a person watches stderr, never into logs or pipes. */
-    if (rank == 0 && isatty(STDERR_FILENO)) {
+    /* The progress line only when a person watches stderr, never into logs or pipes.
+     * Neither Open MPI's nor MPICH's launcher gives the ranks a terminal on stderr (Open
+     * MPI gives stdout a pty even when it is redirected, so that is no hint either):
+     * --progress asks for the line explicitly. */
+    if (rank == 0 && (isatty(STDERR_FILENO) || force_progress)) {
         o.progress = progress;
         o.progress_arg = (void *)case_name;
     }
