@@ -1,7 +1,8 @@
 /*
  * Allreduce by the MPI library's own MPI_Allreduce for the dtypes MPI knows; fp16/bf16
  * (which MPI lacks) go to hpml's recursive doubling (small) or ring (large), as do
- * reductions the MPI library gets wrong (Open MPI 4.1: 8-bit sums saturate).
+ * reductions the MPI library gets wrong (Open MPI 4.1: 8-bit sums saturate; MPICH 4.0:
+ * u8 min/max compare as signed).
  * Cost: whatever the MPI library's tuned selection gives.
  */
 #include <string.h>
@@ -13,19 +14,30 @@
 
 int hpml__mpi_op_ok(hpml_dtype_t dt, hpml_op_t op)
 {
-    static int open_mpi = -1;
+    /* 0: not probed, 1: Open MPI, 2: MPICH (or derived), 3: other. Benign race: every
+     * thread computes the same value. */
+    static int lib = 0;
 
     if (hpml__mpi_dtype(dt) == MPI_DATATYPE_NULL)
         return 0;
-    if (open_mpi < 0) {
+    if (lib == 0) {
         char v[MPI_MAX_LIBRARY_VERSION_STRING];
         int len = 0;
 
-        open_mpi = MPI_Get_library_version(v, &len) == MPI_SUCCESS && strstr(v, "Open MPI");
+        lib = 3;
+        if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
+            if (strstr(v, "Open MPI"))
+                lib = 1;
+            else if (strstr(v, "MPICH"))
+                lib = 2;
+        }
     }
     /* Open MPI 4.1's AVX reduction component saturates 8-bit integer sums instead of
      * wrapping (127 + 1 = 127) on vectors of 64+ elements; hpml promises wrap-around. */
-    if (open_mpi && (dt == HPML_I8 || dt == HPML_U8) && (op == HPML_SUM || op == HPML_AVG))
+    if (lib == 1 && (dt == HPML_I8 || dt == HPML_U8) && (op == HPML_SUM || op == HPML_AVG))
+        return 0;
+    /* MPICH 4.0 compares MPI_UINT8_T as signed in MIN/MAX (min(248, 3) = 248). */
+    if (lib == 2 && dt == HPML_U8 && (op == HPML_MIN || op == HPML_MAX))
         return 0;
     return 1;
 }

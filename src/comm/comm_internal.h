@@ -165,7 +165,8 @@ MPI_Datatype hpml__mpi_dtype(hpml_dtype_t dt);
 MPI_Op hpml__mpi_op(hpml_op_t op);
 /* 1 when the MPI library's own reduction gives hpml's semantics for dtype/op: the dtype
  * has an MPI type and the library is not known to get it wrong (Open MPI 4.1's AVX op
- * component saturates 8-bit integer SUM instead of wrapping). Use before any
+ * component saturates 8-bit integer SUM instead of wrapping; MPICH 4.0 compares u8 as
+ * signed in MIN/MAX). Use before any
  * MPI_Allreduce/MPI_Reduce/MPI_Reduce_scatter_block on user data. */
 int hpml__mpi_op_ok(hpml_dtype_t dt, hpml_op_t op);
 
