@@ -23,6 +23,8 @@
 extern "C" {
 #endif
 
+typedef void (*hpml_knn_progress_fn)(void *ctx, size_t done, size_t total);
+
 /*
  * The k nearest reference rows of each local query row.
  *
@@ -34,6 +36,9 @@ extern "C" {
  *   pred      (nq) out: majority label among the k neighbours (ties: the smallest
  *             label, as scikit-learn), or NULL; requires labels
  *
+ *   progress  called on every rank after each reference chunk with the reference rows
+ *             searched so far and in total (for a progress display), or NULL
+ *
  * Collective over comm: every rank passes the same d and k. Returns HPML_ERR_INVAL for
  * d == 0, k == 0, k larger than the total number of reference rows, or pred without
  * labels (on every rank: the checks use allreduced values); HPML_ERR_NOMEM; the comm
@@ -41,7 +46,8 @@ extern "C" {
  */
 int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels, size_t nref,
                     const double *query, size_t nq, size_t d, size_t k, int64_t *indices,
-                    double *distances, int64_t *pred);
+                    double *distances, int64_t *pred, hpml_knn_progress_fn progress,
+                    void *progress_ctx);
 
 #ifdef __cplusplus
 }

@@ -86,7 +86,8 @@ static int64_t majority(const int64_t *v, size_t k)
 
 int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels, size_t nref,
                     const double *query, size_t nq, size_t d, size_t k, int64_t *indices,
-                    double *distances, int64_t *pred)
+                    double *distances, int64_t *pred, hpml_knn_progress_fn progress,
+                    void *progress_ctx)
 {
     int rc = 0, P = hpml_comm_size(comm), me = hpml_comm_rank(comm);
     int64_t *counts = NULL, flags[3];
@@ -181,6 +182,8 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
                     }
                 }
             }
+            if (progress != NULL)
+                progress(progress_ctx, offset + c0 + cn, total);
         }
         offset += n;
     }

@@ -67,7 +67,7 @@ static void run_case(hpml_comm_t *comm, const char *what, size_t nref, size_t nq
         double maxerr = 0;
 
         HPMLT_CALL(hpml_knn_search(comm, ref + rb * d, lab + rb, re - rb, qry + qb * d, nql, d, k,
-                                   idx, dist, pred));
+                                   idx, dist, pred, NULL, NULL));
         for (size_t i = 0; i < nql; i++) {
             int64_t best = 0;
             size_t bestn = 0;
@@ -118,9 +118,10 @@ int main(int argc, char **argv)
     run_case(comm, "wide", 40, 9, 3000, 3, 0, 5); /* chunks smaller than a block */
 
     /* k larger than the reference set: HPML_ERR_INVAL on every rank, no hang. */
-    rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL);
+    rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL,
+                         NULL, NULL);
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "k > n returned %d", rc);
-    rc = hpml_knn_search(comm, one, NULL, 1, one, 1, 2, 1, idx, NULL, (int64_t *)idx);
+    rc = hpml_knn_search(comm, one, NULL, 1, one, 1, 2, 1, idx, NULL, (int64_t *)idx, NULL, NULL);
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "pred without labels returned %d", rc);
     hpml_comm_destroy(comm);
     return hpmlt_finish();

@@ -101,6 +101,23 @@ static int parse(int argc, char **argv, opts_t *o)
     return 0;
 }
 
+typedef struct {
+    double t0, last;
+} progress_t;
+
+/* Rank 0, at most once a second and at the end: reference rows searched so far. */
+static void progress(void *ctx, size_t done, size_t total)
+{
+    progress_t *p = ctx;
+    double now = hpml_time();
+
+    if (done < total && now - p->last < 1.0)
+        return;
+    p->last = now;
+    fprintf(stderr, "[knn] %zu of %zu reference rows searched (%.0f%%)  %.2f s\n", done, total,
+            100.0 * (double)done / (double)total, now - p->t0);
+}
+
 int cmd_knn(int argc, char **argv);
 int cmd_knn(int argc, char **argv)
 {
@@ -113,6 +130,7 @@ int cmd_knn(int argc, char **argv)
     char ipath[4096], dpath[4096], ppath[4096];
     int rc, status = CLI_EXIT_FAIL;
     const hpml_array_t *q;
+    progress_t pg;
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
@@ -167,9 +185,10 @@ int cmd_knn(int argc, char **argv)
     pred = hpml_malloc((q->rows ? q->rows : 1) * sizeof(int64_t));
     rc = idx && dist && pred ? 0 : HPML_ERR_NOMEM;
     t0 = hpml_time();
+    pg.t0 = pg.last = t0;
     if (rc == 0)
         rc = hpml_knn_search(comm, R.data, rlab, R.rows, q->data, q->rows, R.cols, o.k, idx, dist,
-                             rlab ? pred : NULL);
+                             rlab ? pred : NULL, o.verbose ? progress : NULL, &pg);
     t_search = hpml_time() - t0;
     if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
         goto out;
