@@ -449,14 +449,38 @@ static void print_bytes(FILE *f, size_t b)
         fprintf(f, "%zu", b);
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The sizes where the choice for `coll` may change: 0 and one past every rule's
+ * max_bytes (file and built-in); sorted, unique. Returns the count (<= cap). */
+static size_t boundaries(const struct hpml_select *s, hpml_coll_t coll, size_t *b, size_t cap)
+{
+    size_t n = 0, m = 0;
+
+    b[n++] = 0;
+    for (size_t i = 0; s != NULL && i < s->n && n < cap; i++)
+        if (s->rules[i].coll == coll && s->rules[i].max_bytes != INF)
+            b[n++] = s->rules[i].max_bytes + 1;
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]) && n < cap; i++)
+        if (builtin[i].coll == coll && builtin[i].max_bytes != INF)
+            b[n++] = builtin[i].max_bytes + 1;
+    qsort(b, n, sizeof(size_t), cmp_size);
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || b[i] != b[m - 1])
+            b[m++] = b[i];
+    return m;
+}
+
 /* The rules in force for this communicator, collapsed to byte ranges. */
 int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json)
 {
-    /* Probe sizes at every rule boundary: the choice is piecewise constant between. */
-    static const size_t probes[] = {0,        1 * KB,   4 * KB,    16 * KB,   64 * KB,
-                                    256 * KB, 1024 * KB, 4096 * KB, 16384 * KB, 65536 * KB};
     struct hpml_select *s;
-    const size_t np = sizeof(probes) / sizeof(probes[0]);
+    size_t b[256];
 
     if (comm == NULL || f == NULL)
         return HPML_ERR_INVAL;
@@ -473,33 +497,33 @@ int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json)
     }
     for (int c = 0; c < HPML_COLL_COUNT; c++) {
         int forced = s && s->forced[c] != HPML_ALGO_AUTO;
+        size_t nb = boundaries(s, (hpml_coll_t)c, b, sizeof(b) / sizeof(b[0]));
 
         if (json)
             fprintf(f, "%s\"%s\": {\"forced\": %s, \"ranges\": [", c ? ", " : "",
                     coll_names[c], forced ? "true" : "false");
         else
             fprintf(f, "  %-15s", coll_names[c]);
-        /* Ranges [lo, next probe) with the same algorithm are merged. */
-        for (size_t i = 0, first = 1; i < np;) {
-            hpml_algo_t a = hpml__select(comm, (hpml_coll_t)c, probes[i]);
+        /* Consecutive ranges with the same algorithm are merged. */
+        for (size_t i = 0, first = 1; i < nb;) {
+            hpml_algo_t a = hpml__select(comm, (hpml_coll_t)c, b[i]);
             size_t j = i + 1;
 
-            while (j < np && hpml__select(comm, (hpml_coll_t)c, probes[j]) == a)
+            while (j < nb && hpml__select(comm, (hpml_coll_t)c, b[j]) == a)
                 j++;
             if (json) {
-                fprintf(f, "%s{\"from_bytes\": %zu, \"to_bytes\": ", first ? "" : ", ",
-                        probes[i]);
-                if (j < np)
-                    fprintf(f, "%zu", probes[j] - 1);
+                fprintf(f, "%s{\"from_bytes\": %zu, \"to_bytes\": ", first ? "" : ", ", b[i]);
+                if (j < nb)
+                    fprintf(f, "%zu", b[j] - 1);
                 else
                     fprintf(f, "null");
                 fprintf(f, ", \"algorithm\": \"%s\"}", hpml_algo_name(a));
             } else {
                 fprintf(f, "%s", first ? "" : ", ");
-                print_bytes(f, probes[i]);
+                print_bytes(f, b[i]);
                 fprintf(f, "..");
-                if (j < np)
-                    print_bytes(f, probes[j] - 1);
+                if (j < nb)
+                    print_bytes(f, b[j] - 1);
                 fprintf(f, " %s", hpml_algo_name(a));
             }
             first = 0;
