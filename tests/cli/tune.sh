@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `hpml tune` on 2 ranks (small sizes, few samples): prints a timing table, writes a
+# tuning file that hpml's loader accepts (every rule well formed, one open-ended rule per
+# tuned collective), renames it into place only when complete; usage errors exit 2.
+# (Loading tuning files, good and malformed, is tested in tests/mpi/test_comm_select.c.)
+# Env (from tests/run.sh): HPML, MPIRUN, MPI.
+# hpml-test: timeout=300
+set -u
+fail=0
+check() { if eval "$1"; then :; else echo "FAIL: $2"; fail=1; fi; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+out=$($MPIRUN -np 2 "$HPML" tune --max 2K --samples 3 --coll allreduce,bcast -o "$dir/t.txt") ||
+    { echo "FAIL: hpml tune exited $?"; exit 1; }
+echo "$out"
+check '[ -f "$dir/t.txt" ]' "tuning file not written"
+check '[ -z "$(ls "$dir" | grep -v "^t.txt$")" ]' "temporary file left behind"
+cat "$dir/t.txt"
+check 'head -1 "$dir/t.txt" | grep -qx "hpml-tuning 1"' "header line missing"
+check 'grep -q "^# allreduce" <<<"$out"' "no allreduce table"
+check 'grep -q "shm" <<<"$out"' "shm algorithm not timed"
+# Every rule: collective 2 1 max_bytes algorithm, the last one per collective open-ended.
+rules=$(grep -v '^#' "$dir/t.txt" | tail -n +2)
+check '[ -n "$rules" ]' "no rules"
+check '! grep -vqE "^(allreduce|bcast) +2 1 ([0-9]+|inf) [a-z_]+$" <<<"$rules"' "malformed rule"
+check '[ "$(grep -c " inf " <<<"$rules")" = 2 ]' "expected one open-ended rule per collective"
+check '! grep -q "^reduce " <<<"$rules"' "untuned collective written"
+
+# Usage errors: exit status 2 with a one-line message.
+for args in "--coll nope" "--max 12Q" "--samples 0" "--min 1M --max 4K" "extra"; do
+    $MPIRUN -np 2 "$HPML" tune $args -o "$dir/u.txt" >"$dir/err" 2>&1
+    rc=$?
+    check '[ $rc = 2 ]' "hpml tune $args: exit $rc, expected 2"
+    check 'grep -q "hpml tune:" "$dir/err"' "hpml tune $args: no message"
+done
+check '[ ! -e "$dir/u.txt" ]' "usage error still wrote a file"
+$MPIRUN -np 1 "$HPML" tune --help | grep -q "HPML_TUNING_FILE" || { echo "FAIL: --help"; fail=1; }
+exit $fail
