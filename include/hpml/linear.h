@@ -64,12 +64,15 @@ typedef struct hpml_logreg_config {
     int multinomial; /* 0: auto (sigmoid for 2 classes, softmax for more); 1: softmax */
     size_t max_iter; /* L-BFGS iterations */
     double tol;      /* stop when max |gradient| <= tol (of the mean objective) */
+    double ftol;     /* or when f decreases by <= ftol relative: scipy's L-BFGS-B factr
+                      * test; default 64 eps as sklearn; 0 never */
     size_t memory;   /* L-BFGS history pairs (10) */
     hpml_logreg_progress_fn progress;
     void *progress_ctx;
 } hpml_logreg_config_t;
 
-/* Defaults: C 1, intercept, auto, 100 iterations, tol 1e-4, memory 10, no progress. */
+/* Defaults: C 1, intercept, auto, 100 iterations, tol 1e-4, ftol 64 eps, memory 10,
+ * no progress. */
 void hpml_logreg_config_init(hpml_logreg_config_t *cfg);
 
 typedef struct hpml_logreg {
@@ -80,7 +83,8 @@ typedef struct hpml_logreg {
     double *coef;      /* (n_rows, d) */
     double *intercept; /* (n_rows) */
     size_t n_iter;     /* L-BFGS iterations run */
-    int converged;     /* 1 if the gradient tolerance was met */
+    int converged;     /* 1 if tol or ftol was met, or no step could lower f with the
+                        * gradient at rounding level */
     double objective;  /* final mean objective: mean log-loss + |w|^2 / (2 C n) */
 } hpml_logreg_t;
 

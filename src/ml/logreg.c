@@ -28,6 +28,7 @@ void hpml_logreg_config_init(hpml_logreg_config_t *cfg)
     cfg->max_iter = 100;
     cfg->tol = 1e-4;
     cfg->memory = 10;
+    cfg->ftol = 64.0 * DBL_EPSILON;
 }
 
 void hpml_logreg_destroy(hpml_logreg_t *m)
@@ -142,9 +143,11 @@ static double interpolate(lspt_t lo, lspt_t hi)
 }
 
 /*
- * Strong-Wolfe line search along dir from w (value f0, slope gd0 < 0). On success xn, fn,
- * gn hold the accepted point and 0 is returned; 1 if no acceptable step was found (xn etc.
- * then hold the best point seen if it decreased f, and *moved says so).
+ * Strong-Wolfe line search along dir from w (value f0, slope gd0 < 0). Returns 0 when a
+ * step met the conditions (Armijo up to rounding noise in f: near the optimum f changes
+ * by less than its last bits and the curvature condition on the gradient decides), with
+ * xn, fn, gn the accepted point; 1 if none was found, and then xn etc. hold the best point
+ * seen if it decreased f (*moved says so). *rc gets a collective's error.
  */
 static int line_search(problem_t *pb, const double *w, double f0, double gd0, const double *dir,
                        double a0, double *xn, double *fn, double *gn, int *moved, int *rc)
@@ -382,7 +385,7 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
         failed = line_search(&pb, w, f, gd, dir, a0, wn, &fn, gn, &moved, &rc);
         if (rc != 0)
             goto out;
-        if (!moved) {
+        if (failed && !moved) {
             /* No decrease possible at this precision (scipy: ABNORMAL_TERMINATION_IN_LNSRCH):
              * as good as it gets; converged if the gradient is at rounding level. */
             m->converged = gmax <= fmax(cfg->tol, 1e-7);
@@ -417,9 +420,9 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
                     gm = fmax(gm, fabs(g[j]));
                 cfg->progress(cfg->progress_ctx, m->n_iter, f, gm);
             }
-            /* scipy's L-BFGS-B factr test with sklearn's ftol = 64 eps */
-            if ((fprev - f) <= 64.0 * DBL_EPSILON * fmax(fmax(fabs(fprev), fabs(f)), 1.0) &&
-                !failed) {
+            /* scipy's L-BFGS-B factr test (sklearn passes ftol = 64 eps) */
+            if (cfg->ftol > 0 && !failed &&
+                (fprev - f) <= cfg->ftol * fmax(fmax(fabs(fprev), fabs(f)), 1.0)) {
                 m->converged = 1;
                 break;
             }

@@ -19,13 +19,13 @@ for n in 1 2 3; do
         name=$1 y=$2
         shift 2
         $MPIRUN -np $n "$HPML" logreg --data "$d/X.npy" --target "$d/$y.npy" --C 0.5 \
-            --tol 1e-10 --max-iter 1000 "$@" --out "$d/np$n.$name" \
+            --tol 1e-10 --ftol 0 --max-iter 1000 "$@" --out "$d/np$n.$name" \
             --pred-out "$d/np$n.$name.pred.npy" --proba-out "$d/np$n.$name.proba.npy" --json \
             >"$d/np$n.$name.json" || { echo "FAIL: logreg $name at $n ranks"; fail=1; }
     done
 done
 cat "$d/np3.multi.json"
-$MPIRUN -np 3 "$HPML" logreg --data "$d/Xy.csv" --target-col -1 --C 0.5 --tol 1e-10 \
+$MPIRUN -np 3 "$HPML" logreg --data "$d/Xy.csv" --target-col -1 --C 0.5 --tol 1e-10 --ftol 0 \
     --max-iter 1000 --json >"$d/np3.csv.json" || { echo "FAIL: csv run"; fail=1; }
 $MPIRUN -np 2 "$HPML" logreg --data "$d/X.npy" --target "$d/y.npy" --C 0.5 --verbose \
     >/dev/null 2>"$d/progress" || fail=1

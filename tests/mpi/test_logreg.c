@@ -83,12 +83,13 @@ static void run(hpml_comm_t *comm, hpml_comm_t *self, const double *x, const int
     cfg.fit_intercept = fi;
     cfg.multinomial = multinomial;
     cfg.tol = 1e-10;
+    cfg.ftol = 0;
     cfg.max_iter = 1000;
     HPMLT_CALL(hpml_logreg_fit(comm, x + lo * D, y + lo, hi - lo, D, &cfg, &m));
     HPMLT_CALL(hpml_logreg_fit(self, x, y, N, D, &cfg, &m1));
     if (m == NULL || m1 == NULL)
         goto out;
-    HPMLT_CHECK(kkt(m, x, y, C, fi) < 1e-8, "%s: gradient at the solution %g", what,
+    HPMLT_CHECK(kkt(m, x, y, C, fi) < 1e-9, "%s: gradient at the solution %g", what,
                 kkt(m, x, y, C, fi));
     {
         double worst = 0;

@@ -4,9 +4,10 @@
   logreg_ref.py gen DIR          write the inputs
   logreg_ref.py check DIR N...   compare DIR/np<N>.* (hpml outputs at N ranks) with sklearn
 
-Both sides run L-BFGS to a strict tolerance (sklearn: tol=1e-10; hpml: --tol 1e-10), so the
-coefficients agree to the optimiser's precision; in addition hpml's objective value must
-not be worse than sklearn's.
+Both sides run L-BFGS to a strict tolerance (sklearn: tol=1e-10; hpml: --tol 1e-10
+--ftol 0). sklearn still stops at its ftol (64 eps relative decrease), ~1e-5 from the
+optimum, so hpml's coefficients are compared with sklearn's at 1e-4 and with the optimum
+polished by scipy (gtol 1e-13) at 1e-7; hpml's objective must not be worse than sklearn's.
 """
 import json
 import sys
@@ -45,6 +46,43 @@ def objective(X, y, classes, coef, icpt, multinomial):
     return C * loss + 0.5 * (coef ** 2).sum()
 
 
+def optimum(X, y, classes, multinomial):
+    """The exact minimiser of the objective, to ~1e-10: scipy's L-BFGS-B with zero ftol and
+    a tiny gtol on the objective divided by C*n, with its analytic gradient. sklearn's own
+    fit stops at ftol = 64 eps, which leaves its coefficients ~1e-5 from the optimum."""
+    from scipy.optimize import minimize
+    n, d = X.shape
+    r = len(classes) if multinomial else 1
+    Xb = np.hstack([X, np.ones((n, 1))])
+    idx = np.searchsorted(classes, y)
+
+    def f(v):
+        w = v.reshape(r, d + 1)
+        Z = Xb @ w.T
+        if r == 1:
+            s = np.where(idx == 1, 1.0, -1.0)
+            loss = np.logaddexp(0, -s * Z[:, 0]).sum()
+            dz = (1 / (1 + np.exp(-Z[:, 0])) - (idx == 1))[:, None]
+        else:
+            lse = np.logaddexp.reduce(Z, axis=1)
+            loss = (lse - Z[np.arange(n), idx]).sum()
+            dz = np.exp(Z - lse[:, None])
+            dz[np.arange(n), idx] -= 1
+        g = dz.T @ Xb
+        g[:, :d] += w[:, :d] / C
+        val = loss + 0.5 * (w[:, :d] ** 2).sum() / C
+        return val / n, g.ravel() / n
+
+    res = minimize(f, np.zeros(r * (d + 1)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=100000, ftol=0, gtol=1e-13, maxcor=30))
+    w = res.x.reshape(r, d + 1)
+    if multinomial:
+        w[:, d] -= w[:, d].mean()
+        if len(classes) == 2:
+            w = w[1:]
+    return w[:, :d], w[:, d]
+
+
 def check(d, ranks):
     X = np.load(f"{d}/X.npy")
     bad = 0
@@ -53,6 +91,10 @@ def check(d, ranks):
         kw = dict(multi_class="multinomial") if multi else {}
         sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000, **kw).fit(X, y)
         f_sk = objective(X, y, sk.classes_, sk.coef_, sk.intercept_, multi)
+        w_opt, b_opt = optimum(X, y, sk.classes_, multi)
+        err = max(abs(sk.coef_ - w_opt).max(), abs(sk.intercept_ - b_opt).max())
+        if err > 1e-4:  # sanity: sklearn and this reference minimise the same objective
+            print(f"{name}: sklearn is {err:.3g} from the reference optimum"); bad = 1
         first = None
         for n in ranks:
             p = f"{d}/np{n}.{name}"
@@ -62,8 +104,11 @@ def check(d, ranks):
             classes = np.load(f"{p}.classes.npy").ravel()
             if not (classes == sk.classes_).all():
                 print(f"{p}: classes {classes} != {sk.classes_}"); bad = 1; continue
+            err = max(abs(coef - w_opt).max(), abs(icpt - b_opt).max())
+            if err > 1e-7:
+                print(f"{p}: coefficients are {err:.3g} from the optimum"); bad = 1
             err = max(abs(coef - sk.coef_).max(), abs(icpt - sk.intercept_).max())
-            if err > 2e-5 * max(1.0, abs(sk.coef_).max()):
+            if err > 1e-4:
                 print(f"{p}: coefficients differ from sklearn by {err:.3g}"); bad = 1
             f_me = objective(X, y, classes, coef, icpt, multi)
             if f_me > f_sk + 1e-9 * abs(f_sk):
@@ -99,7 +144,7 @@ def check(d, ranks):
     s = json.load(open(f"{d}/np{ranks[-1]}.csv.json"))
     sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000).fit(
         X, np.load(f"{d}/y.npy").ravel())
-    if abs(np.array(s["coef"]) - sk.coef_.ravel()).max() > 2e-5 * max(1.0, abs(sk.coef_).max()):
+    if abs(np.array(s["coef"]) - sk.coef_.ravel()).max() > 1e-4:
         print("csv --target-col -1: coefficients differ"); bad = 1
     if not bad:
         print(f"logreg: multinomial, binary and binary-softmax models match sklearn at ranks {ranks}")

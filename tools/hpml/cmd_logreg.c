@@ -28,6 +28,8 @@ static const char *usage_text =
     "  --max-iter N        L-BFGS iterations (default 100)\n"
     "  --tol T             stop when max |gradient| <= T, gradient of the mean objective\n"
     "                      (default 1e-4)\n"
+    "  --ftol F            or when the objective decreases by <= F relative (default\n"
+    "                      64 eps = 1.4e-14, as sklearn; 0 disables it, for --tol to rule)\n"
     "  --test FILE         rows to predict (default: the training rows); with\n"
     "                      --target-col, a FILE with the label column too is scored\n"
     "  --test-target FILE  labels of --test, to score the predictions\n"
@@ -58,6 +60,7 @@ static int parse(int argc, char **argv, opts_t *o)
         O_MULTI,
         O_MAXIT,
         O_TOL,
+        O_FTOL,
         O_TEST,
         O_TTARGET,
         O_PRED,
@@ -75,6 +78,7 @@ static int parse(int argc, char **argv, opts_t *o)
         {"multinomial", no_argument, NULL, O_MULTI},
         {"max-iter", required_argument, NULL, O_MAXIT},
         {"tol", required_argument, NULL, O_TOL},
+        {"ftol", required_argument, NULL, O_FTOL},
         {"test", required_argument, NULL, O_TEST},
         {"test-target", required_argument, NULL, O_TTARGET},
         {"pred-out", required_argument, NULL, O_PRED},
@@ -119,6 +123,10 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_TOL:
             if (cli_parse_double(optarg, &o->cfg.tol) != 0 || o->cfg.tol < 0)
                 return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", optarg);
+            break;
+        case O_FTOL:
+            if (cli_parse_double(optarg, &o->cfg.ftol) != 0 || o->cfg.ftol < 0)
+                return cli_usage_error(CMD, "--ftol must be a number >= 0 (got '%s')", optarg);
             break;
         case O_TEST: o->test = optarg; break;
         case O_TTARGET: o->test_target = optarg; break;
