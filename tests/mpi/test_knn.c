@@ -115,7 +115,9 @@ int main(int argc, char **argv)
     run_case(comm, "ties", 83, 29, 2, 9, 1, 2);          /* 9 grid points: many exact ties */
     run_case(comm, "tiny reference", 2, 13, 3, 2, 0, 3); /* ranks without reference rows */
     run_case(comm, "k = n", 11, 5, 4, 11, 0, 4);
-    run_case(comm, "wide", 40, 9, 3000, 3, 0, 5); /* chunks smaller than a block */
+    /* d = 3000: 699-row broadcast chunks, so every block (700 rows or more at 1-3 ranks) is
+     * sent in pieces. */
+    run_case(comm, "wide, chunked", 2100, 7, 3000, 3, 0, 5);
 
     /* k larger than the reference set: HPML_ERR_INVAL on every rank, no hang. */
     rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL,
