@@ -20,7 +20,6 @@
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
-#define OFF_DONE offsetof(hpml_shm_ctrl_t, done)
 
 typedef struct {
     hpml_comm_t *comm;
@@ -35,7 +34,7 @@ typedef struct {
     uint64_t step0;  /* step number of chunk 0 */
     int reg;         /* this rank's input is registered (no copy in) */
     int nbuf;
-    int own_buf;     /* read my own input from my pipeline buffer */
+    int own_buf;     /* small path: every input, mine too, is in the pipeline buffers */
 } eng_t;
 
 /* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
@@ -57,7 +56,7 @@ static const char *input_of(const eng_t *e, int k, size_t c, size_t at)
 
     if (k == e->lr && !e->own_buf)
         return e->src + (c * e->chunk + at) * e->es;
-    if (ctl->src_win >= 0)
+    if (!e->own_buf && ctl->src_win >= 0)
         return hpml__shm_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
                (c * e->chunk + at) * e->es;
     return hpml__shm_buf(e->s, k, (int)((e->step0 + c) % (uint64_t)e->nbuf)) + at * e->es;
@@ -76,9 +75,10 @@ static void copy_in(eng_t *e, size_t c, int all)
     char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
 
-    /* The buffer was last used by step g - nbuf: every peer must be done with it. */
-    if (g >= (uint64_t)e->nbuf)
-        hpml__shm_wait_all(e->comm, e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+    /* The buffer was last used by step g - nbuf (nbuf >= 3). No wait is needed: before
+     * any step g this rank has seen every peer publish step g - 1, and a rank publishes
+     * step h only after copying out step h - 2 (the pipeline below runs copy_in(c+1)
+     * after copy_out(c-1)), so every peer is done with step g - 3 >= g - nbuf. */
     if (!e->reg) {
         const char *src = e->src + c * e->chunk * e->es;
 
@@ -153,7 +153,6 @@ static void copy_out(eng_t *e, size_t c)
             memcpy(dst + lo * e->es, hpml__shm_buf(e->s, j % e->L, b) + lo * e->es,
                    (hi - lo) * e->es);
     }
-    atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
 }
 
 static int make_slice_comms(hpml_comm_t *comm)
@@ -226,7 +225,6 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
          * otherwise overwrite it before it is used. */
         e.own_buf = 1;
         rc = reduce_range(&e, 0, 0, count, e.dst);
-        atomic_store_explicit(&me->done, e.step0 + 1, memory_order_release);
         e.s->step = e.step0 + 1;
         return rc;
     }

@@ -71,7 +71,7 @@ typedef struct hpml_shm_ctrl {
     char pad0[64 - sizeof(uint64_t)];
     _Atomic uint64_t reduced; /* steps whose slice this rank has reduced */
     char pad1[64 - sizeof(uint64_t)];
-    _Atomic uint64_t done;    /* steps this rank has finished reading everything of */
+    _Atomic uint64_t done;    /* spare (buffer reuse needs no counter: allreduce_shm.c) */
     char pad2[64 - sizeof(uint64_t)];
     /* Where this rank's input for the current operation is, when it is a registered
      * buffer: window id (-1: in the scratch buffers) and byte offset in its part. Written
@@ -87,6 +87,7 @@ typedef struct hpml_shm {
     size_t chunk_bytes;   /* pipeline chunk (bytes per step) */
     int nbuf;             /* pipeline depth: scratch buffers per rank */
     uint64_t step;        /* next step number (identical on every local rank) */
+    unsigned spin;        /* pause iterations before a waiting rank starts to yield */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)
@@ -103,7 +104,7 @@ static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
     return s->w.peer[local_rank] + HPML_SHM_CTRL_BYTES + (size_t)buf * s->chunk_bytes;
 }
 /* Spin (then yield, for oversubscribed runs) until *c >= v (acquire). */
-void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v);
+void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
 /* Is [p, p+bytes) inside one of this rank's registered buffers? Sets *win, *off. */

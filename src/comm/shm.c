@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm_internal.h"
 
@@ -96,8 +97,14 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     /* Same environment on every rank, so the same sizes. */
     s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
     s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
-    if (s->nbuf < 2)
-        s->nbuf = 2;
+    if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
+        s->nbuf = 3;
+    {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+        s->spin = (unsigned)env_size("HPML_SHM_SPIN",
+                                     cpus > 0 && comm->local_size > cpus ? 256 : 20000);
+    }
     rc = win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
     if (rc != 0)
         goto out;
@@ -135,14 +142,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v)
+void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
 {
     unsigned spins = 0;
 
     while (atomic_load_explicit(c, memory_order_acquire) < v) {
-        /* Spin briefly (a peer on another core answers within a microsecond), then
-         * yield so an oversubscribed peer can run. */
-        if (++spins < 2000)
+        /* Spin (a peer on another core answers within a microsecond), then yield so an
+         * oversubscribed peer can run. Yielding early costs a time slice whenever another
+         * process shares the core, so only oversubscribed nodes yield early. */
+        if (++spins < spin)
             cpu_relax();
         else
             sched_yield();
@@ -152,7 +160,9 @@ void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v)
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v)
 {
     for (int i = 0; i < comm->local_size; i++)
-        hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v);
+        if (i != comm->local_rank)
+            hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v,
+                           s->spin);
 }
 
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off)
