@@ -66,7 +66,7 @@ typedef struct {
 
 static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train_config_t *c)
 {
-    size_t cap, cur_end, cur_bytes = 0;
+    size_t cap, cur_end, cur_beg, cur_bytes = 0;
 
     memset(d, 0, sizeof(*d));
     d->comm = comm;
@@ -82,30 +82,42 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train
         return HPML_ERR_NOMEM;
     if (d->dt != HPML_F32 && !(d->wire = hpml_malloc(m->nparams * sizeof(uint16_t) + 2)))
         return HPML_ERR_NOMEM;
-    /* Walk the layers from the last: a bucket closes at a layer boundary once it holds
-     * at least its capacity (the first bucket's capacity is small). */
+    /* Walk the layers from the last (the order backward finishes them). A bucket closes
+     * at a layer boundary when it has reached its capacity, or before a layer that would
+     * take it over capacity: then the last layers' gradients travel while the big first
+     * layer's weight gradient is still being computed (DDP: 1 MiB first bucket). */
     cap = c->first_bucket_bytes ? c->first_bucket_bytes : c->bucket_bytes;
-    cur_end = m->nparams;
+    cur_end = cur_beg = m->nparams;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         nn_layer_t *l = &m->layers[i];
         size_t bytes = (l->nw + l->nb) * sizeof(float);
         if (bytes == 0)
             continue;
+        if (cur_bytes > 0 && cur_bytes + bytes > cap) {
+            d->beg[d->nb] = cur_beg;
+            d->end[d->nb++] = cur_end;
+            cur_end = cur_beg;
+            cur_bytes = 0;
+            cap = c->bucket_bytes;
+        }
+        cur_beg = l->w_off;
         cur_bytes += bytes;
-        if (cur_bytes >= cap || i == 0) {
-            d->beg[d->nb] = l->w_off;
-            d->end[d->nb] = cur_end;
-            d->nb++;
-            cur_end = l->w_off;
+        if (cur_bytes >= cap) {
+            d->beg[d->nb] = cur_beg;
+            d->end[d->nb++] = cur_end;
+            cur_end = cur_beg;
             cur_bytes = 0;
             cap = c->bucket_bytes;
         }
     }
-    if (cur_end > 0 && cur_bytes > 0) { /* layers without params before the first one */
-        d->beg[d->nb] = 0;
-        d->end[d->nb] = cur_end;
-        d->nb++;
+    if (cur_bytes > 0) {
+        d->beg[d->nb] = cur_beg;
+        d->end[d->nb++] = cur_end;
     }
+    if (hpml_comm_rank(comm) == 0)
+        for (int b = 0; b < d->nb; b++)
+            HPML_LOG(HPML_LOG_INFO, "nn: gradient bucket %d: params [%zu, %zu), %.2f MiB", b,
+                     d->beg[b], d->end[b], (double)(d->end[b] - d->beg[b]) * 4.0 / 1048576.0);
     return 0;
 }
 
