@@ -5,6 +5,7 @@
  * Across nodes the node leaders run a chain/binomial bcast between the two node steps.
  * Cost on one node: about n/B_copy + (k+1) chunk handoffs; no MPI message at all.
  */
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,8 +29,37 @@ static size_t step_bytes(const hpml_shm_t *s)
         __atomic_store_n(&env, c, __ATOMIC_RELAXED);
     }
     if (c == SIZE_MAX)
-        c = (size_t)32 << 10;
+        c = s->chunk_bytes;
     return hpml__min(c, s->chunk_bytes);
+}
+
+/* Wait until *c >= v. Spin for up to ~50 µs before yielding: a bcast step takes a few
+ * µs, and yielding early hands the core to any other runnable process on a loaded
+ * machine (the segment's generic wait yields after a short spin, which suits
+ * oversubscribed runs of our own ranks but costs milliseconds under foreign load). */
+static void wait_ge(_Atomic uint64_t *c, uint64_t v)
+{
+    uint64_t t0 = 0;
+
+    for (unsigned spins = 0; atomic_load_explicit(c, memory_order_acquire) < v; spins++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((spins & 255) == 255) {
+            uint64_t t = hpml_time_ns();
+
+            if (t0 == 0)
+                t0 = t;
+            else if (t - t0 > 50000)
+                sched_yield();
+        }
+    }
+}
+
+static void wait_all_done(hpml_comm_t *comm, hpml_shm_t *s, uint64_t v)
+{
+    for (int i = 0; i < comm->local_size; i++)
+        wait_ge(&hpml__shm_ctrl(s, i)->done, v);
 }
 
 /* Advance this rank's counters to `v` (steps done); `done` last, as peers reuse a
@@ -70,13 +100,12 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
             /* The buffer was last used nbuf steps ago: wait until every local rank has
              * finished with that step before overwriting it. */
             if (st >= (uint64_t)s->nbuf)
-                hpml__shm_wait_all(comm, s, offsetof(hpml_shm_ctrl_t, done),
-                                   st - (uint64_t)s->nbuf + 1);
+                wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1);
             memcpy(slot, b + j * chunk, n);
             finish_step(me, st + 1);
             atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
         } else {
-            hpml__shm_wait(&rc_ctrl->arrived, st + 1);
+            wait_ge(&rc_ctrl->arrived, st + 1);
             memcpy(b + j * chunk, slot, n);
             atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
             finish_step(me, st + 1);

@@ -77,9 +77,10 @@ static inline int tu_is_mpich(void)
     return strstr(v, "MPICH") != NULL;
 }
 
-/* The issue's counts {0, 1, P-1, P, P+1, 1000, (1<<20)+7}; the big one only when
- * `big` (MPICH oversubscribed busy-polls: keep its runs small). */
-static inline size_t tu_counts(int p, int big, size_t *c)
+/* The issue's counts {0, 1, P-1, P, P+1, 1000, (1<<20)+7}. level 2: all of them;
+ * 1: without the big one; 0: only up to P+1 (MPICH oversubscribed busy-polls, so its
+ * runs on more ranks than cores are kept small). */
+static inline size_t tu_counts(int p, int level, size_t *c)
 {
     size_t n = 0;
 
@@ -88,10 +89,21 @@ static inline size_t tu_counts(int p, int big, size_t *c)
     c[n++] = (size_t)p - 1;
     c[n++] = (size_t)p;
     c[n++] = (size_t)p + 1;
-    c[n++] = 1000;
-    if (big)
+    if (level >= 1)
+        c[n++] = 1000;
+    if (level >= 2)
         c[n++] = ((size_t)1 << 20) + 7;
     return n;
+}
+
+/* The level for the default communicator and for the small-chunk one. */
+static inline int tu_level(int small)
+{
+    int crowded = tu_is_mpich() && hpmlt_size() > 2;
+
+    if (small)
+        return crowded ? 0 : 1;
+    return crowded ? 1 : 2;
 }
 
 /* First index where a and b differ (n elements of es bytes), or n. */

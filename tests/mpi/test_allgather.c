@@ -13,11 +13,11 @@
 
 #include "commb_util.h"
 
-static void run(hpml_comm_t *comm, const char *label, int big)
+static void run(hpml_comm_t *comm, const char *label, int level)
 {
     int p = hpmlt_size(), rank = hpmlt_rank();
     const hpml_algo_t *algos;
-    size_t nalgo, counts[8], nc = tu_counts(p, big, counts);
+    size_t nalgo, counts[8], nc = tu_counts(p, level, counts);
 
     HPMLT_CALL(hpml_algo_list(HPML_COLL_ALLGATHER, &algos, &nalgo));
     for (size_t a = 0; a <= nalgo; a++) {
@@ -67,19 +67,17 @@ int main(int argc, char **argv)
 {
     hpml_comm_t *comm = NULL, *small = NULL;
     hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
-    int big;
 
     setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
     hpmlt_init(&argc, &argv, "test_allgather");
-    big = !tu_is_mpich() || hpmlt_size() <= 2;
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
     setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &small));
     unsetenv("HPML_MAX_CHUNK_ELEMS");
     if (comm != NULL)
-        run(comm, "default", big);
+        run(comm, "default", tu_level(0));
     if (small != NULL)
-        run(small, "rpn=2,chunk=333", 0);
+        run(small, "rpn=2,chunk=333", tu_level(1));
     hpml_comm_destroy(small);
     hpml_comm_destroy(comm);
     return hpmlt_finish();

@@ -52,11 +52,11 @@ static void one(hpml_comm_t *comm, const char *label, hpml_algo_t algo, hpml_dty
     free(ref);
 }
 
-static void run(hpml_comm_t *comm, const char *label, int big)
+static void run(hpml_comm_t *comm, const char *label, int level)
 {
     int p = hpmlt_size();
     const hpml_algo_t *algos;
-    size_t nalgo, counts[8], nc = tu_counts(p, big, counts);
+    size_t nalgo, counts[8], nc = tu_counts(p, level, counts);
     int roots[2] = {0, p - 1};
 
     HPMLT_CALL(hpml_algo_list(HPML_COLL_REDUCE, &algos, &nalgo));
@@ -82,19 +82,17 @@ int main(int argc, char **argv)
 {
     hpml_comm_t *comm = NULL, *small = NULL;
     hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
-    int big;
 
     setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
     hpmlt_init(&argc, &argv, "test_reduce");
-    big = !tu_is_mpich() || hpmlt_size() <= 2;
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
     setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &small));
     unsetenv("HPML_MAX_CHUNK_ELEMS");
     if (comm != NULL)
-        run(comm, "default", big);
+        run(comm, "default", tu_level(0));
     if (small != NULL)
-        run(small, "rpn=2,chunk=333", 0);
+        run(small, "rpn=2,chunk=333", tu_level(1));
     hpml_comm_destroy(small);
     hpml_comm_destroy(comm);
     return hpmlt_finish();
