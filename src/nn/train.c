@@ -390,6 +390,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     size_t in, B = cfg->batch, N = train->n, lb_max;
     long steps_per_epoch, total_steps;
     double t_start;
+    int sharded;
     int err;
 
     *out = NULL;
@@ -397,8 +398,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     memset(&st, 0, sizeof(st));
     if (B == 0 || N == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
-    if (train->total != N || train->offset != 0)
-        return hpml_set_error(HPML_ERR_INVAL, "train: every rank needs the whole training set");
+    /* Sharded mode: this rank holds only rows [offset, offset+n) of the file. */
+    sharded = train->total != N || train->offset != 0;
     if (N > UINT32_MAX)
         return hpml_set_error(HPML_ERR_RANGE, "train: more than 2^32 samples");
     if ((err = hpml_model_create(cfg->spec, train->c, train->h, train->w, &m)) != 0)
@@ -414,7 +415,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     if (B > N)
         B = N;
     lb_max = B / (size_t)P + 1;
-    steps_per_epoch = (long)((N + B - 1) / B);
+    steps_per_epoch = (long)((train->total + B - 1) / B);
     total_steps = steps_per_epoch * cfg->epochs;
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
@@ -458,9 +459,14 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
         hpml_epoch_report_t r;
         int stop = 0;
 
-        hpml_shuffle(cfg->seed, (long)st.epoch, N, perm);
+        /* Replicated: one global permutation. Sharded: each rank permutes its own rows
+         * (a rank-count-dependent order) and walks them cyclically. */
+        hpml_shuffle(sharded ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1))
+                             : cfg->seed,
+                     (long)st.epoch, N, perm);
         for (; st.step_in_epoch < steps_per_epoch; st.step_in_epoch++) {
-            size_t g0 = (size_t)st.step_in_epoch * B, gb = N - g0 < B ? N - g0 : B;
+            const size_t T = train->total;
+            size_t g0 = (size_t)st.step_in_epoch * B, gb = T - g0 < B ? T - g0 : B;
             size_t b0, b1, nl, ok = 0;
             uint64_t key = hpml_rng_u64(&st.rng);
             double lsum = 0, t_step = hpml_time();
@@ -469,10 +475,11 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             hpml_io_partition(gb, rank, P, &b0, &b1);
             nl = b1 - b0;
             for (size_t j = 0; j < nl; j++) {
-                uint32_t s = perm[g0 + b0 + j];
+                uint32_t s =
+                    sharded ? perm[((size_t)st.step_in_epoch * lb_max + j) % N] : perm[g0 + b0 + j];
                 memcpy(xb + j * in, train->x + (size_t)s * in, in * sizeof(float));
                 yb[j] = train->y[s];
-                ids[j] = s;
+                ids[j] = train->offset + s;
             }
             if (nl > 0) {
                 if ((err = hpml_model_forward(m, xb, nl, 1, ids, key, &z)) != 0 ||

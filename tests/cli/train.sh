@@ -32,4 +32,9 @@ PY
     --images /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --limit 20 >"$tmp/pred.txt"
 [ "$(wc -l <"$tmp/pred.txt")" -eq 20 ]
 grep -qvE '^[0-9]$' "$tmp/pred.txt" && { echo "bad prediction line"; exit 1; }
+# --shard-data: each rank loads only its block of the training rows
+$MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 2 --batch 64 \
+    --train-limit 6000 --test-limit 1000 --shard-data --json --no-progress >"$tmp/shard.json"
+cat "$tmp/shard.json"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["test_acc"]; sys.exit(0 if a >= 0.7 else f"sharded accuracy {a}")' "$tmp/shard.json"
 echo ok

@@ -33,6 +33,9 @@ static void usage(void)
         "      --train-images F --train-labels F --test-images F --test-labels F  (IDX or .npy)\n"
         "      --train-limit N      use the first N training samples (--test-limit too)\n"
         "      --no-normalize       only scale pixels to [0,1] (default: also standardise)\n"
+        "      --shard-data         each rank loads only its block of the training rows and\n"
+        "                           shuffles within it (the model then depends on the rank\n"
+        "                           count; default: every rank holds the set, global shuffle)\n"
         "Training:\n"
         "  -e, --epochs N           (default 5)\n"
         "  -b, --batch N            global batch, split across ranks (default 128)\n"
@@ -158,7 +161,8 @@ int cmd_train(int argc, char **argv)
         O_SYN,
         O_ITERS,
         O_WITERS,
-        O_INPUT
+        O_INPUT,
+        O_SHARD
     };
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"model", required_argument, 0, 'm'},
@@ -172,6 +176,7 @@ int cmd_train(int argc, char **argv)
                                          {"train-limit", required_argument, 0, O_TRLIM},
                                          {"test-limit", required_argument, 0, O_TELIM},
                                          {"no-normalize", no_argument, 0, O_NONORM},
+                                         {"shard-data", no_argument, 0, O_SHARD},
                                          {"optimizer", required_argument, 0, O_OPT},
                                          {"lr", required_argument, 0, O_LR},
                                          {"momentum", required_argument, 0, O_MOM},
@@ -200,7 +205,8 @@ int cmd_train(int argc, char **argv)
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
     const char *model = "mlp", *save = NULL;
-    int normalize = 1, synthetic = 0, json = 0, noprog = 0, lr_set = 0, rc = CLI_EXIT_FAIL;
+    int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0,
+        rc = CLI_EXIT_FAIL;
     long iters = 50, witers = 10, v;
     int in_c = 1, in_h = 28, in_w = 28;
     size_t train_limit = SIZE_MAX, test_limit = SIZE_MAX;
@@ -244,6 +250,7 @@ int cmd_train(int argc, char **argv)
             *(opt == O_TRLIM ? &train_limit : &test_limit) = (size_t)v;
             break;
         case O_NONORM: normalize = 0; break;
+        case O_SHARD: shard = 1; break;
         case O_OPT:
             if (hpml_opt_parse(optarg, &cfg.opt.kind))
                 return cli_usage_error(CMD, "--optimizer: %s", hpml_last_error());
@@ -403,16 +410,41 @@ int cmd_train(int argc, char **argv)
     {
         double t0 = hpml_time(), mean = 0, sd = 1;
         size_t tb, te;
-        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, 0, train_limit, -1.0f, 0.0f,
-                                     1.0f, &train)) != 0)
+        size_t r0 = 0, r1 = train_limit, total = 0;
+        if (shard) { /* this rank's block of the (limited) rows only */
+            size_t cols;
+            hpml_dtype_t sdt;
+            if ((err = hpml_io_shape(dp.train_images, HPML_FMT_AUTO, &total, &cols, &sdt)) != 0)
+                cli_fatal(CMD, "%s", hpml_last_error());
+            if (total > train_limit)
+                total = train_limit;
+            hpml_io_partition(total, sc.base.rank, sc.base.size, &r0, &r1);
+        }
+        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, r0, r1, -1.0f, 0.0f, 1.0f,
+                                     &train)) != 0)
             cli_fatal(CMD, "%s", hpml_last_error());
         if (normalize) {
             hpml_dataset_stats(&train, &mean, &sd);
+            if (shard) { /* combine the shards' moments */
+                double s3[3] = {(double)train.n, (double)train.n * mean,
+                                (double)train.n * (sd * sd + mean * mean)};
+                if ((err = hpml_allreduce(HPML_IN_PLACE, s3, 3, HPML_F64, HPML_SUM, comm)) != 0)
+                    cli_fatal(CMD, "%s", hpml_last_error());
+                mean = s3[1] / s3[0];
+                sd = sqrt(fmax(s3[2] / s3[0] - mean * mean, 1e-12));
+            }
             hpml_dataset_normalize(&train, (float)mean, (float)sd);
         }
         cfg.mean = (float)mean;
         cfg.std = (float)sd;
-        train.total = train.n; /* a --train-limit subset is the whole set for training */
+        /* a --train-limit subset is the whole set for training */
+        train.total = shard ? total : train.n;
+        {
+            int32_t cl = train.classes;
+            if ((err = hpml_allreduce(HPML_IN_PLACE, &cl, 1, HPML_I32, HPML_MAX, comm)) != 0)
+                cli_fatal(CMD, "%s", hpml_last_error());
+            train.classes = cl;
+        }
         if (dp.test_images[0] && dp.test_labels[0]) {
             size_t trows = 0, tcols;
             hpml_dtype_t tdt;
