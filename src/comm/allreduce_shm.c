@@ -15,9 +15,6 @@
 
 #include "comm/comm_internal.h"
 
-/* At most this many bytes: one step, every rank reduces everything (one sync). */
-#define SMALL_BYTES ((size_t)16 << 10)
-
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
 
@@ -215,7 +212,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.step0 = e.s->step;
     me = hpml__shm_ctrl(e.s, e.lr);
 
-    if (!inter_node && bytes <= SMALL_BYTES && bytes <= e.s->chunk_bytes) {
+    if (!inter_node && bytes <= e.s->small_bytes && bytes <= e.s->chunk_bytes) {
         /* One step; every rank reduces the whole vector in the same order, so all get
          * the same bits without a second synchronisation. */
         me->src_win = -1;

@@ -88,6 +88,7 @@ typedef struct hpml_shm {
     int nbuf;             /* pipeline depth: scratch buffers per rank */
     uint64_t step;        /* next step number (identical on every local rank) */
     unsigned spin;        /* pause iterations before a waiting rank starts to yield */
+    size_t small_bytes;   /* one-step path up to this size (HPML_SHM_SMALL) */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)

@@ -14,6 +14,9 @@
 
 #define DEFAULT_CHUNK ((size_t)128 << 10)
 #define DEFAULT_NBUF 4
+/* Up to this many bytes the shm allreduce takes one step in which every rank reduces the
+ * whole vector (one synchronisation instead of two per chunk). */
+#define DEFAULT_SMALL ((size_t)16 << 10)
 
 static size_t env_size(const char *name, size_t def)
 {
@@ -97,6 +100,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     /* Same environment on every rank, so the same sizes. */
     s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
     s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
+    s->small_bytes = env_size("HPML_SHM_SMALL", DEFAULT_SMALL);
     if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
         s->nbuf = 3;
     {
