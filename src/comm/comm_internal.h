@@ -108,7 +108,8 @@ static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
 void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
-/* Is [p, p+bytes) inside one of this rank's registered buffers? Sets *win, *off. */
+/* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:
+ * one shared window over comm->local per allocation)? Sets *win, *off. */
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
 /* Address of (window id, offset) in local rank `lr`'s part. */
 char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off);
@@ -232,7 +233,6 @@ hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes);
 int hpml__select_load(struct hpml_select **out, const char *path);
 void hpml__select_free(struct hpml_select *s);
 
-/* Write a barrier-free byte copy (memcpy) of n bytes. */
 static inline size_t hpml__min(size_t a, size_t b)
 {
     return a < b ? a : b;
