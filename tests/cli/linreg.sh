@@ -17,16 +17,10 @@ for n in 1 2 3; do
     $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/Y.npy" --out "$p.ols" \
         --test "$d/Xt.npy" --test-target "$d/Yt.npy" --pred-out "$p.ols.pred.npy" --json \
         >"$p.ols.json" || { echo "FAIL: ols at $n ranks"; fail=1; }
-    $py -c 'import numpy as np,sys; np.save(sys.argv[2], np.load(sys.argv[1])[:, :1])' \
-        "$d/Y.npy" "$d/y0.npy"
     $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/y0.npy" --out "$p.ridge.npy" \
         --alpha 7.5 --json >"$p.ridge.json" || { echo "FAIL: ridge at $n ranks"; fail=1; }
-    $py -c 'import numpy as np,sys; x=np.load(sys.argv[1]); y=np.load(sys.argv[2]); np.save(sys.argv[3], np.hstack([x[:, :2], y[:, :1], x[:, 2:]]))' \
-        "$d/Xt.npy" "$d/Yt.npy" "$d/XYt.npy"
     $MPIRUN -np $n "$HPML" linreg --data "$d/XY.npy" --target-col 2 --alpha 7.5 \
         --test "$d/XYt.npy" --json >"$p.col.json" || { echo "FAIL: target-col at $n ranks"; fail=1; }
-    $py -c 'import numpy as np,sys; np.save(sys.argv[2], np.load(sys.argv[1])[:, 1:2])' \
-        "$d/Y.npy" "$d/y1.npy"
     $MPIRUN -np $n "$HPML" linreg --data "$d/X.npy" --target "$d/y1.npy" --no-intercept \
         --json >"$p.noint.json" || { echo "FAIL: no-intercept at $n ranks"; fail=1; }
 done

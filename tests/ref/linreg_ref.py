@@ -22,7 +22,11 @@ def gen(d):
     np.save(f"{d}/XY.npy", np.hstack([X[:, :2], Y[:, :1], X[:, 2:]]))  # target in column 2
     Xt = rng.normal(size=(41, 6)) * [1, 2, 0.5, 3, 1, 10] + [0, 5, -2, 0, 100, 1]
     np.save(f"{d}/Xt.npy", Xt)
-    np.save(f"{d}/Yt.npy", Xt @ w + [1.5, -3] + 0.2 * rng.normal(size=(41, 2)))
+    Yt = Xt @ w + [1.5, -3] + 0.2 * rng.normal(size=(41, 2))
+    np.save(f"{d}/Yt.npy", Yt)
+    np.save(f"{d}/y0.npy", Y[:, :1])
+    np.save(f"{d}/y1.npy", Y[:, 1:2])
+    np.save(f"{d}/XYt.npy", np.hstack([Xt[:, :2], Yt[:, :1], Xt[:, 2:]]))  # as XY.npy
     Xc = X.copy()
     Xc[:, 4] = 2.5
     np.save(f"{d}/Xconst.npy", Xc)
