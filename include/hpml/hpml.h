@@ -2,9 +2,15 @@
 #ifndef HPML_H
 #define HPML_H
 
-#include "hpml/core.h"
-#include "hpml/comm.h"
-#include "hpml/io.h"
-#include "hpml/sysinfo.h"
+#include "hpml/core.h"    /* errors, memory, timers, dtypes, fp16/bf16, kernels, RNG */
+#include "hpml/comm.h"    /* communicator, collectives, nonblocking, fusion */
+#include "hpml/sysinfo.h" /* facts about the job for `hpml info` */
+#include "hpml/io.h"      /* .npy, IDX, CSV */
+#include "hpml/kmeans.h"  /* distributed K-Means */
+#include "hpml/knn.h"     /* nearest neighbours */
+#include "hpml/decomp.h"  /* PCA, truncated SVD */
+#include "hpml/linear.h"  /* linear/ridge and logistic regression */
+#include "hpml/nn.h"      /* DNN engine and data-parallel trainer */
+#include "hpml/bench.h"   /* OMB-compatible benchmark harness */
 
 #endif /* HPML_H */
