@@ -2,14 +2,17 @@
  * Shared-memory broadcast: the root copies the message chunk by chunk into its scratch
  * buffers of the node segment and the other local ranks copy each chunk out as soon as
  * it is published (one writer, many readers, pipelined over the segment's buffers).
- * Across nodes the node leaders run a chain/binomial bcast between the two node steps.
- * Cost on one node: about n/B_copy + (k+1) chunk handoffs; no MPI message at all.
+ * When the root's buffer is registered (hpml_comm_alloc_shared) the readers copy
+ * straight from it. Across nodes the node leaders run a chain/binomial bcast between the
+ * two node steps. Cost on one node: about n/B_copy + one step's copy + k handoffs for k
+ * steps (two copies per byte, pipelined; one when registered); no MPI message at all.
  */
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/commb_internal.h"
 
@@ -28,16 +31,18 @@ static size_t step_bytes(const hpml_shm_t *s)
         c = (e && end != e && *end == '\0' && v >= 64) ? (size_t)v : SIZE_MAX;
         __atomic_store_n(&env, c, __ATOMIC_RELAXED);
     }
+    /* Each step's buffer starts with a descriptor (below). */
     if (c == SIZE_MAX)
         c = s->chunk_bytes;
-    return hpml__min(c, s->chunk_bytes);
+    return hpml__min(c, s->chunk_bytes - 64);
 }
 
-/* Wait until *c >= v. Spin for up to ~50 µs before yielding: a bcast step takes a few
- * µs, and yielding early hands the core to any other runnable process on a loaded
- * machine (the segment's generic wait yields after a short spin, which suits
- * oversubscribed runs of our own ranks but costs milliseconds under foreign load). */
-static void wait_ge(_Atomic uint64_t *c, uint64_t v)
+/* Wait until *c >= v. When the node has a core for every local rank, spin without ever
+ * yielding, as MPI libraries do: yielding hands the core to whatever else is runnable
+ * on a loaded machine and costs a scheduler slice, while the peer we wait for runs on
+ * the other core anyway. With more local ranks than cores, yield after ~20 µs so that
+ * the peer can run on ours. */
+static void wait_ge(_Atomic uint64_t *c, uint64_t v, int oversubscribed)
 {
     uint64_t t0 = 0;
 
@@ -45,21 +50,36 @@ static void wait_ge(_Atomic uint64_t *c, uint64_t v)
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((spins & 255) == 255) {
+        if (oversubscribed && (spins & 255) == 255) {
             uint64_t t = hpml_time_ns();
 
             if (t0 == 0)
                 t0 = t;
-            else if (t - t0 > 50000)
+            else if (t - t0 > 20000)
                 sched_yield();
         }
     }
 }
 
-static void wait_all_done(hpml_comm_t *comm, hpml_shm_t *s, uint64_t v)
+/* sysconf reads /sys on every call (microseconds): ask once. */
+static int online_cpus(void)
+{
+    static int n;
+    int v = __atomic_load_n(&n, __ATOMIC_RELAXED);
+
+    if (v == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+        v = c > 0 ? (int)c : 1;
+        __atomic_store_n(&n, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static void wait_all_done(hpml_comm_t *comm, hpml_shm_t *s, uint64_t v, int oversubscribed)
 {
     for (int i = 0; i < comm->local_size; i++)
-        wait_ge(&hpml__shm_ctrl(s, i)->done, v);
+        wait_ge(&hpml__shm_ctrl(s, i)->done, v, oversubscribed);
 }
 
 /* Advance this rank's counters to `v` (steps done); `done` last, as peers reuse a
@@ -70,15 +90,30 @@ static void finish_step(hpml_shm_ctrl_t *me, uint64_t v)
     atomic_store_explicit(&me->done, v, memory_order_release);
 }
 
-/* Bcast of `bytes` from local rank `lroot` over the node segment. */
+/* Each step's buffer starts with a descriptor saying where the step's data is: in the
+ * buffer itself (win = -1) or in the root's registered buffer (hpml_comm_alloc_shared
+ * window `win`, byte offset `off` in the root's part). It lives in the step's buffer,
+ * which the root rewrites only after every rank is done with the step, so a reader can
+ * never see the descriptor of a later operation. */
+typedef struct {
+    int64_t win;
+    int64_t off;
+    char pad[48];
+} step_desc_t;
+_Static_assert(sizeof(step_desc_t) == 64, "the step data stays cache-line aligned");
+
+/* Bcast of `bytes` from local rank `lroot` over the node segment. When the root's
+ * buffer is registered, the readers copy straight out of it (one copy instead of two)
+ * and the root returns once they all have. */
 static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
 {
     hpml_shm_t *s = NULL;
     hpml_shm_ctrl_t *me, *rc_ctrl;
-    size_t chunk, nsteps;
+    size_t chunk, nsteps, off = 0;
     uint64_t base;
     char *b = buf;
-    int rc, lr = comm->local_rank;
+    int rc = 0, lr = comm->local_rank, win = -1, reg = 0;
+    int over = comm->local_size > online_cpus();
 
     if (comm->local_size == 1 || bytes == 0)
         return 0;
@@ -90,28 +125,50 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
     s->step += nsteps; /* identical on every local rank: all see the same bytes */
     me = hpml__shm_ctrl(s, lr);
     rc_ctrl = hpml__shm_ctrl(s, lroot);
+    if (lr == lroot)
+        reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
 
     for (size_t j = 0; j < nsteps; j++) {
         uint64_t st = base + j;
         size_t n = hpml__min(chunk, bytes - j * chunk);
         char *slot = hpml__shm_buf(s, lroot, (int)(st % (uint64_t)s->nbuf));
+        step_desc_t *d = (step_desc_t *)slot;
+        char *data = slot + sizeof(step_desc_t);
 
         if (lr == lroot) {
             /* The buffer was last used nbuf steps ago: wait until every local rank has
              * finished with that step before overwriting it. */
             if (st >= (uint64_t)s->nbuf)
-                wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1);
-            memcpy(slot, b + j * chunk, n);
+                wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1, over);
+            d->win = reg ? win : -1;
+            d->off = reg ? (int64_t)(off + j * chunk) : 0;
+            if (!reg)
+                memcpy(data, b + j * chunk, n);
             finish_step(me, st + 1);
             atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
         } else {
-            wait_ge(&rc_ctrl->arrived, st + 1);
-            memcpy(b + j * chunk, slot, n);
+            const char *src = data;
+
+            wait_ge(&rc_ctrl->arrived, st + 1, over);
+            if (d->win >= 0 &&
+                (src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off)) == NULL) {
+                /* Windows are created collectively, so this cannot happen; keep the
+                 * protocol going so that nobody hangs. */
+                rc = hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld",
+                                    (long long)d->win);
+                src = NULL;
+            }
+            if (src != NULL)
+                memcpy(b + j * chunk, src, n);
             atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
             finish_step(me, st + 1);
         }
     }
-    return 0;
+    /* The readers copy out of a registered root buffer: it must not change (nor the
+     * root leave) before they are done. */
+    if (reg && lr == lroot)
+        wait_all_done(comm, s, base + nsteps, over);
+    return rc;
 }
 
 /* Local rank of `root` on this node, or -1 when it lives on another node. */

@@ -61,6 +61,53 @@ static void run(hpml_comm_t *comm, const char *label, int level)
     }
 }
 
+/* Registered buffers (hpml_comm_alloc_shared): the shared-memory bcast's readers copy
+ * straight from the root's buffer. Offsets inside the buffer and every count. */
+static void registered(hpml_comm_t *comm, const char *label, int level)
+{
+    int p = hpmlt_size(), rank = hpmlt_rank();
+    size_t counts[8], nc = tu_counts(p, level, counts), maxb = 0;
+    char *reg, *ref;
+
+    for (size_t c = 0; c < nc; c++)
+        maxb = counts[c] * 8 > maxb ? counts[c] * 8 : maxb;
+    reg = hpml_comm_alloc_shared(comm, maxb + 128);
+    HPMLT_CHECK(reg != NULL, "%s: hpml_comm_alloc_shared(%zu) failed", label, maxb + 128);
+    if (reg == NULL)
+        return;
+    ref = malloc(maxb + 1);
+    for (int dt = 0; dt < HPML_DTYPE_COUNT; dt += 3) { /* f32, bf16, i32: sizes 4, 2, 4 */
+        size_t es = hpml_dtype_size((hpml_dtype_t)dt);
+
+        for (size_t c = 0; c < nc; c++) {
+            for (int root = 0; root < p; root += (p > 1 ? p - 1 : 1)) {
+                for (size_t at = 0; at <= 64; at += 64) {
+                    size_t n = counts[c], d;
+                    char *buf = reg + at;
+                    int rc;
+
+                    tu_fill((hpml_dtype_t)dt, ref, n, 2000 + root + (int)c, HPML_MIN);
+                    if (rank != root)
+                        memset(buf, 0xab, n * es);
+                    else
+                        memcpy(buf, ref, n * es);
+                    rc = hpml_bcast_algo(HPML_ALGO_SHM, buf, n, (hpml_dtype_t)dt, root, comm);
+                    HPMLT_CHECK(rc == 0, "%s registered %s n=%zu root=%d: rc %d %s", label,
+                                hpml_dtype_name((hpml_dtype_t)dt), n, root, rc, hpml_last_error());
+                    d = tu_first_diff(buf, ref, n, es);
+                    HPMLT_CHECK(d == n, "%s registered +%zu %s n=%zu root=%d: first difference at %zu",
+                                label, at, hpml_dtype_name((hpml_dtype_t)dt), n, root, d);
+                    /* The root may reuse its buffer as soon as bcast returns. */
+                    if (rank == root)
+                        memset(buf, 0x5a, n * es);
+                }
+            }
+        }
+    }
+    free(ref);
+    hpml_comm_free_shared(comm, reg);
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *comm = NULL, *small = NULL;
@@ -79,6 +126,10 @@ int main(int argc, char **argv)
         run(comm, "default", tu_level(0));
     if (small != NULL)
         run(small, "rpn=2,chunk=333", tu_level(1));
+    if (comm != NULL)
+        registered(comm, "default", tu_level(0));
+    if (small != NULL)
+        registered(small, "rpn=2,chunk=333", tu_level(1));
 
     /* Invalid arguments are errors, not crashes. */
     if (comm != NULL) {

@@ -7,7 +7,7 @@
  *
  *   mpicc.openmpi -O2 -Iinclude tests/perf/bcast_vs_mpi.c build/commB/lib/libhpml.a \
  *       $(pkg-config --libs openblas lapacke) -lz -lm -o build/commB/bcast_vs_mpi
- *   mpirun.openmpi --allow-run-as-root --bind-to none -np 2 build/commB/bcast_vs_mpi
+ *   mpirun.openmpi --allow-run-as-root --bind-to none -np 2 build/commB/bcast_vs_mpi [-r] [sizes]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -35,10 +35,13 @@ int main(int argc, char **argv)
     char *buf;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
-    /* Optional arguments: the sizes to run (bytes, at most 16 MiB). */
-    if (argc > 1) {
+    /* Optional arguments: -r (every implementation uses one buffer from
+     * hpml_comm_alloc_shared, registered in the node segment), then the sizes to run
+     * (bytes, at most 16 MiB). */
+    int registered = argc > 1 && strcmp(argv[1], "-r") == 0, first = 1 + registered;
+    if (argc > first) {
         nsizes = 0;
-        for (int i = 1; i < argc && nsizes < 16; i++) {
+        for (int i = first; i < argc && nsizes < 16; i++) {
             size_t v = strtoull(argv[i], NULL, 10);
             if (v > 0 && v <= (16 << 20))
                 sizes[nsizes++] = v;
@@ -48,14 +51,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     if (hpml_comm_create(MPI_COMM_WORLD, NULL, &comm) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    buf = hpml_malloc(16 << 20);
+    buf = registered ? hpml_comm_alloc_shared(comm, 16 << 20) : hpml_malloc(16 << 20);
+    if (buf == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 1);
     memset(buf, 1, 16 << 20);
     if (rank == 0) {
         char v[MPI_MAX_LIBRARY_VERSION_STRING];
         int len;
         MPI_Get_library_version(v, &len);
-        printf("# bcast, %d ranks, root 0, median over %d rounds of the slowest rank's time\n",
-               p, rounds);
+        printf("# bcast, %d ranks, root 0, %s buffer, %d rounds; time = slowest rank's\n", p,
+               registered ? "registered (hpml_comm_alloc_shared)" : "private (hpml_malloc)",
+               rounds);
         printf("# %.*s\n", (int)strcspn(v, "\n"), v);
         printf("%10s %12s %12s %12s %12s %12s %12s %8s\n", "bytes", "MPI_Bcast", "hpml:mpi",
                "binomial", "scat+allg", "chain", "shm", "MPI/best");
@@ -104,7 +110,10 @@ int main(int argc, char **argv)
             printf(" %7.2fx  min\n", mn[0] / bestmin);
         }
     }
-    hpml_free(buf);
+    if (registered)
+        hpml_comm_free_shared(comm, buf);
+    else
+        hpml_free(buf);
     hpml_comm_destroy(comm);
     MPI_Finalize();
     return 0;
