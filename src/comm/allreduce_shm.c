@@ -17,6 +17,7 @@
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
+#define OFF_DONE offsetof(hpml_shm_ctrl_t, done)
 
 typedef struct {
     hpml_comm_t *comm;
@@ -72,10 +73,14 @@ static void copy_in(eng_t *e, size_t c, int all)
     char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
 
-    /* The buffer was last used by step g - nbuf (nbuf >= 3). No wait is needed: before
-     * any step g this rank has seen every peer publish step g - 1, and a rank publishes
-     * step h only after copying out step h - 2 (the pipeline below runs copy_in(c+1)
-     * after copy_out(c-1)), so every peer is done with step g - 3 >= g - nbuf. */
+    /* The buffer was last used by step g - nbuf. Usually no wait is needed: once this rank
+     * has seen every peer publish step g - 1 (s->synced >= g), and since a rank publishes
+     * step h only after it finished reading step h - 2 (copy_in(c+1) runs after
+     * copy_out(c-1) below; bcast_shm publishes after reading), every peer is done with
+     * step g - 3 >= g - nbuf (nbuf >= 3). Other users of the segment (bcast_shm's
+     * non-roots wait on the root only) leave s->synced behind; then wait for `done`. */
+    if (g >= (uint64_t)e->nbuf && e->s->synced < g)
+        hpml__shm_wait_all(e->comm, e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1);
     if (!e->reg) {
         const char *src = e->src + c * e->chunk * e->es;
 
@@ -124,6 +129,7 @@ static int reduce_owned(eng_t *e, size_t c)
     int rc = 0;
 
     hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
+    e->s->synced = g + 1;
     for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
         rc = reduce_range(e, c, lo, hi, buf + lo * e->es);
@@ -150,6 +156,7 @@ static void copy_out(eng_t *e, size_t c)
             memcpy(dst + lo * e->es, hpml__shm_buf(e->s, j % e->L, b) + lo * e->es,
                    (hi - lo) * e->es);
     }
+    atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
 }
 
 static int make_slice_comms(hpml_comm_t *comm)
@@ -218,10 +225,12 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
         me->src_win = -1;
         copy_in(&e, 0, 1);
         hpml__shm_wait_all(comm, e.s, OFF_ARRIVED, e.step0 + 1);
+        e.s->synced = e.step0 + 1;
         /* My own input is read back from my buffer too: in place, the output would
          * otherwise overwrite it before it is used. */
         e.own_buf = 1;
         rc = reduce_range(&e, 0, 0, count, e.dst);
+        atomic_store_explicit(&me->done, e.step0 + 1, memory_order_release);
         e.s->step = e.step0 + 1;
         return rc;
     }

@@ -71,7 +71,7 @@ typedef struct hpml_shm_ctrl {
     char pad0[64 - sizeof(uint64_t)];
     _Atomic uint64_t reduced; /* steps whose slice this rank has reduced */
     char pad1[64 - sizeof(uint64_t)];
-    _Atomic uint64_t done;    /* spare (buffer reuse needs no counter: allreduce_shm.c) */
+    _Atomic uint64_t done;    /* steps this rank has finished reading every buffer of */
     char pad2[64 - sizeof(uint64_t)];
     /* Where this rank's input for the current operation is, when it is a registered
      * buffer: window id (-1: in the scratch buffers) and byte offset in its part. Written
@@ -81,7 +81,13 @@ typedef struct hpml_shm_ctrl {
     char pad3[64 - 2 * sizeof(int64_t)];
 } hpml_shm_ctrl_t;
 
-/* The node segment used by the shared-memory algorithms. */
+/* The node segment used by the shared-memory algorithms (allreduce_shm.c and comm B's
+ * bcast_shm.c/reduce_shm.c). Protocol shared by all of them: steps are numbered by
+ * `step` (advanced identically on every local rank); step g uses buffer g % nbuf; a
+ * rank stores `arrived` = g+1 when its data for step g is published and `done` = g+1 when
+ * it has finished reading every buffer of step g; a buffer is rewritten at step g only
+ * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
+ * it). */
 typedef struct hpml_shm {
     hpml_shm_win_t w;     /* window holding ctrl + scratch for every local rank */
     size_t chunk_bytes;   /* pipeline chunk (bytes per step) */
@@ -89,6 +95,7 @@ typedef struct hpml_shm {
     uint64_t step;        /* next step number (identical on every local rank) */
     unsigned spin;        /* pause iterations before a waiting rank starts to yield */
     size_t small_bytes;   /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;      /* this rank has seen every local rank publish steps < synced */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)

@@ -297,6 +297,33 @@ static void registered(hpml_comm_t *c)
     }
 }
 
+/* The node segment is shared with bcast_shm (comm B): mixed sequences of shm allreduce
+ * and shm bcast of different sizes and roots must neither hang nor corrupt data. */
+static void mixed_with_bcast(hpml_comm_t *c)
+{
+    size_t sizes[] = {3, 5000, 70001, 300007};
+
+    for (int it = 0; it < 24; it++) {
+        size_t n = sizes[it % 4], m = sizes[(it * 7 + 1) % 4];
+        float *x = malloc(n * 4), *ref = malloc(n * 4), *b = malloc(m * 4);
+        int root = it % size, bad = 0;
+
+        fill(x, n, HPML_F32, HPML_SUM, rank);
+        reference(ref, n, HPML_F32, HPML_SUM);
+        HPMLT_CALL(hpml_allreduce_algo(HPML_ALGO_SHM, HPML_IN_PLACE, x, n, HPML_F32, HPML_SUM, c));
+        HPMLT_CHECK(memcmp(x, ref, n * 4) == 0, "mixed: allreduce %zu at iteration %d", n, it);
+        for (size_t i = 0; i < m; i++)
+            b[i] = rank == root ? (float)(i % 977) + (float)it : -1.0f;
+        HPMLT_CALL(hpml_bcast_algo(HPML_ALGO_SHM, b, m, HPML_F32, root, c));
+        for (size_t i = 0; i < m && !bad; i++)
+            bad = b[i] != (float)(i % 977) + (float)it;
+        HPMLT_CHECK(!bad, "mixed: bcast %zu from %d at iteration %d", m, root, it);
+        free(x);
+        free(ref);
+        free(b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *c = NULL;
@@ -325,6 +352,7 @@ int main(int argc, char **argv)
         }
         determinism(c);
         registered(c);
+        mixed_with_bcast(c);
         hpml_comm_destroy(c);
         c = NULL;
     }
