@@ -21,6 +21,9 @@ check 'grep -qE "^ +$host +2 ranks$" <<<"$out"' "host line for $host with 2 rank
 check 'grep -q "shared memory:  works" <<<"$out"' "shared memory not reported working"
 check 'grep -qE "online cores: +$cores$" <<<"$out"' "core count is not $cores"
 check 'grep -q "OpenBLAS" <<<"$out"' "BLAS is not OpenBLAS"
+check 'grep -qE "^  allreduce +0\.\." <<<"$out"' "selection table for allreduce missing"
+forced=$(HPML_ALGO_ALLREDUCE=ring $MPIRUN -np 2 "$HPML" info)
+check 'grep -qE "^  allreduce .*ring" <<<"$forced"' "HPML_ALGO_ALLREDUCE=ring not shown by info"
 for f in avx2 f16c fma; do
     if grep -qw "$f" /proc/cpuinfo; then want=yes; else want=no; fi
     check 'grep -q "$f=$want" <<<"$out"' "CPU feature $f should be $want"
@@ -40,6 +43,7 @@ assert d["job"]["nodes"] == [{"host": host, "ranks": 2}], d["job"]["nodes"]
 assert d["job"]["shared_memory"] is True
 assert lib in d["mpi"]["library"], d["mpi"]["library"]
 assert d["mpi"]["thread_level"].startswith("MPI_THREAD_")
+assert d["selection"]["collectives"]["allreduce"]["ranges"][0]["from_bytes"] == 0
 print("json ok")
 PYEOF
 

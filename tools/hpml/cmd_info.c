@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hpml/comm.h"
 #include "hpml/core.h"
 #include "hpml/sysinfo.h"
 
@@ -15,7 +16,8 @@ static const char *usage_text =
     "options, the MPI library's own version string, the MPI standard version, the thread\n"
     "level MPI provided, ranks, nodes and ranks per node (with host names), whether node\n"
     "shared memory works, the BLAS in use and its thread count, and the CPU features\n"
-    "hpml's kernels use.\n\n"
+    "hpml's kernels use, and the collective-algorithm selection table in force (built-in,\n"
+    "HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>).\n\n"
     "Options:\n"
     "  --json      print the same facts as one JSON document\n"
     "  -h, --help  this text\n";
@@ -106,7 +108,7 @@ static void print_json(const hpml_sysinfo_t *si, const char *cpu)
            sysconf(_SC_NPROCESSORS_ONLN), hpml_cpu_has_avx2() ? "true" : "false",
            hpml_cpu_has_f16c() ? "true" : "false", hpml_cpu_has_fma() ? "true" : "false");
     hpml_json_string(stdout, simd_name(hpml_simd_active()));
-    printf("}\n}\n");
+    printf("}");
 }
 
 int cmd_info(int argc, char **argv)
@@ -117,6 +119,7 @@ int cmd_info(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     hpml_sysinfo_t si;
+    hpml_comm_t *comm = NULL;
     char cpu[256];
     int json = 0, c, rc;
 
@@ -139,13 +142,30 @@ int cmd_info(int argc, char **argv)
     rc = hpml_sysinfo_gather(MPI_COMM_WORLD, &si);
     if (rc != 0)
         cli_fatal("info", "%s: %s", hpml_strerror(rc), hpml_last_error());
+    /* The selection table depends on the communicator's shape (ranks, nodes) and on
+     * HPML_TUNING_FILE / HPML_ALGO_*, so build the communicator hpml would use. A bad
+     * tuning file fails here on every rank alike. */
+    rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm);
+    if (rc != 0) {
+        if (cli_rank() == 0)
+            fprintf(stderr, "hpml info: %s: %s\n", hpml_strerror(rc), hpml_last_error());
+        hpml_sysinfo_free(&si);
+        return CLI_EXIT_FAIL;
+    }
     if (cli_rank() == 0) {
         cpu_model(cpu, sizeof(cpu));
-        if (json)
+        if (json) {
             print_json(&si, cpu);
-        else
+            printf(",\n  \"selection\": ");
+            hpml_select_describe(comm, stdout, 1);
+            printf("\n}\n");
+        } else {
             print_text(&si, cpu);
+            printf("Collectives\n");
+            hpml_select_describe(comm, stdout, 0);
+        }
     }
+    hpml_comm_destroy(comm);
     hpml_sysinfo_free(&si);
     return CLI_EXIT_OK;
 }
