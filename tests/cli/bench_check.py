@@ -80,6 +80,10 @@ def main():
             v = num(r, key)
             if v is not None and (v < 0 or v > MEM_BW_BOUND_MBPS):
                 errors.append(f"{where}: {key} = {v} outside [0, {MEM_BW_BOUND_MBPS}]")
+        # Point-to-point latency: the message cannot cross faster than memory copies it.
+        if r["case"] in ("latency", "multi_lat") and size > 0 and avg:
+            if size / avg > MEM_BW_BOUND_MBPS:
+                errors.append(f"{where}: {size} B in {avg} us is above the memory bound")
         ov = num(r, "overlap_pct")
         if ov is not None and not (0 <= ov <= 100):
             errors.append(f"{where}: overlap {ov}% outside [0, 100]")

@@ -81,6 +81,10 @@ assert {r["size"] for r in d["results"]} == {0, 2, 4, 8, 16, 32, 64, 128, 256}
 PY
 # Progress goes to stderr only on a terminal: never into a log.
 [ ! -s "$err" ] || fail "stderr not empty without a terminal: $(head -3 "$err")"
+# -M: sizes whose buffers exceed the per-rank limit are left out, and the output says so.
+bench 2 allgather -m 64K -i 2 -x 1 -M 16K -T f32
+grep -q '^# Note: sizes above 4096 bytes left out: -M 16384 bytes per rank\.' "$out" || fail "-M note: $(grep '^#' "$out")"
+[ "$(grep -v '^#' "$out" | tail -1 | awk '{print $1}')" = 4096 ] || fail "-M: last size $(grep -v '^#' "$out" | tail -1)"
 # --progress forces the line (ranks never see a terminal under mpirun): stderr only.
 bench 2 allreduce -m 64 -i 5 -x 1 --impl mpi,hpml --progress
 grep -q 'hpml bench\] allreduce hpml 64 B (16/16)' "$err" || fail "--progress: $(tr '\r' '\n' <"$err" | tail -2)"
