@@ -55,8 +55,9 @@ int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
         algo = hpml__select(comm, HPML_COLL_ALLREDUCE, count * es);
     fn = hpml__allreduce_impl(algo);
     if (fn == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_allreduce: algorithm '%s' does not "
-                                              "implement allreduce",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_allreduce: algorithm '%s' does not "
+                              "implement allreduce",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
     for (off = 0; off < count; off += n) {

@@ -42,8 +42,7 @@ int hpml__mpi_op_ok(hpml_dtype_t dt, hpml_op_t op)
     return 1;
 }
 
-int hpml__allreduce_native_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt,
-                              hpml_op_t op)
+int hpml__allreduce_native_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt, hpml_op_t op)
 {
     MPI_Datatype mdt = hpml__mpi_dtype(dt);
     int rc = 0;
@@ -69,8 +68,7 @@ int hpml__allreduce_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_d
             memcpy(recvbuf, sendbuf, count * hpml_dtype_size(dtype));
         return hpml__allreduce_native_on(comm->comm, recvbuf, count, dtype, op);
     }
-    HPML__MPI(MPI_Allreduce(sendbuf == HPML_IN_PLACE || sendbuf == recvbuf ? MPI_IN_PLACE
-                                                                           : sendbuf,
+    HPML__MPI(MPI_Allreduce(sendbuf == HPML_IN_PLACE || sendbuf == recvbuf ? MPI_IN_PLACE : sendbuf,
                             recvbuf, (int)count, mdt, hpml__mpi_op(op), comm->comm));
 out:
     return rc;

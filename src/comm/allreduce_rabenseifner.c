@@ -76,9 +76,9 @@ static int rab_on(MPI_Comm c, void *vbuf, size_t count, hpml_dtype_t dt, hpml_op
                 for (int i = recv_idx; i < last_idx; i++)
                     recv_cnt += cnts[i];
             }
-            HPML__MPI(MPI_Sendrecv(buf + disps[send_idx] * es, (int)(send_cnt * es), MPI_BYTE,
-                                   dst, TAG, tmp + disps[recv_idx] * es, (int)(recv_cnt * es),
-                                   MPI_BYTE, dst, TAG, c, MPI_STATUS_IGNORE));
+            HPML__MPI(MPI_Sendrecv(buf + disps[send_idx] * es, (int)(send_cnt * es), MPI_BYTE, dst,
+                                   TAG, tmp + disps[recv_idx] * es, (int)(recv_cnt * es), MPI_BYTE,
+                                   dst, TAG, c, MPI_STATUS_IGNORE));
             /* (lower rank's data) op (higher rank's data) */
             if (dst < rank)
                 rc = hpml_reduce_local3(buf + disps[recv_idx] * es, tmp + disps[recv_idx] * es,
@@ -115,9 +115,9 @@ static int rab_on(MPI_Comm c, void *vbuf, size_t count, hpml_dtype_t dt, hpml_op
                 for (int i = recv_idx; i < send_idx; i++)
                     recv_cnt += cnts[i];
             }
-            HPML__MPI(MPI_Sendrecv(buf + disps[send_idx] * es, (int)(send_cnt * es), MPI_BYTE,
-                                   dst, TAG, buf + disps[recv_idx] * es, (int)(recv_cnt * es),
-                                   MPI_BYTE, dst, TAG, c, MPI_STATUS_IGNORE));
+            HPML__MPI(MPI_Sendrecv(buf + disps[send_idx] * es, (int)(send_cnt * es), MPI_BYTE, dst,
+                                   TAG, buf + disps[recv_idx] * es, (int)(recv_cnt * es), MPI_BYTE,
+                                   dst, TAG, c, MPI_STATUS_IGNORE));
             if (newrank > newdst)
                 send_idx = recv_idx;
             mask >>= 1;

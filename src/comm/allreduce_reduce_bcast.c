@@ -35,8 +35,7 @@ int hpml__allreduce_reduce_bcast(const void *sendbuf, void *recvbuf, size_t coun
             break;
         }
         if (rank + mask < size) {
-            HPML__MPI(MPI_Recv(tmp, (int)bytes, MPI_BYTE, rank + mask, TAG, c,
-                               MPI_STATUS_IGNORE));
+            HPML__MPI(MPI_Recv(tmp, (int)bytes, MPI_BYTE, rank + mask, TAG, c, MPI_STATUS_IGNORE));
             rc = hpml_reduce_local(recvbuf, tmp, count, dtype, op);
             if (rc != 0)
                 goto out;
@@ -45,8 +44,8 @@ int hpml__allreduce_reduce_bcast(const void *sendbuf, void *recvbuf, size_t coun
     /* Broadcast down the same tree. */
     for (mask = 1; mask < size; mask <<= 1) {
         if (rank & mask) {
-            HPML__MPI(MPI_Recv(recvbuf, (int)bytes, MPI_BYTE, rank - mask, TAG, c,
-                               MPI_STATUS_IGNORE));
+            HPML__MPI(
+                MPI_Recv(recvbuf, (int)bytes, MPI_BYTE, rank - mask, TAG, c, MPI_STATUS_IGNORE));
             break;
         }
     }

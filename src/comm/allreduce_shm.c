@@ -17,22 +17,22 @@
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
-#define OFF_DONE offsetof(hpml_shm_ctrl_t, done)
+#define OFF_DONE    offsetof(hpml_shm_ctrl_t, done)
 
 typedef struct {
     hpml_comm_t *comm;
     hpml_shm_t *s;
-    const char *src; /* this rank's input */
-    char *dst;       /* this rank's output */
+    const char *src;         /* this rank's input */
+    char *dst;               /* this rank's output */
     size_t es, count, chunk; /* element size, elements, elements per step */
     hpml_dtype_t dt;
     hpml_op_t op;
-    int L, lr, S;    /* local ranks, mine, slices per step */
-    int inter;       /* hierarchical: allreduce owned slices across nodes */
-    uint64_t step0;  /* step number of chunk 0 */
-    int reg;         /* this rank's input is registered (no copy in) */
+    int L, lr, S;   /* local ranks, mine, slices per step */
+    int inter;      /* hierarchical: allreduce owned slices across nodes */
+    uint64_t step0; /* step number of chunk 0 */
+    int reg;        /* this rank's input is registered (no copy in) */
     int nbuf;
-    int own_buf;     /* small path: every input, mine too, is in the pipeline buffers */
+    int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
 } eng_t;
 
 /* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
@@ -134,8 +134,8 @@ static int reduce_owned(eng_t *e, size_t c)
         slice_bounds(e, m, j, &lo, &hi);
         rc = reduce_range(e, c, lo, hi, buf + lo * e->es);
         if (rc == 0 && e->inter && hi > lo)
-            rc = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo,
-                                           e->dt, e->op);
+            rc = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo, e->dt,
+                                           e->op);
     }
     atomic_store_explicit(&me->reduced, g + 1, memory_order_release);
     return rc;
@@ -181,9 +181,8 @@ out:
     return rc;
 }
 
-int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
-                               hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm,
-                               int inter_node)
+int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                               hpml_op_t op, hpml_comm_t *comm, int inter_node)
 {
     eng_t e = {0};
     size_t bytes, nch, off;

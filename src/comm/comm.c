@@ -98,8 +98,7 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
 
     /* Real shared-memory domain, then virtual nodes inside it: a virtual node never
      * spans two real nodes, so its ranks can always share memory. */
-    HPML__MPI(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
-                                  &shared));
+    HPML__MPI(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &shared));
     HPML__MPI(MPI_Comm_rank(shared, &shared_rank));
     if (c->ranks_per_node > 0) {
         HPML__MPI(MPI_Comm_split(shared, c->rank / c->ranks_per_node, c->rank, &c->local));
@@ -110,8 +109,8 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
     HPML__MPI(MPI_Comm_rank(c->local, &c->local_rank));
     HPML__MPI(MPI_Comm_size(c->local, &c->local_size));
 
-    HPML__MPI(MPI_Comm_split(c->comm, c->local_rank == 0 ? 0 : MPI_UNDEFINED, c->rank,
-                             &c->leaders));
+    HPML__MPI(
+        MPI_Comm_split(c->comm, c->local_rank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders));
     if (c->leaders != MPI_COMM_NULL) {
         HPML__MPI(MPI_Comm_set_errhandler(c->leaders, MPI_ERRORS_RETURN));
         HPML__MPI(MPI_Comm_rank(c->leaders, &ints[0]));

@@ -71,7 +71,7 @@ typedef struct hpml_shm_ctrl {
     char pad0[64 - sizeof(uint64_t)];
     _Atomic uint64_t reduced; /* steps whose slice this rank has reduced */
     char pad1[64 - sizeof(uint64_t)];
-    _Atomic uint64_t done;    /* steps this rank has finished reading every buffer of */
+    _Atomic uint64_t done; /* steps this rank has finished reading every buffer of */
     char pad2[64 - sizeof(uint64_t)];
     /* Where this rank's input for the current operation is, when it is a registered
      * buffer: window id (-1: in the scratch buffers) and byte offset in its part. Written
@@ -89,13 +89,13 @@ typedef struct hpml_shm_ctrl {
  * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
  * it). */
 typedef struct hpml_shm {
-    hpml_shm_win_t w;     /* window holding ctrl + scratch for every local rank */
-    size_t chunk_bytes;   /* pipeline chunk (bytes per step) */
-    int nbuf;             /* pipeline depth: scratch buffers per rank */
-    uint64_t step;        /* next step number (identical on every local rank) */
-    unsigned spin;        /* pause iterations before a waiting rank starts to yield */
-    size_t small_bytes;   /* one-step path up to this size (HPML_SHM_SMALL) */
-    uint64_t synced;      /* this rank has seen every local rank publish steps < synced */
+    hpml_shm_win_t w;   /* window holding ctrl + scratch for every local rank */
+    size_t chunk_bytes; /* pipeline chunk (bytes per step) */
+    int nbuf;           /* pipeline depth: scratch buffers per rank */
+    uint64_t step;      /* next step number (identical on every local rank) */
+    unsigned spin;      /* pause iterations before a waiting rank starts to yield */
+    size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)
@@ -133,9 +133,9 @@ struct hpml_comm {
     int rank, size;
     int local_rank, local_size;
     int node, nodes;
-    int max_local_size;   /* largest local_size over the nodes */
-    int ranks_per_node;   /* HPML_RANKS_PER_NODE (0: real nodes) */
-    int real_nodes;       /* number of physical nodes (shared-memory domains) */
+    int max_local_size; /* largest local_size over the nodes */
+    int ranks_per_node; /* HPML_RANKS_PER_NODE (0: real nodes) */
+    int real_nodes;     /* number of physical nodes (shared-memory domains) */
 
     /* Hierarchical algorithm: slice_comm[j] joins, across nodes, the ranks that own
      * slice j on their node (j < max_local_size); created on first use. */
@@ -145,8 +145,8 @@ struct hpml_comm {
     hpml_shm_win_t *registered; /* hpml_comm_alloc_shared windows, newest first */
     int nregistered;            /* windows created so far (ids) */
 
-    size_t max_chunk_elems;       /* largest count one algorithm call handles */
-    struct hpml_select *select;   /* selection table (select.c) */
+    size_t max_chunk_elems;     /* largest count one algorithm call handles */
+    struct hpml_select *select; /* selection table (select.c) */
 
     /* comm B */
     struct hpml_progress *progress; /* nonblocking engine, NULL until first use */
@@ -160,13 +160,13 @@ void hpml__progress_destroy(hpml_comm_t *comm);
 
 /* MPI error to hpml error with a detail message. */
 int hpml__mpi_error(int mpi_rc, const char *what);
-#define HPML__MPI(call)                                                                        \
-    do {                                                                                       \
-        int hpml_mpi_rc_ = (call);                                                             \
-        if (hpml_mpi_rc_ != MPI_SUCCESS) {                                                     \
-            rc = hpml__mpi_error(hpml_mpi_rc_, #call);                                         \
-            goto out;                                                                          \
-        }                                                                                      \
+#define HPML__MPI(call)                                                                            \
+    do {                                                                                           \
+        int hpml_mpi_rc_ = (call);                                                                 \
+        if (hpml_mpi_rc_ != MPI_SUCCESS) {                                                         \
+            rc = hpml__mpi_error(hpml_mpi_rc_, #call);                                             \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* The MPI datatype for an hpml dtype, MPI_DATATYPE_NULL for f16/bf16. */
@@ -210,18 +210,15 @@ int hpml__allreduce_hier(const void *sendbuf, void *recvbuf, size_t count, hpml_
  * the hierarchical algorithm's inter-node step). recvbuf holds the input on entry
  * (in place) and the result on return. Same guarantees as hpml__allreduce_fn. */
 int hpml__allreduce_rd_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt, hpml_op_t op);
-int hpml__allreduce_ring_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt,
-                            hpml_op_t op);
+int hpml__allreduce_ring_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt, hpml_op_t op);
 /* MPI_Allreduce for MPI dtypes, recursive doubling / ring for f16/bf16. */
-int hpml__allreduce_native_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt,
-                              hpml_op_t op);
+int hpml__allreduce_native_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt, hpml_op_t op);
 
 /* Shared-memory engine behind allreduce_shm and allreduce_hier: intra-node reduction of
  * each slice by its owner, then (hier) `inter` on each owned slice, then every local
  * rank copies the result out. */
-int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
-                               hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm,
-                               int inter_node);
+int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                               hpml_op_t op, hpml_comm_t *comm, int inter_node);
 
 /* The function for an algorithm, NULL if it does not do allreduce. */
 hpml__allreduce_fn hpml__allreduce_impl(hpml_algo_t algo);

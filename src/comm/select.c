@@ -67,18 +67,18 @@ static const char *const env_names[HPML_COLL_COUNT] = {
     [HPML_COLL_REDUCE_SCATTER] = "HPML_ALGO_REDUCE_SCATTER",
 };
 
-static const hpml_algo_t list_allreduce[] = {
-    HPML_ALGO_MPI,          HPML_ALGO_RECURSIVE_DOUBLING, HPML_ALGO_RING, HPML_ALGO_RABENSEIFNER,
-    HPML_ALGO_REDUCE_BCAST, HPML_ALGO_SHM,                HPML_ALGO_HIER};
-static const hpml_algo_t list_bcast[] = {HPML_ALGO_MPI, HPML_ALGO_BINOMIAL,
-                                         HPML_ALGO_SCATTER_ALLGATHER, HPML_ALGO_CHAIN,
-                                         HPML_ALGO_SHM};
+static const hpml_algo_t list_allreduce[] = {HPML_ALGO_MPI,          HPML_ALGO_RECURSIVE_DOUBLING,
+                                             HPML_ALGO_RING,         HPML_ALGO_RABENSEIFNER,
+                                             HPML_ALGO_REDUCE_BCAST, HPML_ALGO_SHM,
+                                             HPML_ALGO_HIER};
+static const hpml_algo_t list_bcast[] = {
+    HPML_ALGO_MPI, HPML_ALGO_BINOMIAL, HPML_ALGO_SCATTER_ALLGATHER, HPML_ALGO_CHAIN, HPML_ALGO_SHM};
 static const hpml_algo_t list_reduce[] = {HPML_ALGO_MPI, HPML_ALGO_BINOMIAL, HPML_ALGO_SHM};
 static const hpml_algo_t list_allgather[] = {HPML_ALGO_MPI, HPML_ALGO_RING,
                                              HPML_ALGO_RECURSIVE_DOUBLING, HPML_ALGO_BRUCK};
 static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING};
 
-#define KB ((size_t)1024)
+#define KB  ((size_t)1024)
 #define ANY 0
 #define INF SIZE_MAX
 
@@ -154,10 +154,10 @@ int hpml_algo_list(hpml_coll_t coll, const hpml_algo_t **algos, size_t *n)
     if (algos == NULL || n == NULL)
         return HPML_ERR_INVAL;
     switch (coll) {
-#define L(c, a)                                                                                \
-    case c:                                                                                    \
-        *algos = a;                                                                            \
-        *n = sizeof(a) / sizeof(a[0]);                                                         \
+#define L(c, a)                                                                                    \
+    case c:                                                                                        \
+        *algos = a;                                                                                \
+        *n = sizeof(a) / sizeof(a[0]);                                                             \
         return 0;
         L(HPML_COLL_ALLREDUCE, list_allreduce)
         L(HPML_COLL_BCAST, list_bcast)
@@ -165,8 +165,7 @@ int hpml_algo_list(hpml_coll_t coll, const hpml_algo_t **algos, size_t *n)
         L(HPML_COLL_ALLGATHER, list_allgather)
         L(HPML_COLL_REDUCE_SCATTER, list_reduce_scatter)
 #undef L
-    default:
-        return HPML_ERR_INVAL;
+    default: return HPML_ERR_INVAL;
     }
 }
 
@@ -264,8 +263,7 @@ int hpml__select_load(struct hpml_select **out, const char *path)
 
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {
-            rc = hpml_set_error(HPML_ERR_FORMAT, "tuning file %s:%d: line too long", path,
-                                lineno);
+            rc = hpml_set_error(HPML_ERR_FORMAT, "tuning file %s:%d: line too long", path, lineno);
             goto out;
         }
         if ((p = strchr(line, '#')) != NULL)
@@ -278,8 +276,8 @@ int hpml__select_load(struct hpml_select **out, const char *path)
         if (!header) {
             if (nt != 2 || strcmp(tok[0], "hpml-tuning") != 0 || strcmp(tok[1], "1") != 0) {
                 rc = hpml_set_error(HPML_ERR_FORMAT,
-                                    "tuning file %s:%d: expected the header 'hpml-tuning 1'",
-                                    path, lineno);
+                                    "tuning file %s:%d: expected the header 'hpml-tuning 1'", path,
+                                    lineno);
                 goto out;
             }
             header = 1;
@@ -293,8 +291,8 @@ int hpml__select_load(struct hpml_select **out, const char *path)
             goto out;
         }
         if (coll_parse(tok[0], &r.coll) != 0) {
-            rc = hpml_set_error(HPML_ERR_FORMAT, "tuning file %s:%d: unknown collective '%s'",
-                                path, lineno, tok[0]);
+            rc = hpml_set_error(HPML_ERR_FORMAT, "tuning file %s:%d: unknown collective '%s'", path,
+                                lineno, tok[0]);
             goto out;
         }
         if (parse_count(tok[1], &r.ranks) != 0 || parse_count(tok[2], &r.nodes) != 0) {
@@ -314,8 +312,8 @@ int hpml__select_load(struct hpml_select **out, const char *path)
         if (hpml_algo_parse(tok[4], &r.algo) != 0 || r.algo == HPML_ALGO_AUTO ||
             !algo_applies(r.coll, r.algo)) {
             rc = hpml_set_error(HPML_ERR_FORMAT,
-                                "tuning file %s:%d: '%s' is not an algorithm for %s", path,
-                                lineno, tok[4], tok[0]);
+                                "tuning file %s:%d: '%s' is not an algorithm for %s", path, lineno,
+                                tok[4], tok[0]);
             goto out;
         }
         if (s->n == cap) {
@@ -369,8 +367,8 @@ int hpml__select_init(hpml_comm_t *comm)
         hpml_algo_t a = HPML_ALGO_AUTO;
 
         if (v != NULL && *v != '\0') {
-            if (hpml_algo_parse(v, &a) != 0 || (a != HPML_ALGO_AUTO &&
-                                                !algo_applies((hpml_coll_t)c, a))) {
+            if (hpml_algo_parse(v, &a) != 0 ||
+                (a != HPML_ALGO_AUTO && !algo_applies((hpml_coll_t)c, a))) {
                 rc = hpml_set_error(HPML_ERR_INVAL, "%s='%s' is not an algorithm for %s",
                                     env_names[c], v, coll_names[c]);
                 hpml__select_free(s);
@@ -425,8 +423,8 @@ hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes)
         if (i >= 0)
             return s->rules[i].algo;
     }
-    i = best_rule(builtin, sizeof(builtin) / sizeof(builtin[0]), coll, comm->size,
-                  comm->nodes, bytes);
+    i = best_rule(builtin, sizeof(builtin) / sizeof(builtin[0]), coll, comm->size, comm->nodes,
+                  bytes);
     return i >= 0 ? builtin[i].algo : HPML_ALGO_MPI;
 }
 
@@ -488,8 +486,7 @@ int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json)
     if (json) {
         fprintf(f, "{\"source\": ");
         hpml_json_string(f, s && s->path ? s->path : "built-in");
-        fprintf(f, ", \"ranks\": %d, \"nodes\": %d, \"collectives\": {", comm->size,
-                comm->nodes);
+        fprintf(f, ", \"ranks\": %d, \"nodes\": %d, \"collectives\": {", comm->size, comm->nodes);
     } else {
         fprintf(f, "selection table (%s) for %d ranks on %d node%s:\n",
                 s && s->path ? s->path : "built-in", comm->size, comm->nodes,
@@ -500,8 +497,8 @@ int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json)
         size_t nb = boundaries(s, (hpml_coll_t)c, b, sizeof(b) / sizeof(b[0]));
 
         if (json)
-            fprintf(f, "%s\"%s\": {\"forced\": %s, \"ranges\": [", c ? ", " : "",
-                    coll_names[c], forced ? "true" : "false");
+            fprintf(f, "%s\"%s\": {\"forced\": %s, \"ranges\": [", c ? ", " : "", coll_names[c],
+                    forced ? "true" : "false");
         else
             fprintf(f, "  %-15s", coll_names[c]);
         /* Consecutive ranges with the same algorithm are merged. */

@@ -13,7 +13,7 @@
 #include "comm/comm_internal.h"
 
 #define DEFAULT_CHUNK ((size_t)128 << 10)
-#define DEFAULT_NBUF 4
+#define DEFAULT_NBUF  4
 /* Up to this many bytes the shm allreduce takes one step in which every rank reduces the
  * whole vector (one synchronisation instead of two per chunk). */
 #define DEFAULT_SMALL ((size_t)16 << 10)
@@ -106,8 +106,8 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-        s->spin = (unsigned)env_size("HPML_SHM_SPIN",
-                                     cpus > 0 && comm->local_size > cpus ? 256 : 20000);
+        s->spin =
+            (unsigned)env_size("HPML_SHM_SPIN", cpus > 0 && comm->local_size > cpus ? 256 : 20000);
     }
     rc = win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
     if (rc != 0)
@@ -165,8 +165,7 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
 {
     for (int i = 0; i < comm->local_size; i++)
         if (i != comm->local_rank)
-            hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v,
-                           s->spin);
+            hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v, s->spin);
 }
 
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off)

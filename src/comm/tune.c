@@ -2,8 +2,9 @@
  * The measurement behind `hpml tune`: every algorithm of each collective is timed at
  * sizes growing by 4x (batches of back-to-back calls, maximum over ranks; the table shows
  * the median and the fastest sample), the algorithm with the fastest sample per size wins
- * (the fastest sample is the one least disturbed by other load on a shared machine), and runs of sizes with the same winner become one
- * rule of the tuning file (boundary halfway, in log scale, to the next size measured).
+ * (the fastest sample is the one least disturbed by other load on a shared machine), and runs of
+ * sizes with the same winner become one rule of the tuning file (boundary halfway, in log scale, to
+ * the next size measured).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,8 @@ static int run_once(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, float
 }
 
 /* Median and fastest sample (seconds per call, maximum over ranks). */
-static int measure(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes,
-                   int samples, double *median, double *fastest)
+static int measure(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes, int samples,
+                   double *median, double *fastest)
 {
     size_t n = (bytes / 4 ? bytes / 4 : 1) + (size_t)comm->size; /* allgather: size*blk */
     float *x = NULL, *y = NULL;
@@ -103,8 +104,8 @@ out:
     return rc;
 }
 
-int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes,
-                   int samples, double *seconds)
+int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes, int samples,
+                   double *seconds)
 {
     double fastest;
 

@@ -65,8 +65,10 @@ static void fill(void *buf, size_t n, hpml_dtype_t dt, hpml_op_t op, int r)
  * integers, as hpml_reduce_finish documents). */
 static void reference(void *out, size_t n, hpml_dtype_t dt, hpml_op_t op)
 {
-    MPI_Op mop = op == HPML_PROD ? MPI_PROD : op == HPML_MIN ? MPI_MIN : op == HPML_MAX ? MPI_MAX
-                                                                                       : MPI_SUM;
+    MPI_Op mop = op == HPML_PROD  ? MPI_PROD
+                 : op == HPML_MIN ? MPI_MIN
+                 : op == HPML_MAX ? MPI_MAX
+                                  : MPI_SUM;
     if (dt == HPML_F16 || dt == HPML_BF16) {
         float *f = malloc(n * sizeof(float) + 4);
 
@@ -135,8 +137,8 @@ static void reference(void *out, size_t n, hpml_dtype_t dt, hpml_op_t op)
 }
 
 /* Run one case and compare with the reference; returns 1 when it matched. */
-static int one_case(hpml_comm_t *c, hpml_algo_t algo, hpml_dtype_t dt, hpml_op_t op,
-                    size_t n, int inplace, const void *ref, const char *what)
+static int one_case(hpml_comm_t *c, hpml_algo_t algo, hpml_dtype_t dt, hpml_op_t op, size_t n,
+                    int inplace, const void *ref, const char *what)
 {
     size_t es = hpml_dtype_size(dt), bad = n;
     char *in = malloc(n * es + 64), *out = malloc(n * es + 64);
@@ -154,8 +156,9 @@ static int one_case(hpml_comm_t *c, hpml_algo_t algo, hpml_dtype_t dt, hpml_op_t
             break;
         }
     }
-    ok = HPMLT_CHECK(rc == 0 && bad == n, "%s algo=%s dtype=%s op=%s count=%zu %s: rc=%d (%s) "
-                                          "first mismatch at %zu",
+    ok = HPMLT_CHECK(rc == 0 && bad == n,
+                     "%s algo=%s dtype=%s op=%s count=%zu %s: rc=%d (%s) "
+                     "first mismatch at %zu",
                      what, hpml_algo_name(algo), hpml_dtype_name(dt), hpml_op_name(op), n,
                      inplace ? "in place" : "out of place", rc, hpml_last_error(), bad);
     /* Nothing past the end is touched. */
@@ -175,8 +178,8 @@ static int big_ok(hpml_dtype_t dt, hpml_op_t op)
 {
     if (size > (is_mpich ? 2 : 3))
         return 0;
-    return (op == HPML_SUM && (dt == HPML_F32 || dt == HPML_F16 || dt == HPML_I8 ||
-                               dt == HPML_BF16)) ||
+    return (op == HPML_SUM &&
+            (dt == HPML_F32 || dt == HPML_F16 || dt == HPML_I8 || dt == HPML_BF16)) ||
            (op == HPML_MAX && dt == HPML_F64) || (op == HPML_AVG && dt == HPML_I32);
 }
 
@@ -276,8 +279,8 @@ static void registered(hpml_comm_t *c)
                 HPMLT_CALL(hpml_allreduce_algo((hpml_algo_t)algo, ip ? HPML_IN_PLACE : in,
                                                ip ? in : out, n, HPML_F32, HPML_SUM, c));
                 HPMLT_CHECK(memcmp(ip ? in : out, ref, n * 4) == 0,
-                            "registered algo=%s count=%zu %s", hpml_algo_name((hpml_algo_t)algo),
-                            n, ip ? "in place" : "");
+                            "registered algo=%s count=%zu %s", hpml_algo_name((hpml_algo_t)algo), n,
+                            ip ? "in place" : "");
             }
         }
         /* Mixed: one rank registered, the others not. */
@@ -286,8 +289,8 @@ static void registered(hpml_comm_t *c)
             float *priv = malloc(n * 4);
 
             memcpy(priv, in, n * 4);
-            HPMLT_CALL(hpml_allreduce_algo(HPML_ALGO_SHM, rank % 2 ? (void *)in : (void *)priv,
-                                           out, n, HPML_F32, HPML_SUM, c));
+            HPMLT_CALL(hpml_allreduce_algo(HPML_ALGO_SHM, rank % 2 ? (void *)in : (void *)priv, out,
+                                           n, HPML_F32, HPML_SUM, c));
             HPMLT_CHECK(memcmp(out, ref, n * 4) == 0, "mixed registered count=%zu", n);
             free(priv);
         }

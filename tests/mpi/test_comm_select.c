@@ -46,8 +46,8 @@ static void expect_bad(const char *text, int code, const char *needle)
     rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &c);
     HPMLT_CHECK(rc == code && c == NULL, "tuning file '%s': rc=%d, expected %d", text, rc, code);
     HPMLT_CHECK(strstr(hpml_last_error(), needle) != NULL && strstr(hpml_last_error(), path),
-                "tuning file '%s': message '%s' lacks '%s' or the path", text,
-                hpml_last_error(), needle);
+                "tuning file '%s': message '%s' lacks '%s' or the path", text, hpml_last_error(),
+                needle);
     if (c != NULL)
         hpml_comm_destroy(c);
     unsetenv("HPML_TUNING_FILE");
@@ -179,8 +179,8 @@ static void tuning_files(void)
     expect_bad("allreduce * * inf mpi\n", HPML_ERR_FORMAT, ":1:");
     expect_bad("hpml-tuning 2\n", HPML_ERR_FORMAT, ":1:");
     expect_bad("hpml-tuning 1\nallreduce * * inf\n", HPML_ERR_FORMAT, ":2:");
-    expect_bad("hpml-tuning 1\nallreduce * * inf mpi\nallgatherv * * inf mpi\n",
-               HPML_ERR_FORMAT, ":3: unknown collective");
+    expect_bad("hpml-tuning 1\nallreduce * * inf mpi\nallgatherv * * inf mpi\n", HPML_ERR_FORMAT,
+               ":3: unknown collective");
     expect_bad("hpml-tuning 1\nallreduce 0 * inf mpi\n", HPML_ERR_FORMAT, ":2:");
     expect_bad("hpml-tuning 1\nallreduce two * inf mpi\n", HPML_ERR_FORMAT, ":2:");
     expect_bad("hpml-tuning 1\nallreduce * * 12Q mpi\n", HPML_ERR_FORMAT, "max_bytes");
