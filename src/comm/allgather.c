@@ -33,7 +33,8 @@ int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_allgather: NULL buffer");
     if (algo != HPML_ALGO_AUTO && hpml__allgather_impl(algo) == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_allgather: algorithm '%s' does not implement allgather",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_allgather: algorithm '%s' does not implement allgather",
                               hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_ALLGATHER, count, (int)dtype, -1, -1)) != 0)
@@ -53,8 +54,9 @@ int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
         algo = hpml__select(comm, HPML_COLL_ALLGATHER, (size_t)p * blk);
     fn = hpml__allgather_impl(algo);
     if (fn == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_allgather: algorithm '%s' does not "
-                                              "implement allgather",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_allgather: algorithm '%s' does not "
+                              "implement allgather",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
     if (count <= maxc)

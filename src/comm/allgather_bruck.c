@@ -24,8 +24,8 @@ int hpml__allgather_bruck(const void *sendbuf, void *recvbuf, size_t count, hpml
     for (int k = 1; k < p; k <<= 1) {
         size_t n = (size_t)(k < p - k ? k : p - k);
 
-        rc = hpml__xfer_sendrecv(tmp, n * blk, (rank - k + p) % p, tmp + (size_t)k * blk,
-                                 n * blk, (rank + k) % p, HPML_TAG_ALLGATHER, comm->comm);
+        rc = hpml__xfer_sendrecv(tmp, n * blk, (rank - k + p) % p, tmp + (size_t)k * blk, n * blk,
+                                 (rank + k) % p, HPML_TAG_ALLGATHER, comm->comm);
         if (rc != 0)
             goto out;
     }

@@ -11,8 +11,8 @@ int hpml__allgather_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_d
     int n = (int)(count * hpml_dtype_size(dtype)), rc = 0; /* dispatcher: fits an int */
     char *own = (char *)recvbuf + (size_t)comm->rank * (size_t)n;
 
-    HPML__MPI(MPI_Allgather(sendbuf == HPML_IN_PLACE || sendbuf == own ? MPI_IN_PLACE : sendbuf,
-                            n, MPI_BYTE, recvbuf, n, MPI_BYTE, comm->comm));
+    HPML__MPI(MPI_Allgather(sendbuf == HPML_IN_PLACE || sendbuf == own ? MPI_IN_PLACE : sendbuf, n,
+                            MPI_BYTE, recvbuf, n, MPI_BYTE, comm->comm));
 out:
     return rc;
 }

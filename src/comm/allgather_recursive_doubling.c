@@ -26,11 +26,9 @@ int hpml__allgather_recursive_doubling(const void *sendbuf, void *recvbuf, size_
         return (rc = hpml__xfer_send(r + (size_t)rank * blk, blk, rank - p2, HPML_TAG_ALLGATHER,
                                      comm->comm)) != 0
                    ? rc
-                   : hpml__xfer_recv(r, (size_t)p * blk, rank - p2, HPML_TAG_ALLGATHER,
-                                     comm->comm);
-    if (rank < extra &&
-        (rc = hpml__xfer_recv(r + (size_t)(p2 + rank) * blk, blk, p2 + rank, HPML_TAG_ALLGATHER,
-                              comm->comm)) != 0)
+                   : hpml__xfer_recv(r, (size_t)p * blk, rank - p2, HPML_TAG_ALLGATHER, comm->comm);
+    if (rank < extra && (rc = hpml__xfer_recv(r + (size_t)(p2 + rank) * blk, blk, p2 + rank,
+                                              HPML_TAG_ALLGATHER, comm->comm)) != 0)
         return rc;
 
     /* Among the first p2 ranks, rank q holds after round `mask` the blocks of the ranks
@@ -44,8 +42,8 @@ int hpml__allgather_recursive_doubling(const void *sendbuf, void *recvbuf, size_
 
         rc = hpml__xfer_sendrecv2(r + mb * blk, (size_t)mask * blk, r + ((size_t)p2 + mb) * blk,
                                   me_x * blk, peer, r + pb * blk, (size_t)mask * blk,
-                                  r + ((size_t)p2 + pb) * blk, pe_x * blk, peer,
-                                  HPML_TAG_ALLGATHER, comm->comm);
+                                  r + ((size_t)p2 + pb) * blk, pe_x * blk, peer, HPML_TAG_ALLGATHER,
+                                  comm->comm);
         if (rc != 0)
             return rc;
     }

@@ -34,8 +34,7 @@ int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtyp
     if (algo != HPML_ALGO_AUTO && hpml__bcast_impl(algo) == NULL)
         return hpml_set_error(HPML_ERR_INVAL, "hpml_bcast: algorithm '%s' does not implement bcast",
                               hpml_algo_name(algo));
-    if (comm->check &&
-        (rc = hpml__check(comm, HPML__KIND_BCAST, count, (int)dtype, -1, root)) != 0)
+    if (comm->check && (rc = hpml__check(comm, HPML__KIND_BCAST, count, (int)dtype, -1, root)) != 0)
         return rc;
     if (count == 0 || comm->size == 1)
         return 0;
@@ -44,8 +43,9 @@ int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtyp
         algo = hpml__select(comm, HPML_COLL_BCAST, count * es);
     fn = hpml__bcast_impl(algo);
     if (fn == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_bcast: algorithm '%s' does not implement "
-                                              "bcast",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bcast: algorithm '%s' does not implement "
+                              "bcast",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
     for (size_t off = 0; off < count; off += n) {

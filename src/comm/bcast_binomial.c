@@ -35,8 +35,7 @@ int hpml__bcast_binomial_on(MPI_Comm c, void *buf, size_t bytes, int root)
     return 0;
 }
 
-int hpml__bcast_binomial(void *buf, size_t count, hpml_dtype_t dtype, int root,
-                         hpml_comm_t *comm)
+int hpml__bcast_binomial(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm)
 {
     return hpml__bcast_binomial_on(comm->comm, buf, count * hpml_dtype_size(dtype), root);
 }

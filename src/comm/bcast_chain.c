@@ -78,8 +78,7 @@ int hpml__bcast_chain_on(MPI_Comm c, void *buf, size_t bytes, int root)
             rc = MPI_Wait(&sreq[slot], MPI_STATUS_IGNORE);
             if (rc != MPI_SUCCESS)
                 return hpml__mpi_error(rc, "MPI_Wait");
-            rc = MPI_Isend(b + j * chunk, (int)n, MPI_BYTE, next, HPML_TAG_BCAST, c,
-                           &sreq[slot]);
+            rc = MPI_Isend(b + j * chunk, (int)n, MPI_BYTE, next, HPML_TAG_BCAST, c, &sreq[slot]);
             if (rc != MPI_SUCCESS)
                 return hpml__mpi_error(rc, "MPI_Isend");
         }

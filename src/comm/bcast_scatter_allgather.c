@@ -15,8 +15,7 @@ static size_t range_bytes(size_t first, size_t nblk, size_t blk, size_t bytes)
     return (hi > bytes ? bytes : hi) - lo;
 }
 
-int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t unit,
-                                     int root)
+int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t unit, int root)
 {
     int rank, p, vr, mask, rc, left, right;
     size_t blk;
@@ -38,8 +37,7 @@ int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t
         if (vr & mask) {
             size_t n = range_bytes((size_t)vr, (size_t)mask, blk, bytes);
 
-            rc = hpml__xfer_recv(b + (size_t)vr * blk, n, (rank - mask + p) % p,
-                                 HPML_TAG_BCAST, c);
+            rc = hpml__xfer_recv(b + (size_t)vr * blk, n, (rank - mask + p) % p, HPML_TAG_BCAST, c);
             if (rc != 0)
                 return rc;
             break;
@@ -63,9 +61,8 @@ int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t
     for (int s = 0; s < p - 1; s++) {
         size_t sb = (size_t)((vr - s + p) % p), rb = (size_t)((vr - s - 1 + p) % p);
 
-        rc = hpml__xfer_sendrecv(b + sb * blk, range_bytes(sb, 1, blk, bytes), right,
-                                 b + rb * blk, range_bytes(rb, 1, blk, bytes), left,
-                                 HPML_TAG_BCAST, c);
+        rc = hpml__xfer_sendrecv(b + sb * blk, range_bytes(sb, 1, blk, bytes), right, b + rb * blk,
+                                 range_bytes(rb, 1, blk, bytes), left, HPML_TAG_BCAST, c);
         if (rc != 0)
             return rc;
     }

@@ -76,7 +76,7 @@ static int report(hpml_comm_t *comm, const int64_t *all, const int64_t *mine)
     int *group = NULL;
 
     append(msg, sizeof(msg), &w, "collective #%llu (this rank: %s): ranks disagree on",
-                          (unsigned long long)mine[SIG_SEQ], kind_name(mine[SIG_KIND]));
+           (unsigned long long)mine[SIG_SEQ], kind_name(mine[SIG_KIND]));
     for (int f = 0, nf = 0; f < SIG_N; f++) {
         for (int q = 1; q < p; q++) {
             if (all[q * SIG_N + f] != all[f]) {
@@ -109,7 +109,7 @@ static int report(hpml_comm_t *comm, const int64_t *all, const int64_t *mine)
             for (int q = g; q < p; q++)
                 members += group[q] == g;
             append(msg, sizeof(msg), &w, "%s rank%s", ngroups == 1 ? ":" : ";",
-                                  members > 1 ? "s" : "");
+                   members > 1 ? "s" : "");
             for (int q = g; q < p && w < sizeof(msg); q++) {
                 if (group[q] != g)
                     continue;
@@ -151,8 +151,9 @@ int hpml__check(hpml_comm_t *comm, int kind, size_t count, int dtype, int op, in
         return 0;
     /* Every rank saw the same min/max, so every rank takes this branch together. */
     if ((all = malloc((size_t)comm->size * sizeof(sig))) == NULL) {
-        rc = hpml_set_error(HPML_ERR_MISMATCH, "collective #%llu: ranks disagree on the "
-                                                "operation's arguments",
+        rc = hpml_set_error(HPML_ERR_MISMATCH,
+                            "collective #%llu: ranks disagree on the "
+                            "operation's arguments",
                             (unsigned long long)sig[SIG_SEQ]);
         /* The peers now wait in the allgather we skip: only if a few bytes cannot be
          * allocated, when the job is lost anyway. */

@@ -20,12 +20,10 @@
 typedef int (*hpml__bcast_fn)(void *buf, size_t count, hpml_dtype_t dtype, int root,
                               hpml_comm_t *comm);
 int hpml__bcast_mpi(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm);
-int hpml__bcast_binomial(void *buf, size_t count, hpml_dtype_t dtype, int root,
-                         hpml_comm_t *comm);
+int hpml__bcast_binomial(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm);
 int hpml__bcast_scatter_allgather(void *buf, size_t count, hpml_dtype_t dtype, int root,
                                   hpml_comm_t *comm);
-int hpml__bcast_chain(void *buf, size_t count, hpml_dtype_t dtype, int root,
-                      hpml_comm_t *comm);
+int hpml__bcast_chain(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm);
 int hpml__bcast_shm(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm);
 /* The function for an algorithm, NULL if it does not do bcast. */
 hpml__bcast_fn hpml__bcast_impl(hpml_algo_t algo);
@@ -35,16 +33,15 @@ hpml__bcast_fn hpml__bcast_impl(hpml_algo_t algo);
 int hpml__bcast_binomial_on(MPI_Comm c, void *buf, size_t bytes, int root);
 int hpml__bcast_chain_on(MPI_Comm c, void *buf, size_t bytes, int root);
 /* Blocks are multiples of `unit` bytes (the element size) so no element is split. */
-int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t unit,
-                                     int root);
+int hpml__bcast_scatter_allgather_on(MPI_Comm c, void *buf, size_t bytes, size_t unit, int root);
 /* Pipeline chunk of the chain bcast in bytes (HPML_BCAST_CHUNK, default 64 KiB), and
  * the size above which chunking starts. */
 size_t hpml__bcast_chain_chunk(size_t bytes, int p);
 
 /* ---- reduce ---------------------------------------------------------------------- */
 
-typedef int (*hpml__reduce_fn)(const void *sendbuf, void *recvbuf, size_t count,
-                               hpml_dtype_t dtype, hpml_op_t op, int root, hpml_comm_t *comm);
+typedef int (*hpml__reduce_fn)(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                               hpml_op_t op, int root, hpml_comm_t *comm);
 int hpml__reduce_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                      hpml_op_t op, int root, hpml_comm_t *comm);
 int hpml__reduce_binomial(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
@@ -71,10 +68,10 @@ hpml__allgather_fn hpml__allgather_impl(hpml_algo_t algo);
 
 typedef int (*hpml__reduce_scatter_fn)(const void *sendbuf, void *recvbuf, size_t count,
                                        hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
-int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count,
-                             hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
-int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count,
-                              hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
+int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                             hpml_op_t op, hpml_comm_t *comm);
+int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                              hpml_op_t op, hpml_comm_t *comm);
 hpml__reduce_scatter_fn hpml__reduce_scatter_impl(hpml_algo_t algo);
 
 /* ---- MPI fallbacks for f16/bf16 --------------------------------------------------- */

@@ -28,8 +28,8 @@ struct hpml_fusion {
     size_t n, cap_ent;
 };
 
-int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op,
-                       size_t capacity_bytes, hpml_fusion_t **out)
+int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op, size_t capacity_bytes,
+                       hpml_fusion_t **out)
 {
     hpml_fusion_t *f;
     size_t es;
@@ -42,8 +42,9 @@ int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op,
     if (capacity_bytes == 0)
         capacity_bytes = DEFAULT_CAPACITY;
     if (capacity_bytes < es)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_fusion_create: capacity %zu bytes holds no "
-                                              "%s element",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_fusion_create: capacity %zu bytes holds no "
+                              "%s element",
                               capacity_bytes, hpml_dtype_name(dtype));
     if ((f = calloc(1, sizeof(*f))) == NULL)
         return HPML_ERR_NOMEM;

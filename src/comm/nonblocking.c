@@ -24,7 +24,7 @@
 enum { MODE_NONE = 0, MODE_THREAD, MODE_MPI };
 
 struct hpml_request {
-    struct hpml_progress *pg; /* NULL once the communicator is destroyed */
+    struct hpml_progress *pg;  /* NULL once the communicator is destroyed */
     struct hpml_request *next; /* live requests in submission order */
     int kind;                  /* HPML__KIND_IALLREDUCE or HPML__KIND_IBCAST */
     const void *sendbuf;
@@ -46,8 +46,8 @@ struct hpml_progress {
     int mode;
 
     pthread_mutex_t lock;
-    pthread_cond_t work; /* the thread waits for requests or stop */
-    pthread_cond_t done; /* callers wait for completions */
+    pthread_cond_t work;              /* the thread waits for requests or stop */
+    pthread_cond_t done;              /* callers wait for completions */
     struct hpml_request *head, *tail; /* live requests, submission order */
     struct hpml_request *run;         /* thread: next request to execute */
     int stop;
@@ -152,8 +152,8 @@ static int mpi_start(struct hpml_progress *pg, struct hpml_request *r)
         char *b = (char *)r->buf + off * es;
 
         if (r->kind == HPML__KIND_IBCAST) {
-            HPML__MPI(MPI_Ibcast(b, (int)(n * es), MPI_BYTE, r->root, pg->mcomm,
-                                 &r->mreq[r->nmreq]));
+            HPML__MPI(
+                MPI_Ibcast(b, (int)(n * es), MPI_BYTE, r->root, pg->mcomm, &r->mreq[r->nmreq]));
         } else {
             const void *s = r->sendbuf == HPML_IN_PLACE || r->sendbuf == r->buf
                                 ? MPI_IN_PLACE

@@ -37,7 +37,8 @@ int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_
     if (count > 0 && (sendbuf == NULL || ((in_place || comm->rank == root) && recvbuf == NULL)))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce: NULL buffer");
     if (algo != HPML_ALGO_AUTO && hpml__reduce_impl(algo) == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce: algorithm '%s' does not implement reduce",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_reduce: algorithm '%s' does not implement reduce",
                               hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_REDUCE, count, (int)dtype, (int)op, root)) != 0)
@@ -54,8 +55,9 @@ int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_
         algo = hpml__select(comm, HPML_COLL_REDUCE, count * es);
     fn = hpml__reduce_impl(algo);
     if (fn == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce: algorithm '%s' does not implement "
-                                              "reduce",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_reduce: algorithm '%s' does not implement "
+                              "reduce",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
     for (size_t off = 0; off < count; off += n) {
@@ -70,8 +72,8 @@ int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_
     return rc;
 }
 
-int hpml_reduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
-                hpml_op_t op, int root, hpml_comm_t *comm)
+int hpml_reduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype, hpml_op_t op,
+                int root, hpml_comm_t *comm)
 {
     return hpml_reduce_algo(HPML_ALGO_AUTO, sendbuf, recvbuf, count, dtype, op, root, comm);
 }

@@ -40,15 +40,15 @@ int hpml__reduce_binomial(const void *sendbuf, void *recvbuf, size_t count, hpml
                     accbuf = scratch;
                 }
             }
-            if ((rc = hpml__xfer_recv(tmp, bytes, (src + root) % p, HPML_TAG_REDUCE,
-                                      comm->comm)) != 0)
+            if ((rc = hpml__xfer_recv(tmp, bytes, (src + root) % p, HPML_TAG_REDUCE, comm->comm)) !=
+                0)
                 goto out;
             if ((rc = hpml_reduce_local3(accbuf, acc, tmp, count, dtype, op)) != 0)
                 goto out;
             acc = accbuf;
         } else {
-            rc = hpml__xfer_send(acc, bytes, ((vr & ~mask) + root) % p, HPML_TAG_REDUCE,
-                                 comm->comm);
+            rc =
+                hpml__xfer_send(acc, bytes, ((vr & ~mask) + root) % p, HPML_TAG_REDUCE, comm->comm);
             goto out;
         }
     }

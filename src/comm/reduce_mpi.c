@@ -8,11 +8,11 @@
 
 #include "comm/commb_internal.h"
 
-#define HALF_OP(name, dt, op)                                                                  \
-    static void name(void *in, void *inout, int *len, MPI_Datatype *type)                      \
-    {                                                                                          \
-        (void)type;                                                                            \
-        hpml_reduce_local(inout, in, (size_t)*len, dt, op);                                    \
+#define HALF_OP(name, dt, op)                                                                      \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type)                          \
+    {                                                                                              \
+        (void)type;                                                                                \
+        hpml_reduce_local(inout, in, (size_t)*len, dt, op);                                        \
     }
 HALF_OP(f16_sum, HPML_F16, HPML_SUM)
 HALF_OP(f16_prod, HPML_F16, HPML_PROD)

@@ -16,9 +16,8 @@ hpml__reduce_scatter_fn hpml__reduce_scatter_impl(hpml_algo_t algo)
     }
 }
 
-int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf,
-                             size_t count, hpml_dtype_t dtype, hpml_op_t op,
-                             hpml_comm_t *comm)
+int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
+                             hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm)
 {
     hpml__reduce_scatter_fn fn;
     hpml_op_t rop = op == HPML_AVG ? HPML_SUM : op;
@@ -34,8 +33,9 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce_scatter: NULL buffer");
     if (algo != HPML_ALGO_AUTO && hpml__reduce_scatter_impl(algo) == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce_scatter: algorithm '%s' does not implement reduce_scatter",
-                              hpml_algo_name(algo));
+        return hpml_set_error(
+            HPML_ERR_INVAL, "hpml_reduce_scatter: algorithm '%s' does not implement reduce_scatter",
+            hpml_algo_name(algo));
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_REDUCE_SCATTER, count, (int)dtype, (int)op, -1)) != 0)
         return rc;
@@ -54,8 +54,9 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
         algo = hpml__select(comm, HPML_COLL_REDUCE_SCATTER, (size_t)p * blk);
     fn = hpml__reduce_scatter_impl(algo);
     if (fn == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_reduce_scatter: algorithm '%s' does not "
-                                              "implement reduce_scatter",
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_reduce_scatter: algorithm '%s' does not "
+                              "implement reduce_scatter",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
     if (count <= maxc) {

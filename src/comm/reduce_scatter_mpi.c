@@ -5,8 +5,8 @@
  */
 #include "comm/commb_internal.h"
 
-int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count,
-                             hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm)
+int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                             hpml_op_t op, hpml_comm_t *comm)
 {
     MPI_Datatype mdt;
     MPI_Op mop;
@@ -14,8 +14,8 @@ int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count,
 
     if ((rc = hpml__mpi_reduce_types(dtype, op, &mdt, &mop)) != 0)
         return rc;
-    HPML__MPI(MPI_Reduce_scatter_block(sendbuf == HPML_IN_PLACE ? MPI_IN_PLACE : sendbuf,
-                                       recvbuf, (int)count, mdt, mop, comm->comm));
+    HPML__MPI(MPI_Reduce_scatter_block(sendbuf == HPML_IN_PLACE ? MPI_IN_PLACE : sendbuf, recvbuf,
+                                       (int)count, mdt, mop, comm->comm));
 out:
     return rc;
 }

@@ -8,8 +8,8 @@
 
 #include "comm/commb_internal.h"
 
-int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count,
-                              hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm)
+int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                              hpml_op_t op, hpml_comm_t *comm)
 {
     int p = comm->size, rank = comm->rank, left = (rank - 1 + p) % p, right = (rank + 1) % p;
     size_t blk = count * hpml_dtype_size(dtype);
@@ -31,8 +31,7 @@ int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count,
             goto out;
         /* Every input block except our own has been read before the last step, so the
          * result may overwrite recvbuf's first block even in place. */
-        rc = hpml_reduce_local3(s == p - 2 ? recvbuf : acc, tmp, in + rb * blk, count, dtype,
-                                op);
+        rc = hpml_reduce_local3(s == p - 2 ? recvbuf : acc, tmp, in + rb * blk, count, dtype, op);
         if (rc != 0)
             goto out;
     }

@@ -20,8 +20,8 @@ int hpml__reduce_shm(const void *sendbuf, void *recvbuf, size_t count, hpml_dtyp
     /* Elsewhere recvbuf may be NULL, and an in-place input must stay unchanged. */
     if ((tmp = hpml_malloc(bytes)) == NULL)
         return HPML_ERR_NOMEM;
-    rc = hpml__allreduce_shm(sendbuf == HPML_IN_PLACE ? recvbuf : sendbuf, tmp, count, dtype,
-                             op, comm);
+    rc = hpml__allreduce_shm(sendbuf == HPML_IN_PLACE ? recvbuf : sendbuf, tmp, count, dtype, op,
+                             comm);
     hpml_free(tmp);
     return rc;
 }

@@ -51,8 +51,7 @@ int hpml__xfer_recv(void *buf, size_t bytes, int src, int tag, MPI_Comm comm)
 
     for (size_t off = 0; off < bytes; off += lim) {
         size_t n = bytes - off < lim ? bytes - off : lim;
-        int rc = MPI_Recv((char *)buf + off, (int)n, MPI_BYTE, src, tag, comm,
-                          MPI_STATUS_IGNORE);
+        int rc = MPI_Recv((char *)buf + off, (int)n, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
 
         if (rc != MPI_SUCCESS)
             return hpml__xfer_mpi_err(rc, "MPI_Recv");
@@ -60,9 +59,9 @@ int hpml__xfer_recv(void *buf, size_t bytes, int src, int tag, MPI_Comm comm)
     return 0;
 }
 
-int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t s1bytes,
-                         int dest, void *r0, size_t r0bytes, void *r1, size_t r1bytes, int src,
-                         int tag, MPI_Comm comm)
+int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t s1bytes, int dest,
+                         void *r0, size_t r0bytes, void *r1, size_t r1bytes, int src, int tag,
+                         MPI_Comm comm)
 {
     size_t lim = hpml__xfer_limit();
     const char *sp[2] = {s0, s1};
@@ -110,6 +109,5 @@ int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t 
 int hpml__xfer_sendrecv(const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
                         int src, int tag, MPI_Comm comm)
 {
-    return hpml__xfer_sendrecv2(sbuf, sbytes, NULL, 0, dest, rbuf, rbytes, NULL, 0, src, tag,
-                                comm);
+    return hpml__xfer_sendrecv2(sbuf, sbytes, NULL, 0, dest, rbuf, rbytes, NULL, 0, src, tag, comm);
 }

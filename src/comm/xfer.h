@@ -31,9 +31,9 @@ int hpml__xfer_recv(void *buf, size_t bytes, int src, int tag, MPI_Comm comm);
 int hpml__xfer_sendrecv(const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
                         int src, int tag, MPI_Comm comm);
 /* Same with two pieces each way (recursive-doubling allgather on non-powers of two). */
-int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t s1bytes,
-                         int dest, void *r0, size_t r0bytes, void *r1, size_t r1bytes, int src,
-                         int tag, MPI_Comm comm);
+int hpml__xfer_sendrecv2(const void *s0, size_t s0bytes, const void *s1, size_t s1bytes, int dest,
+                         void *r0, size_t r0bytes, void *r1, size_t r1bytes, int src, int tag,
+                         MPI_Comm comm);
 
 /* Map an MPI return code to 0 or HPML_ERR_MPI (with the MPI error string as detail). */
 int hpml__xfer_mpi_err(int mpi_rc, const char *what);

@@ -47,9 +47,9 @@ static void run(hpml_comm_t *comm, const char *label, int level)
                     } else {
                         rc = hpml_allgather_algo(algo, in, out, n, (hpml_dtype_t)dt, comm);
                     }
-                    HPMLT_CHECK(rc == 0, "%s %s %s%s n=%zu: rc %d %s", label,
-                                hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt),
-                                ip ? " in-place" : "", n, rc, hpml_last_error());
+                    HPMLT_CHECK(rc == 0, "%s %s %s%s n=%zu: rc %d %s", label, hpml_algo_name(algo),
+                                hpml_dtype_name((hpml_dtype_t)dt), ip ? " in-place" : "", n, rc,
+                                hpml_last_error());
                     d = tu_first_diff(out, ref, (size_t)p * n, es);
                     HPMLT_CHECK(d == (size_t)p * n, "%s %s %s%s n=%zu: first difference at %zu",
                                 label, hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt),

@@ -47,12 +47,12 @@ static void run(hpml_comm_t *comm, const char *label, int level)
                     MPI_Bcast(ref, (int)(n * es), MPI_BYTE, root, MPI_COMM_WORLD);
                     rc = hpml_bcast_algo(algo, buf, n, (hpml_dtype_t)dt, root, comm);
                     HPMLT_CHECK(rc == 0, "%s %s %s n=%zu root=%d: rc %d %s", label,
-                                hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt), n,
-                                root, rc, hpml_last_error());
+                                hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt), n, root,
+                                rc, hpml_last_error());
                     d = tu_first_diff(buf, ref, n, es);
-                    HPMLT_CHECK(d == n, "%s %s %s n=%zu root=%d: first difference at %zu",
-                                label, hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt),
-                                n, root, d);
+                    HPMLT_CHECK(d == n, "%s %s %s n=%zu root=%d: first difference at %zu", label,
+                                hpml_algo_name(algo), hpml_dtype_name((hpml_dtype_t)dt), n, root,
+                                d);
                     free(buf);
                     free(ref);
                 }
@@ -95,7 +95,8 @@ static void registered(hpml_comm_t *comm, const char *label, int level)
                     HPMLT_CHECK(rc == 0, "%s registered %s n=%zu root=%d: rc %d %s", label,
                                 hpml_dtype_name((hpml_dtype_t)dt), n, root, rc, hpml_last_error());
                     d = tu_first_diff(buf, ref, n, es);
-                    HPMLT_CHECK(d == n, "%s registered +%zu %s n=%zu root=%d: first difference at %zu",
+                    HPMLT_CHECK(d == n,
+                                "%s registered +%zu %s n=%zu root=%d: first difference at %zu",
                                 label, at, hpml_dtype_name((hpml_dtype_t)dt), n, root, d);
                     /* The root may reuse its buffer as soon as bcast returns. */
                     if (rank == root)

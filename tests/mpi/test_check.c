@@ -88,8 +88,8 @@ int main(int argc, char **argv)
     if (e != NULL) {
         matching(e, "env");
         if (p > 1) {
-            int rc = hpml_reduce(HPML_IN_PLACE, buf, 5, HPML_F32, rank == 0 ? HPML_SUM : HPML_MAX,
-                                 0, e);
+            int rc =
+                hpml_reduce(HPML_IN_PLACE, buf, 5, HPML_F32, rank == 0 ? HPML_SUM : HPML_MAX, 0, e);
             expect_mismatch(rc, "reduce op via HPML_CHECK", "disagree on op");
         }
         hpml_comm_destroy(e);

@@ -38,8 +38,10 @@ static void results(hpml_comm_t *comm, const char *label)
 {
     enum { NOPS = 6 };
     int p = hpmlt_size(), rank = hpmlt_rank();
-    static const hpml_dtype_t dts[NOPS] = {HPML_F32, HPML_BF16, HPML_I32, HPML_F16, HPML_U8, HPML_F64};
-    static const hpml_op_t ops[NOPS] = {HPML_SUM, HPML_MAX, HPML_PROD, HPML_AVG, HPML_MIN, HPML_SUM};
+    static const hpml_dtype_t dts[NOPS] = {HPML_F32, HPML_BF16, HPML_I32,
+                                           HPML_F16, HPML_U8,   HPML_F64};
+    static const hpml_op_t ops[NOPS] = {HPML_SUM, HPML_MAX, HPML_PROD,
+                                        HPML_AVG, HPML_MIN, HPML_SUM};
     static const size_t ns[NOPS] = {100003, 1000, 0, 4097, 77, 1};
     hpml_request_t *req[NOPS];
     char *buf[NOPS], *exp[NOPS];
@@ -66,7 +68,8 @@ static void results(hpml_comm_t *comm, const char *label)
             tu_ref(dts[k], ref, exp[k], n, ops[k], p);
             /* Odd ones in place, even ones from a separate send buffer. */
             if (k % 2) {
-                HPMLT_CALL(hpml_iallreduce(HPML_IN_PLACE, buf[k], n, dts[k], ops[k], comm, &req[k]));
+                HPMLT_CALL(
+                    hpml_iallreduce(HPML_IN_PLACE, buf[k], n, dts[k], ops[k], comm, &req[k]));
             } else {
                 char *in = malloc(n * es + 1);
                 memcpy(in, buf[k], n * es);
@@ -96,8 +99,8 @@ static void results(hpml_comm_t *comm, const char *label)
     }
     for (int k = 0; k < NOPS; k++) {
         size_t d = tu_first_diff(buf[k], exp[k], ns[k], hpml_dtype_size(dts[k]));
-        HPMLT_CHECK(d == ns[k], "%s: operation %d (%s %s n=%zu): first difference at %zu", label,
-                    k, hpml_dtype_name(dts[k]), hpml_op_name(ops[k]), ns[k], d);
+        HPMLT_CHECK(d == ns[k], "%s: operation %d (%s %s n=%zu): first difference at %zu", label, k,
+                    hpml_dtype_name(dts[k]), hpml_op_name(ops[k]), ns[k], d);
         free(buf[k]);
         free(exp[k]);
     }
@@ -233,8 +236,8 @@ int main(int argc, char **argv)
 
         if (hpmlt_rank() == 0)
             printf("engine: %s\n", thread ? "progress thread (MPI_THREAD_MULTIPLE)"
-                                           : "testing the fallback: MPI nonblocking collectives "
-                                             "(no MPI_THREAD_MULTIPLE or HPML_PROGRESS=mpi)");
+                                          : "testing the fallback: MPI nonblocking collectives "
+                                            "(no MPI_THREAD_MULTIPLE or HPML_PROGRESS=mpi)");
         results(comm, "default engine");
         if ((thread || getenv("HPMLT_FORCE_OVERLAP")) && hpmlt_size() > 1)
             overlap(comm);

@@ -68,12 +68,12 @@ static void run(hpml_comm_t *comm, const char *label, int level)
                 for (int ip = 0; ip < 2; ip++)
                     for (size_t c = 0; c < nc; c++) {
                         /* The big count on two combinations: time, not coverage. */
-                        if (counts[c] > 100000 &&
-                            !((dt == HPML_F32 && op == HPML_SUM) || (dt == HPML_BF16 && op == HPML_MAX)))
+                        if (counts[c] > 100000 && !((dt == HPML_F32 && op == HPML_SUM) ||
+                                                    (dt == HPML_BF16 && op == HPML_MAX)))
                             continue;
                         for (int ri = 0; ri < (p > 1 ? 2 : 1); ri++)
-                            one(comm, label, algo, (hpml_dtype_t)dt, (hpml_op_t)op, ip,
-                                counts[c], roots[ri]);
+                            one(comm, label, algo, (hpml_dtype_t)dt, (hpml_op_t)op, ip, counts[c],
+                                roots[ri]);
                     }
     }
 }

@@ -37,9 +37,8 @@ static void one(hpml_comm_t *comm, const char *label, hpml_algo_t algo, hpml_dty
                 hpml_dtype_name(dt), hpml_op_name(op), in_place ? " in-place" : "", n, rc,
                 hpml_last_error());
     d = tu_first_diff(out, exp, n, es);
-    HPMLT_CHECK(d == n, "%s %s %s %s%s n=%zu: first difference at %zu", label,
-                hpml_algo_name(algo), hpml_dtype_name(dt), hpml_op_name(op),
-                in_place ? " in-place" : "", n, d);
+    HPMLT_CHECK(d == n, "%s %s %s %s%s n=%zu: first difference at %zu", label, hpml_algo_name(algo),
+                hpml_dtype_name(dt), hpml_op_name(op), in_place ? " in-place" : "", n, d);
     free(in);
     free(out);
     free(exp);
@@ -61,8 +60,8 @@ static void run(hpml_comm_t *comm, const char *label, int level)
             for (int op = 0; op < HPML_OP_COUNT; op++)
                 for (int ip = 0; ip < 2; ip++)
                     for (size_t c = 0; c < nc; c++) {
-                        if (counts[c] > 100000 &&
-                            !((dt == HPML_F32 && op == HPML_SUM) || (dt == HPML_F16 && op == HPML_AVG)))
+                        if (counts[c] > 100000 && !((dt == HPML_F32 && op == HPML_SUM) ||
+                                                    (dt == HPML_F16 && op == HPML_AVG)))
                             continue;
                         one(comm, label, algo, (hpml_dtype_t)dt, (hpml_op_t)op, ip, counts[c]);
                     }
