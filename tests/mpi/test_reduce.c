@@ -78,6 +78,32 @@ static void run(hpml_comm_t *comm, const char *label, int level)
     }
 }
 
+/* Bitwise reproducibility on data where the order of summation matters (random floats):
+ * the same call twice gives the same bits, for every algorithm. */
+static void deterministic(hpml_comm_t *comm)
+{
+    const hpml_algo_t *algos;
+    size_t nalgo, n = 10007;
+    float *in = malloc(n * sizeof(float)), *a = malloc(n * sizeof(float)),
+          *b = malloc(n * sizeof(float));
+    hpml_rng_t rng;
+
+    hpml_rng_init(&rng, 42, (uint64_t)hpmlt_rank());
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)(hpml_rng_normal(&rng) * 1e3);
+    HPMLT_CALL(hpml_algo_list(HPML_COLL_REDUCE, &algos, &nalgo));
+    for (size_t k = 0; k < nalgo; k++) {
+        HPMLT_CALL(hpml_reduce_algo(algos[k], in, a, n, HPML_F32, HPML_SUM, 0, comm));
+        HPMLT_CALL(hpml_reduce_algo(algos[k], in, b, n, HPML_F32, HPML_SUM, 0, comm));
+        if (hpmlt_rank() == 0)
+            HPMLT_CHECK(memcmp(a, b, n * sizeof(float)) == 0, "%s: two runs differ",
+                        hpml_algo_name(algos[k]));
+    }
+    free(in);
+    free(a);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *comm = NULL, *small = NULL;
@@ -93,6 +119,8 @@ int main(int argc, char **argv)
         run(comm, "default", tu_level(0));
     if (small != NULL)
         run(small, "rpn=2,chunk=333", tu_level(1));
+    if (comm != NULL)
+        deterministic(comm);
     hpml_comm_destroy(small);
     hpml_comm_destroy(comm);
     return hpmlt_finish();
