@@ -17,7 +17,7 @@ esac
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cmd=("${run[@]}" -np 2 "$hpml" train --model lenet --epochs ${DEMO_EPOCHS:-4} --batch 64
+cmd=("${run[@]}" -np 2 "$hpml" train --model lenet --epochs ${DEMO_EPOCHS:-5} --batch 64
      --lr 0.05 --schedule cosine --save "$out/lenet.hpml")
 echo "+ ${cmd[*]}"
 "${cmd[@]}"
