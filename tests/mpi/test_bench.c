@@ -1,0 +1,114 @@
+/*
+ * The bench library API (include/hpml/bench.h): --impl resolution for every case, a
+ * small validated run of every collective with every implementation, the statistics'
+ * invariants (min <= avg <= max <= per-iteration max across ranks, busbw = algbw *
+ * factor), and HPML_BENCH_BREAK=drop-last turning every non-empty hpml row into a
+ * validation failure while native MPI rows still pass.
+ *
+ * hpml-test: ranks=2 3 4
+ * hpml-test: mpich-ranks=2
+ * hpml-test: timeout=300
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "hpml/bench.h"
+
+static void check_rows(const hpml_bench_result_t *r, int expect_break)
+{
+    for (int i = 0; i < r->nimpls; i++)
+        for (size_t z = 0; z < r->nsizes; z++) {
+            const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
+            int hpml_row = !r->impls[i].native;
+
+            HPMLT_CHECK(w->avg >= 0 && w->min >= 0, "%s %s size %zu: avg %g min %g", r->case_name,
+                        r->impls[i].name, w->size, w->avg, w->min);
+            HPMLT_CHECK(w->min <= w->avg * (1 + 1e-12) && w->avg <= w->max * (1 + 1e-12),
+                        "%s %s size %zu: min %g avg %g max %g", r->case_name, r->impls[i].name,
+                        w->size, w->min, w->avg, w->max);
+            HPMLT_CHECK(w->maxrank >= w->max * (1 - 1e-12), "%s %s size %zu: maxrank %g < max %g",
+                        r->case_name, r->impls[i].name, w->size, w->maxrank, w->max);
+            if (!isnan(w->busbw) && r->kind == HPML_BENCH_KIND_COLL && w->avg > 0)
+                HPMLT_CHECK(w->busbw >= 0 && w->algbw >= w->size / w->avg * (1 - 1e-9),
+                            "%s size %zu: algbw %g busbw %g", r->case_name, w->size, w->algbw,
+                            w->busbw);
+            if (expect_break && hpml_row && w->size < (size_t)r->ranks * 4)
+                continue; /* small sizes may leave some ranks an empty result */
+            if (expect_break && hpml_row)
+                HPMLT_CHECK(w->valid == 0, "%s %s size %zu: broken result passed validation",
+                            r->case_name, r->impls[i].name, w->size);
+            else
+                HPMLT_CHECK(w->valid == 1, "%s %s size %zu: validation %d (%s)", r->case_name,
+                            r->impls[i].name, w->size, w->valid, w->note);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const colls[] = {"allreduce",      "bcast",    "reduce", "allgather",
+                                        "reduce_scatter", "alltoall", "gather", "scatter",
+                                        "iallreduce",     "ibcast",   NULL};
+    const char *const *names;
+    hpml_bench_opts_t o;
+    hpml_bench_result_t *r = NULL;
+    char note[200];
+    int n = 0;
+
+    hpmlt_init(&argc, &argv, "test_bench");
+
+    names = hpml_bench_cases();
+    while (names[n] != NULL)
+        n++;
+    HPMLT_CHECK(n == 16, "%d cases", n);
+    HPMLT_OK(!hpml_bench_case_exists("allreduz"));
+
+    /* --impl resolution. */
+    hpml_bench_opts_init(&o);
+    HPMLT_CALL(hpml_bench_parse_impls("allreduce", "all", &o, note, sizeof(note)));
+    HPMLT_CHECK(o.nimpls >= 4 && o.impls[0].native && strcmp(o.impls[1].name, "hpml") == 0,
+                "allreduce all: %d impls", o.nimpls);
+    HPMLT_CALL(hpml_bench_parse_impls("alltoall", "all", &o, note, sizeof(note)));
+    HPMLT_CHECK(o.nimpls == 1 && o.impls[0].native && note[0] != '\0', "alltoall all: %d, '%s'",
+                o.nimpls, note);
+    HPMLT_OK(hpml_bench_parse_impls("alltoall", "hpml", &o, note, sizeof(note)) == HPML_ERR_INVAL);
+    HPMLT_OK(hpml_bench_parse_impls("allreduce", "hpml:nope", &o, note, sizeof(note)) ==
+             HPML_ERR_INVAL);
+    HPMLT_CALL(hpml_bench_parse_impls("allreduce", "mpi,hpml:ring,mpi", &o, note, sizeof(note)));
+    HPMLT_CHECK(o.nimpls == 2, "duplicates kept: %d", o.nimpls);
+
+    /* Every collective, every implementation, validated, in place on odd rank counts,
+     * a rotating root on even ones. */
+    for (int b = 0; b < 2; b++) {
+        if (b == 1)
+            setenv("HPML_BENCH_BREAK", "drop-last", 1);
+        for (int c = 0; colls[c] != NULL; c++) {
+            hpml_bench_opts_init(&o);
+            o.case_name = colls[c];
+            o.max_size = 256;
+            o.iters = 3;
+            o.warmup = 1;
+            o.validate = 1;
+            o.dtype = b ? HPML_BF16 : HPML_F32;
+            o.in_place = hpmlt_size() % 2 == 1 && b == 0;
+            o.root_rotate = hpmlt_size() % 2 == 0;
+            HPMLT_CALL(hpml_bench_parse_impls(colls[c], "all", &o, note, sizeof(note)));
+            HPMLT_CALL(hpml_bench_run(MPI_COMM_WORLD, &o, &r));
+            if (r == NULL)
+                continue;
+            /* 0, then powers of two from one element (4 B f32, 2 B bf16) to 256. */
+            HPMLT_CHECK(r->nsizes == (size_t)(b ? 9 : 8), "%s: %zu sizes", colls[c], r->nsizes);
+            HPMLT_CHECK(r->rows[0].size == 0, "%s: size 0 not first", colls[c]);
+            check_rows(r, b);
+            if (b == 0)
+                HPMLT_CHECK(hpml_bench_failures(r) == 0, "%s: %d failures", colls[c],
+                            hpml_bench_failures(r));
+            hpml_bench_result_free(r);
+            r = NULL;
+        }
+    }
+    unsetenv("HPML_BENCH_BREAK");
+    hpml_bench_result_free(NULL);
+    return hpmlt_finish();
+}
