@@ -109,8 +109,14 @@ static void *thread_main(void *arg)
 
     pthread_mutex_lock(&pg->lock);
     for (;;) {
-        while (pg->run == NULL && !pg->stop)
+        /* Requests with nothing to move are complete on submission: skip them. */
+        while (pg->run != NULL && pg->run->done)
+            pg->run = pg->run->next;
+        while (pg->run == NULL && !pg->stop) {
             pthread_cond_wait(&pg->work, &pg->lock);
+            while (pg->run != NULL && pg->run->done)
+                pg->run = pg->run->next;
+        }
         if (pg->run == NULL)
             break; /* stop, and the queue is drained */
         r = pg->run;
@@ -365,6 +371,9 @@ static int release(struct hpml_progress *pg, struct hpml_request *r)
             *pp = r->next;
             if (pg->tail == r)
                 pg->tail = prev;
+            /* A request complete on submission may still be the thread's next one. */
+            if (pg->run == r)
+                pg->run = r->next;
         }
     }
     if (rc != 0 && r->err[0] != '\0')
