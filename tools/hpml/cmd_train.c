@@ -127,6 +127,25 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
     report(&s->base, r);
 }
 
+/*
+ * hpml_train failed. Errors such as a corrupt checkpoint are seen by every rank; rank 0
+ * reports (it has the most precise message) and every rank waits a moment before
+ * MPI_Abort: an immediate abort can tear the job down before the launcher has forwarded
+ * the message (seen with MPICH's Hydra). The abort still ends a rank-local failure that
+ * left other ranks waiting in a collective.
+ */
+static void train_fail(int err) __attribute__((noreturn));
+static void train_fail(int err)
+{
+    if (cli_rank() == 0) {
+        fprintf(stderr, "%s %s: %s: %s\n", cli_prog, CMD, hpml_strerror(err), hpml_last_error());
+        fflush(stderr);
+    }
+    usleep(500000);
+    MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+    exit(CLI_EXIT_FAIL); /* not reached */
+}
+
 int cmd_train(int argc, char **argv)
 {
     enum {
@@ -483,7 +502,7 @@ int cmd_train(int argc, char **argv)
     sc.base.batch = cfg.batch;
     if ((err = hpml_train(comm, &cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
                           &m)) != 0)
-        cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+        train_fail(err);
     if (save && sc.base.rank == 0 && (err = hpml_model_save(m, cfg.mean, cfg.std, save)) != 0)
         cli_fatal(CMD, "%s", hpml_last_error());
     if (sc.base.rank == 0) {
