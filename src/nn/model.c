@@ -378,6 +378,17 @@ static void pool_forward(nn_layer_t *l, const float *x, size_t n)
             float *y = l->out + s * l->out_size + (size_t)c * OH * OW;
             int32_t *a = l->arg + s * l->out_size + (size_t)c * OH * OW;
             int32_t base = (int32_t)((size_t)c * H * W);
+            if (k == 2 && st == 2) { /* the common case, without the inner loops */
+                for (int oy = 0; oy < OH; oy++)
+                    for (int ox = 0; ox < OW; ox++) {
+                        int i0 = 2 * oy * W + 2 * ox, i1 = i0 + 1, i2 = i0 + W, i3 = i2 + 1;
+                        int ia = xp[i1] > xp[i0] ? i1 : i0, ib = xp[i3] > xp[i2] ? i3 : i2;
+                        int im = xp[ib] > xp[ia] ? ib : ia;
+                        y[oy * OW + ox] = xp[im];
+                        a[oy * OW + ox] = base + im;
+                    }
+                continue;
+            }
             for (int oy = 0; oy < OH; oy++)
                 for (int ox = 0; ox < OW; ox++) {
                     int iy0 = oy * st, ix0 = ox * st, bi = iy0 * W + ix0;
