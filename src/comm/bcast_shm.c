@@ -3,9 +3,13 @@
  * buffers of the node segment and the other local ranks copy each chunk out as soon as
  * it is published (one writer, many readers, pipelined over the segment's buffers).
  * When the root's buffer is registered (hpml_comm_alloc_shared) the readers copy
- * straight from it. Across nodes the node leaders run a chain/binomial bcast between the
- * two node steps. Cost on one node: about n/B_copy + one step's copy + k handoffs for k
- * steps (two copies per byte, pipelined; one when registered); no MPI message at all.
+ * straight from it. Private buffers above CMA_MIN bytes go by Cross-Memory Attach
+ * (process_vm_readv/writev, as Open MPI's vader and MPICH's nemesis do): one copy, and
+ * with two local ranks the root writes half into the reader while the reader reads the
+ * other half, so both cores copy. Across nodes the node leaders run a chain/binomial
+ * bcast between the two node steps. Cost on one node: two copies per byte pipelined
+ * (small private), one copy (registered; CMA, split over two cores at 2 ranks); no MPI
+ * message at all.
  */
 #include <sched.h>
 #include <stddef.h>
@@ -102,6 +106,65 @@ typedef struct {
 } step_desc_t;
 _Static_assert(sizeof(step_desc_t) == 64, "the step data stays cache-line aligned");
 
+/* Private buffers from this size on go by CMA (when the node has it): below it, the
+ * system calls (a few µs) cost more than the second copy of the pipelined path. */
+#define CMA_MIN ((size_t)64 << 10)
+
+/* One step by Cross-Memory Attach. Every rank publishes its buffer's address and pid;
+ * the root also says in the step's descriptor whether its buffer is registered (readers
+ * then memcpy from the mapping, which needs no system call) or private (win = -2). With
+ * two local ranks and a private root buffer, the reader reads [0, half) while the root
+ * writes [half, bytes) into the reader's buffer; otherwise every reader reads it all. */
+static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, int lroot,
+                     uint64_t st, int over)
+{
+    hpml_shm_ctrl_t *me = hpml__shm_ctrl(s, comm->local_rank), *root = hpml__shm_ctrl(s, lroot);
+    step_desc_t *d = (step_desc_t *)hpml__shm_buf(s, lroot, (int)(st % (uint64_t)s->nbuf));
+    int split = comm->local_size == 2, rc = 0, win = -1;
+    size_t half = bytes / 2 / 4096 * 4096, off = 0;
+
+    me->cma_pid = (int64_t)getpid();
+    me->cma_addr = (uint64_t)(uintptr_t)buf;
+    if (comm->local_rank == lroot) {
+        int reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
+
+        if (st >= (uint64_t)s->nbuf)
+            wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1, over);
+        d->win = reg ? win : -2;
+        d->off = reg ? (int64_t)off : 0;
+        atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
+        if (!reg && split) {
+            hpml_shm_ctrl_t *r = hpml__shm_ctrl(s, 1 - lroot);
+
+            wait_ge(&r->arrived, st + 1, over);
+            rc = hpml__cma_write(r->cma_pid, r->cma_addr + half, buf + half, bytes - half);
+        }
+        finish_step(me, st + 1);
+        /* The readers read this buffer: it must not change before they are done. */
+        wait_all_done(comm, s, st + 1, over);
+        return rc;
+    }
+    atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
+    wait_ge(&root->arrived, st + 1, over);
+    if (d->win >= 0) {
+        const char *src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off);
+
+        if (src != NULL)
+            memcpy(buf, src, bytes);
+        else
+            rc = hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld",
+                                (long long)d->win);
+    } else {
+        rc = hpml__cma_read(root->cma_pid, buf, root->cma_addr, split ? half : bytes);
+        /* The root's half is in place once the root has finished its step. */
+        if (split)
+            wait_ge(&root->reduced, st + 1, over);
+    }
+    /* Keep the protocol going on error so that nobody hangs. */
+    finish_step(me, st + 1);
+    return rc;
+}
+
 /* Bcast of `bytes` from local rank `lroot` over the node segment. When the root's
  * buffer is registered, the readers copy straight out of it (one copy instead of two)
  * and the root returns once they all have. */
@@ -119,6 +182,10 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
         return 0;
     if ((rc = hpml__shm_get(comm, &s)) != 0)
         return rc;
+    if (s->cma && bytes >= CMA_MIN) {
+        base = s->step++; /* identical on every local rank: all see the same bytes */
+        return bcast_cma(comm, s, buf, bytes, lroot, base, over);
+    }
     chunk = step_bytes(s);
     nsteps = hpml__div_up(bytes, chunk);
     base = s->step;

@@ -78,7 +78,11 @@ typedef struct hpml_shm_ctrl {
      * before `arrived` is released, read by peers after acquiring it. */
     int64_t src_win;
     int64_t src_off;
-    char pad3[64 - 2 * sizeof(int64_t)];
+    /* Cross-Memory Attach (bcast_shm.c): this rank's pid and the address of its private
+     * buffer for the current operation, written before `arrived` is released. */
+    int64_t cma_pid;
+    uint64_t cma_addr;
+    char pad3[64 - 4 * sizeof(int64_t)];
 } hpml_shm_ctrl_t;
 
 /* The node segment used by the shared-memory algorithms (allreduce_shm.c and comm B's
@@ -96,6 +100,7 @@ typedef struct hpml_shm {
     unsigned spin;      /* pause iterations before a waiting rank starts to yield */
     size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
     uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
+    int cma;            /* every local rank can read/write the others' memory (CMA) */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)
@@ -120,6 +125,11 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
 /* Address of (window id, offset) in local rank `lr`'s part. */
 char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off);
+/* Cross-Memory Attach (Linux process_vm_readv/writev): copy `bytes` from address `remote`
+ * of process `pid` to `local` (read) or the other way (write). 0 or HPML_ERR_STATE. Only
+ * when s->cma, which hpml__shm_get sets when every local rank could read a peer. */
+int hpml__cma_read(int64_t pid, void *local, uint64_t remote, size_t bytes);
+int hpml__cma_write(int64_t pid, uint64_t remote, const void *local, size_t bytes);
 
 /* ---- the communicator -------------------------------------------------------------- */
 
