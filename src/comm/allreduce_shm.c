@@ -6,8 +6,10 @@
  * pipeline buffers, so chunk c+1 is copied in while peers still reduce chunk c; ranks
  * synchronise through per-rank step counters (C11 release/acquire), never barriers.
  * Small messages take one step in which every rank reduces the whole vector itself.
- * Cost per rank: (L−1)/L·n copied in, n read + n/L written reducing, n copied out.
- * Input from a registered buffer (hpml_comm_alloc_shared) is read in place: no copy in.
+ * Cost per rank: (L−1)/L·n copied in, n read + n/L written reducing, (L−1)/L·n copied
+ * out (not in place: a rank reduces its slices straight into its output and copies
+ * them to the segment from L1; in place, n copied out). Input from a registered buffer
+ * (hpml_comm_alloc_shared) is read in place: no copy in.
  * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
  */
 #include <stdlib.h>
@@ -33,7 +35,12 @@ typedef struct {
     int reg;        /* this rank's input is registered (no copy in) */
     int nbuf;
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
+    int direct;  /* my slices are reduced straight into my output (not in place) */
 } eng_t;
+
+/* Owned slices are reduced into the output in blocks of this many bytes, each copied to
+ * the pipeline buffer for the peers while it is still in L1. */
+#define DIRECT_BLOCK ((size_t)16 << 10)
 
 /* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
  * cache-line multiples. */
@@ -132,6 +139,20 @@ static int reduce_owned(eng_t *e, size_t c)
     e->s->synced = g + 1;
     for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
+        if (e->direct) {
+            /* Straight into my output, then one copy from L1 for the peers: my own slices
+             * are not copied out of the segment again (copy_out skips them). */
+            size_t blk = DIRECT_BLOCK / e->es;
+            char *dst = e->dst + c * e->chunk * e->es;
+
+            for (size_t a = lo; a < hi && rc == 0; a += blk) {
+                size_t b = hpml__min(a + blk, hi);
+
+                rc = reduce_range(e, c, a, b, dst + a * e->es);
+                memcpy(buf + a * e->es, dst + a * e->es, (b - a) * e->es);
+            }
+            continue;
+        }
         rc = reduce_range(e, c, lo, hi, buf + lo * e->es);
         if (rc == 0 && e->inter && hi > lo)
             rc = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo, e->dt,
@@ -151,6 +172,8 @@ static void copy_out(eng_t *e, size_t c)
 
     hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
     for (int j = 0; j < e->S; j++) {
+        if (e->direct && j % e->L == e->lr)
+            continue;
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
             memcpy(dst + lo * e->es, hpml__shm_buf(e->s, j % e->L, b) + lo * e->es,
@@ -235,6 +258,9 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     }
 
     e.reg = hpml__shm_lookup(comm, e.src, bytes, &win, &off);
+    /* In place, my output is my input: the reduction would overwrite it (with more than
+     * two local ranks before it is read), and peers read a registered one in place. */
+    e.direct = !inter_node && e.src != e.dst;
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;

@@ -152,8 +152,8 @@ static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, 
         if (src != NULL)
             memcpy(buf, src, bytes);
         else
-            rc = hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld",
-                                (long long)d->win);
+            rc =
+                hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld", (long long)d->win);
     } else {
         rc = hpml__cma_read(root->cma_pid, buf, root->cma_addr, split ? half : bytes);
         /* The root's half is in place once the root has finished its step. */

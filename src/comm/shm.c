@@ -14,7 +14,7 @@
 
 #include "comm/comm_internal.h"
 
-#define DEFAULT_CHUNK ((size_t)128 << 10)
+#define DEFAULT_CHUNK ((size_t)256 << 10)
 #define DEFAULT_NBUF  4
 /* Up to this many bytes the shm allreduce takes one step in which every rank reduces the
  * whole vector (one synchronisation instead of two per chunk). */
