@@ -84,15 +84,18 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
 
 /*
  * Built-in table, measured on a 2-core AMD EPYC VM with Open MPI 4.1.4 and MPICH 4.0.2
- * (docs/performance.md, "## comm"). On one node the shared-memory allreduce beats the
- * MPI libraries at every size; across nodes the hierarchical algorithm for large
- * messages. Collectives without measured hpml wins use the MPI library.
+ * (docs/performance.md, "## comm" and "## comm: bcast"). On one node the shared-memory
+ * allreduce and bcast beat the MPI libraries at every size (bcast of private buffers
+ * >= 64 KiB only with Cross-Memory Attach: see hpml__select); across nodes the
+ * hierarchical allreduce for large messages. Collectives without measured hpml wins use
+ * the MPI library.
  */
 static const rule_t builtin[] = {
     {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM},
     {HPML_COLL_ALLREDUCE, ANY, ANY, 64 * KB, HPML_ALGO_MPI},
     {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_HIER},
+    {HPML_COLL_BCAST, ANY, 1, INF, HPML_ALGO_SHM},
     {HPML_COLL_BCAST, ANY, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_REDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_ALLGATHER, ANY, ANY, INF, HPML_ALGO_MPI},
@@ -425,7 +428,16 @@ hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes)
     }
     i = best_rule(builtin, sizeof(builtin) / sizeof(builtin[0]), coll, comm->size, comm->nodes,
                   bytes);
-    return i >= 0 ? builtin[i].algo : HPML_ALGO_MPI;
+    if (i < 0)
+        return HPML_ALGO_MPI;
+    /* Without Cross-Memory Attach the shared-memory bcast copies large private buffers
+     * twice and loses to the libraries' single copy (0.2-1x, docs/performance.md). The
+     * segment and its CMA probe are the same on every local rank (created collectively),
+     * and the rule applies to one node only, so all ranks still choose alike. */
+    if (coll == HPML_COLL_BCAST && builtin[i].algo == HPML_ALGO_SHM && comm->shm != NULL &&
+        !comm->shm->cma && bytes >= ((size_t)64 << 10))
+        return HPML_ALGO_MPI;
+    return builtin[i].algo;
 }
 
 hpml_algo_t hpml_algo_selected(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes)
