@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -65,6 +66,13 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     else
         fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
     fflush(stderr);
+    /* An immediate abort can tear the job down before the launcher has forwarded this
+     * line (seen with MPICH's Hydra when every rank fails at once): give it a moment. */
+    if (cli_size() > 1) {
+        struct timespec pause = {0, 300 * 1000 * 1000};
+
+        nanosleep(&pause, NULL);
+    }
     MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
     exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
 }
