@@ -15,8 +15,9 @@ mpich) run=(mpirun.mpich) ;;
 esac
 # One BLAS thread per rank: the ranks are the parallelism.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# The trained model is kept for `hpml eval` / `hpml predict` after the demo.
+out=$repo/build/demo
+mkdir -p "$out"
 cmd=("${run[@]}" -np 2 "$hpml" train --model lenet --epochs ${DEMO_EPOCHS:-5} --batch 64
      --lr 0.05 --schedule cosine --save "$out/lenet.hpml")
 echo "+ ${cmd[*]}"
@@ -25,3 +26,5 @@ echo
 cmd=("${run[@]}" -np 2 "$hpml" eval --model-file "$out/lenet.hpml")
 echo "+ ${cmd[*]}"
 "${cmd[@]}"
+echo
+echo "The trained model is $out/lenet.hpml (try: $hpml predict --help)."
