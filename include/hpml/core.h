@@ -17,9 +17,9 @@ extern "C" {
 
 /* ---- version ------------------------------------------------------------------ */
 
-#define HPML_VERSION_MAJOR 0
-#define HPML_VERSION_MINOR 1
-#define HPML_VERSION_PATCH 0
+#define HPML_VERSION_MAJOR  0
+#define HPML_VERSION_MINOR  1
+#define HPML_VERSION_PATCH  0
 #define HPML_VERSION_STRING "0.1.0"
 
 /* The version of the library actually linked (may differ from the header's). */
@@ -30,16 +30,16 @@ const char *hpml_version(void);
 /* Functions that can fail return 0 or one of these (all negative). */
 enum {
     HPML_OK = 0,
-    HPML_ERR_INVAL = -1,    /* invalid argument from the caller */
-    HPML_ERR_NOMEM = -2,    /* allocation failed */
-    HPML_ERR_MPI = -3,      /* an MPI call returned an error */
-    HPML_ERR_IO = -4,       /* a file could not be opened, read or written */
-    HPML_ERR_FORMAT = -5,   /* malformed input data (file header, spec, tuning file) */
+    HPML_ERR_INVAL = -1,       /* invalid argument from the caller */
+    HPML_ERR_NOMEM = -2,       /* allocation failed */
+    HPML_ERR_MPI = -3,         /* an MPI call returned an error */
+    HPML_ERR_IO = -4,          /* a file could not be opened, read or written */
+    HPML_ERR_FORMAT = -5,      /* malformed input data (file header, spec, tuning file) */
     HPML_ERR_UNSUPPORTED = -6, /* valid request this build or dtype/op cannot do */
-    HPML_ERR_MISMATCH = -7, /* ranks disagree on a collective's arguments */
-    HPML_ERR_RANGE = -8,    /* a number is out of range (overflow, too large) */
-    HPML_ERR_NUMERIC = -9,  /* NaN/Inf in data, singular matrix, no convergence */
-    HPML_ERR_STATE = -10,   /* call not valid in the object's current state */
+    HPML_ERR_MISMATCH = -7,    /* ranks disagree on a collective's arguments */
+    HPML_ERR_RANGE = -8,       /* a number is out of range (overflow, too large) */
+    HPML_ERR_NUMERIC = -9,     /* NaN/Inf in data, singular matrix, no convergence */
+    HPML_ERR_STATE = -10,      /* call not valid in the object's current state */
 };
 
 /* Static text for an error code; never NULL ("unknown error" for unknown codes). */
@@ -68,10 +68,10 @@ void hpml_log_write(hpml_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The level is checked before the arguments are evaluated. */
-#define HPML_LOG(level, ...)                                                                   \
-    do {                                                                                       \
-        if ((level) <= hpml_log_level())                                                       \
-            hpml_log_write((level), __VA_ARGS__);                                              \
+#define HPML_LOG(level, ...)                                                                       \
+    do {                                                                                           \
+        if ((level) <= hpml_log_level())                                                           \
+            hpml_log_write((level), __VA_ARGS__);                                                  \
     } while (0)
 
 /* ---- memory ------------------------------------------------------------------- */
@@ -212,7 +212,6 @@ double hpml_rng_uniform(hpml_rng_t *rng);
 uint64_t hpml_rng_below(hpml_rng_t *rng, uint64_t n);
 /* Standard normal (Box-Muller, deterministic). */
 double hpml_rng_normal(hpml_rng_t *rng);
-
 
 /* ---- small output helpers ------------------------------------------------------ */
 

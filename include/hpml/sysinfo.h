@@ -21,8 +21,8 @@ typedef struct hpml_sysinfo {
     int nodes;                                        /* shared-memory domains */
     char (*hostnames)[HPML_HOSTNAME_MAX];             /* per node, valid at rank 0 */
     int *node_ranks;                                  /* ranks per node, at rank 0 */
-    int shm_works;   /* 1: every node's MPI_Win_allocate_shared segment is coherent */
-    char shm_detail[256];                             /* why not, when it does not */
+    int shm_works;        /* 1: every node's MPI_Win_allocate_shared segment is coherent */
+    char shm_detail[256]; /* why not, when it does not */
 } hpml_sysinfo_t;
 
 /* Collective over `comm`. The per-node arrays are filled at rank 0 of `comm` only. */

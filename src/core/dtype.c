@@ -7,22 +7,20 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[HPML_DTYPE_COUNT] = {
-    [HPML_F32] = {"f32", 4}, [HPML_F64] = {"f64", 8}, [HPML_F16] = {"f16", 2},
-    [HPML_BF16] = {"bf16", 2}, [HPML_I8] = {"i8", 1}, [HPML_U8] = {"u8", 1},
-    [HPML_I32] = {"i32", 4}, [HPML_I64] = {"i64", 8},
+    [HPML_F32] = {"f32", 4},   [HPML_F64] = {"f64", 8}, [HPML_F16] = {"f16", 2},
+    [HPML_BF16] = {"bf16", 2}, [HPML_I8] = {"i8", 1},   [HPML_U8] = {"u8", 1},
+    [HPML_I32] = {"i32", 4},   [HPML_I64] = {"i64", 8},
 };
 
 static const struct {
     const char *alias;
     hpml_dtype_t dt;
 } dtype_aliases[] = {
-    {"float", HPML_F32}, {"mpi_float", HPML_F32}, {"float32", HPML_F32},
-    {"double", HPML_F64}, {"mpi_double", HPML_F64}, {"float64", HPML_F64},
-    {"half", HPML_F16}, {"float16", HPML_F16}, {"fp16", HPML_F16},
-    {"bfloat16", HPML_BF16}, {"char", HPML_I8}, {"mpi_char", HPML_I8},
-    {"int8", HPML_I8}, {"uint8", HPML_U8}, {"int", HPML_I32},
-    {"mpi_int", HPML_I32}, {"int32", HPML_I32}, {"int64", HPML_I64},
-    {"long", HPML_I64},
+    {"float", HPML_F32},      {"mpi_float", HPML_F32}, {"float32", HPML_F32}, {"double", HPML_F64},
+    {"mpi_double", HPML_F64}, {"float64", HPML_F64},   {"half", HPML_F16},    {"float16", HPML_F16},
+    {"fp16", HPML_F16},       {"bfloat16", HPML_BF16}, {"char", HPML_I8},     {"mpi_char", HPML_I8},
+    {"int8", HPML_I8},        {"uint8", HPML_U8},      {"int", HPML_I32},     {"mpi_int", HPML_I32},
+    {"int32", HPML_I32},      {"int64", HPML_I64},     {"long", HPML_I64},
 };
 
 static const char *op_names[HPML_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};

@@ -34,8 +34,7 @@ int hpmlt_check(int ok, const char *file, int line, const char *expr, const char
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "[%s r%d/%d] FAIL %s:%d: %s %s\n", name, rank, size, file, line, expr,
-                msg);
+        fprintf(stderr, "[%s r%d/%d] FAIL %s:%d: %s %s\n", name, rank, size, file, line, expr, msg);
     } else if (failures == 21) {
         fprintf(stderr, "[%s r%d/%d] further failures not shown\n", name, rank, size);
     }

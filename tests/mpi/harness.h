@@ -25,11 +25,11 @@ int hpmlt_check(int ok, const char *file, int line, const char *expr, const char
 #define HPMLT_OK(cond) hpmlt_check(!!(cond), __FILE__, __LINE__, #cond, "%s", "")
 
 /* An hpml call that must return 0. */
-#define HPMLT_CALL(call)                                                                       \
-    do {                                                                                       \
-        int hpmlt_rc_ = (call);                                                                \
-        hpmlt_check(hpmlt_rc_ == 0, __FILE__, __LINE__, #call, "returned %d (%s) %s",         \
-                    hpmlt_rc_, hpml_strerror(hpmlt_rc_), hpml_last_error());                   \
+#define HPMLT_CALL(call)                                                                           \
+    do {                                                                                           \
+        int hpmlt_rc_ = (call);                                                                    \
+        hpmlt_check(hpmlt_rc_ == 0, __FILE__, __LINE__, #call, "returned %d (%s) %s", hpmlt_rc_,   \
+                    hpml_strerror(hpmlt_rc_), hpml_last_error());                                  \
     } while (0)
 
 int hpmlt_rank(void);

@@ -135,9 +135,9 @@ static void test_json_string(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror), cmocka_unit_test(test_last_error),
-        cmocka_unit_test(test_dtypes),   cmocka_unit_test(test_ops),
-        cmocka_unit_test(test_alloc),    cmocka_unit_test(test_timer),
+        cmocka_unit_test(test_strerror),    cmocka_unit_test(test_last_error),
+        cmocka_unit_test(test_dtypes),      cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_alloc),       cmocka_unit_test(test_timer),
         cmocka_unit_test(test_json_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,8 +40,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     if (cmd != NULL) {
         fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
-        fprintf(stderr, "Usage: %s %s [options]  (try '%s %s --help')\n", cli_prog, cmd,
-                cli_prog, cmd);
+        fprintf(stderr, "Usage: %s %s [options]  (try '%s %s --help')\n", cli_prog, cmd, cli_prog,
+                cmd);
     } else {
         fprintf(stderr, "%s: %s\n", cli_prog, msg);
         fprintf(stderr, "Usage: %s <command> [options]  (commands:", cli_prog);
@@ -120,9 +120,21 @@ int cli_parse_size(const char *s, size_t *out)
         return -1;
     switch (*end) {
     case '\0': break;
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
+    case 'k':
+    case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
     default: return -1;
     }
     if (*end == 'B' || *end == 'b')

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#define CLI_EXIT_OK 0
-#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 2
 
 int cli_rank(void);
@@ -23,7 +23,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* A failure only this rank may have seen (a file that will not open, an hpml error):
  * print "hpml <cmd>: <message>" with the rank and abort the whole job with MPI_Abort,
  * so that no other rank is left waiting in a collective. Does not return. */
-void cli_fatal(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+void cli_fatal(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
 
 /* Number parsers: the whole string must be a number in range; return 0 or -1. */
 int cli_parse_long(const char *s, long min, long max, long *out);

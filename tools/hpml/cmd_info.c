@@ -88,8 +88,7 @@ static void print_json(const hpml_sysinfo_t *si, const char *cpu)
     hpml_json_string(stdout, HPML_BUILD_OPT);
     printf("},\n  \"mpi\": {\"library\": ");
     hpml_json_string(stdout, si->mpi_library);
-    printf(", \"standard\": \"%d.%d\", \"thread_level\": ", si->mpi_version,
-           si->mpi_subversion);
+    printf(", \"standard\": \"%d.%d\", \"thread_level\": ", si->mpi_version, si->mpi_subversion);
     hpml_json_string(stdout, hpml_thread_level_name(si->thread_provided));
     printf("},\n  \"job\": {\"ranks\": %d, \"nodes\": [", si->ranks);
     for (int i = 0; i < si->nodes; i++) {

@@ -9,7 +9,9 @@ HPML_COMMAND(linreg, "linear / ridge regression by the normal equations (allredu
 HPML_COMMAND(pca, "PCA / truncated SVD: allreduced covariance + LAPACK, or randomized SVD")
 HPML_COMMAND(knn, "exact k-nearest neighbours search and classification (BLAS brute force)")
 HPML_COMMAND(train, "data-parallel training of a neural network (Fashion-MNIST by default)")
-HPML_COMMAND(logreg, "logistic regression, binary or multinomial, L2, by L-BFGS on allreduced gradients")
+HPML_COMMAND(logreg,
+             "logistic regression, binary or multinomial, L2, by L-BFGS on allreduced gradients")
 HPML_COMMAND(eval, "accuracy and loss of a trained model (hpml train --save) on a data set")
 HPML_COMMAND(predict, "class predictions of a trained model for the rows of an image file")
-HPML_COMMAND(tune, "time every collective algorithm here and write a tuning file for HPML_TUNING_FILE")
+HPML_COMMAND(tune,
+             "time every collective algorithm here and write a tuning file for HPML_TUNING_FILE")
