@@ -85,8 +85,12 @@ typedef struct hpml_kmeans_result {
     size_t relocated;     /* empty clusters refilled during the kept run */
     size_t empty;         /* clusters that ended with no point (duplicate-heavy data) */
     double init_seconds;  /* time in initialisation, all runs */
-    double lloyd_seconds; /* time in Lloyd iterations, all runs */
+    double lloyd_seconds; /* time in Lloyd runs, all runs, with each run's final label
+                           * and inertia pass (this rank's clock) */
     int total_iter;       /* Lloyd iterations of all runs */
+    double iter_seconds;  /* time in the Lloyd iterations proper (assign, allreduce, update),
+                           * all runs, without the final passes: iter_seconds / total_iter
+                           * is the time per iteration (this rank's clock) */
 } hpml_kmeans_result_t;
 
 /*
