@@ -24,7 +24,8 @@ static void free_buffers(hpml_model_t *m)
         hpml_free(l->tmp);
         hpml_free(l->arg);
         hpml_free(l->mask);
-        l->out = l->col = l->tmp = l->mask = NULL;
+        hpml_free(l->scr);
+        l->out = l->col = l->tmp = l->mask = l->scr = NULL;
         l->arg = NULL;
     }
     hpml_free(m->dbuf[0]);
@@ -55,6 +56,7 @@ int hpml_model_create(const char *spec, int in_c, int in_h, int in_w, hpml_model
         m->nparams += l->nw;
         l->b_off = m->nparams;
         m->nparams += l->nb;
+        l->direct = hpml__conv_direct_usable(l);
     }
     m->params = hpml_calloc(m->nparams + 1, sizeof(float));
     m->grads = hpml_calloc(m->nparams + 1, sizeof(float));
@@ -185,6 +187,9 @@ int hpml_model_reserve(hpml_model_t *m, size_t nb)
             maxact = l->out_size;
         if (l->kind != NN_FLATTEN && !(l->out = hpml_malloc(nb * l->out_size * sizeof(float))))
             goto nomem;
+        if (l->kind == NN_CONV && hpml__conv_direct_usable(l) &&
+            !(l->scr = hpml_malloc(hpml__conv_direct_scratch(l, nb) * sizeof(float))))
+            goto nomem;
         if (l->kind == NN_CONV) {
             size_t K = (size_t)l->in_c * l->k * l->k;
             if (!(l->col = hpml_malloc(K * nb * P * sizeof(float))) ||
@@ -293,11 +298,21 @@ static void col2im(const nn_layer_t *l, const float *col, size_t n, float *dx)
                         if (iy < 0 || iy >= H)
                             continue;
                         float *xr = xs + (size_t)iy * W + kj - pad;
-                        for (int ox = ox0; ox < ox1; ox++)
-                            xr[ox * st] += d[ox];
+                        if (st == 1) /* a constant stride lets the loop vectorise */
+                            for (int ox = ox0; ox < ox1; ox++)
+                                xr[ox] += d[ox];
+                        else
+                            for (int ox = ox0; ox < ox1; ox++)
+                                xr[ox * st] += d[ox];
                     }
                 }
             }
+}
+
+void hpml__nn_set_conv_direct(hpml_model_t *m, int on)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        m->layers[i].direct = on && hpml__conv_direct_usable(&m->layers[i]);
 }
 
 static void conv_forward(hpml_model_t *m, nn_layer_t *l, const float *x, size_t n)
@@ -306,6 +321,10 @@ static void conv_forward(hpml_model_t *m, nn_layer_t *l, const float *x, size_t 
     const size_t OC = (size_t)l->out_c;
     const float *w = m->params + l->w_off, *b = m->params + l->b_off;
 
+    if (l->direct) {
+        hpml__conv_direct_forward(l, w, b, x, n, l->scr);
+        return;
+    }
     im2col(l, x, n, l->col);
     /* tmp (OC, n*P) = w (OC, K) * col (K, n*P) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)OC, (int)(n * P), (int)K, 1.0f, w,
@@ -333,6 +352,10 @@ static void conv_backward(hpml_model_t *m, nn_layer_t *l, const float *dy, size_
     const float *w = m->params + l->w_off;
     float *dw = m->grads + l->w_off, *db = m->grads + l->b_off;
 
+    if (l->direct) {
+        hpml__conv_direct_backward(l, w, dy, n, dw, db, dx, l->scr);
+        return;
+    }
     /* tmp (OC, n*P) = dy through the ReLU, gathered from (n, OC, P); db = its row sums.
      * Branch-free selects and 8 partial sums let the compiler vectorise both loops. */
     for (size_t oc = 0; oc < OC; oc++) {

@@ -26,6 +26,8 @@ typedef struct nn_layer {
     float *tmp;   /* conv: (OC, n*OH*OW) GEMM output / output gradient */
     int32_t *arg; /* pool: input index of each output's maximum */
     float *mask;  /* dropout: 0 or 1/(1-p) */
+    int direct;   /* conv: direct kernel (conv_direct.c) instead of im2col + GEMM */
+    float *scr;   /* conv, direct kernel: its scratch (hpml__conv_direct_scratch) */
 } nn_layer_t;
 
 struct hpml_model {
@@ -45,6 +47,18 @@ struct hpml_model {
 /* Parse a spec into layers (shapes filled, no buffers). */
 int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **layers,
                    int *nlayers, char **canonical);
+
+/* Direct convolution (conv_direct.c). usable: stride 1, C*K*K <= 32 and the AVX2 path
+ * active (HPML_SIMD=portable turns it off). scratch: floats of scratch for a batch of n.
+ * forward writes l->out and keeps the padded input in scratch for backward. */
+int hpml__conv_direct_usable(const nn_layer_t *l);
+size_t hpml__conv_direct_scratch(const nn_layer_t *l, size_t n);
+void hpml__conv_direct_forward(const nn_layer_t *l, const float *w, const float *b, const float *x,
+                               size_t n, float *scratch);
+void hpml__conv_direct_backward(const nn_layer_t *l, const float *w, const float *dy, size_t n,
+                                float *dw, float *db, float *dx, float *scratch);
+/* Tests: use (on = 1, where usable) or avoid (on = 0) the direct kernel in every conv. */
+void hpml__nn_set_conv_direct(hpml_model_t *m, int on);
 
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);

@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 #include "hpml/nn.h"
+#include "nn/nn_internal.h"
+
+/* Conv layers use the direct kernel where usable (1) or always im2col + GEMM (0). */
+static int use_direct = 1;
 
 /* Loss of the model on (x, y) in double: sum of per-sample losses * scale. */
 static double loss_at(hpml_model_t *m, const float *x, size_t n, const int32_t *y,
@@ -43,6 +47,7 @@ static void gradcheck(const char *spec, int c, int h, int w, size_t n)
     const double scale = 1.0 / (double)n;
 
     assert_int_equal(hpml_model_create(spec, c, h, w, &m), 0);
+    hpml__nn_set_conv_direct(m, use_direct);
     hpml_model_init(m, 42);
     in = hpml_model_input_size(m);
     np = hpml_model_num_params(m);
@@ -109,6 +114,89 @@ static void test_grad_conv(void **state)
     (void)state;
     gradcheck("conv 3 3x3 pad1 relu | pool 2 | dense 4", 2, 6, 6, 3);
     gradcheck("conv 4 3 s2 relu | conv 2 2x2 | flatten | dense 3", 1, 7, 7, 2);
+    use_direct = 0; /* the same through im2col + GEMM */
+    gradcheck("conv 3 3x3 pad1 relu | pool 2 | dense 4", 2, 6, 6, 3);
+    gradcheck("conv 4 3 s2 relu | conv 2 2x2 | flatten | dense 3", 1, 7, 7, 2);
+    use_direct = 1;
+}
+
+/* The direct convolution against im2col + GEMM on the same model and batch: outputs and
+ * every gradient agree to rounding; then finite differences on each path alone. */
+static void compare_conv_paths(const char *spec, int c, int h, int w, size_t n)
+{
+    hpml_model_t *m = NULL;
+    size_t in, np, classes;
+    float *x, *z0, *g0;
+    int32_t *y;
+    const float *z;
+    hpml_rng_t rng;
+    double l0, l1;
+    size_t c0, c1;
+
+    assert_int_equal(hpml_model_create(spec, c, h, w, &m), 0);
+    hpml_model_init(m, 3);
+    in = hpml_model_input_size(m);
+    np = hpml_model_num_params(m);
+    classes = hpml_model_output_size(m);
+    x = malloc(n * in * sizeof(float));
+    y = malloc(n * sizeof(int32_t));
+    z0 = malloc(n * classes * sizeof(float));
+    g0 = malloc(np * sizeof(float));
+    hpml_rng_init(&rng, 9, 0);
+    for (size_t i = 0; i < n * in; i++)
+        x[i] = (float)hpml_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++)
+        y[i] = (int32_t)hpml_rng_below(&rng, classes);
+    for (size_t i = 0; i < np; i++)
+        hpml_model_params(m)[i] += (float)(0.05 * hpml_rng_normal(&rng));
+    hpml__nn_set_conv_direct(m, 0);
+    assert_int_equal(hpml_model_forward(m, x, n, 1, NULL, 1, &z), 0);
+    memcpy(z0, z, n * classes * sizeof(float));
+    assert_int_equal(hpml_model_backward(m, y, 0.5f, NULL, NULL, &l0, &c0), 0);
+    memcpy(g0, hpml_model_grads(m), np * sizeof(float));
+    hpml__nn_set_conv_direct(m, 1);
+    assert_int_equal(hpml_model_forward(m, x, n, 1, NULL, 1, &z), 0);
+    assert_int_equal(hpml_model_backward(m, y, 0.5f, NULL, NULL, &l1, &c1), 0);
+    for (size_t i = 0; i < n * classes; i++)
+        if (fabsf(z[i] - z0[i]) > 1e-4f * (1.0f + fabsf(z0[i])))
+            fail_msg("%s: logit %zu direct %.7g im2col %.7g", spec, i, z[i], z0[i]);
+    for (size_t i = 0; i < np; i++) {
+        float gd = hpml_model_grads(m)[i];
+        if (fabsf(gd - g0[i]) > 1e-4f * (1.0f + fabsf(g0[i])))
+            fail_msg("%s: grad %zu direct %.7g im2col %.7g", spec, i, gd, g0[i]);
+    }
+    assert_true(fabs(l0 - l1) < 1e-4 * (1.0 + fabs(l0)));
+    free(x);
+    free(y);
+    free(z0);
+    free(g0);
+    hpml_model_destroy(m);
+}
+
+static void test_conv_direct(void **state)
+{
+    static const struct {
+        const char *spec;
+        int c, h, w;
+    } cases[] = {
+        /* LeNet's first layer: 28 wide = 3 whole vectors + a masked one */
+        {"conv 6 5x5 pad2 relu | pool 2 | dense 4", 1, 28, 28},
+        /* 7 channels (a block of 6 and one), 2 input channels, no ReLU, odd sizes; the
+         * direct layer second, so its dx is needed */
+        {"conv 2 3x3 relu | conv 7 3x3 pad1 | flatten | dense 3", 1, 9, 19},
+        {"conv 3 2x2 pad1 relu | conv 5 4x4 relu | dense 2", 2, 6, 21},
+    };
+    (void)state;
+    if (!hpml_cpu_has_avx2() || !hpml_cpu_has_fma() || hpml_simd_active() != HPML_SIMD_AVX2)
+        skip();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        compare_conv_paths(cases[i].spec, cases[i].c, cases[i].h, cases[i].w, 3);
+        use_direct = 1;
+        gradcheck(cases[i].spec, cases[i].c, cases[i].h, cases[i].w, 2);
+        use_direct = 0;
+        gradcheck(cases[i].spec, cases[i].c, cases[i].h, cases[i].w, 2);
+        use_direct = 1;
+    }
 }
 
 static void test_grad_pool_dropout(void **state)
@@ -220,11 +308,9 @@ static void test_model_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_dense),
-        cmocka_unit_test(test_grad_conv),
-        cmocka_unit_test(test_grad_pool_dropout),
-        cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_optim),
+        cmocka_unit_test(test_grad_dense),  cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_conv_direct), cmocka_unit_test(test_grad_pool_dropout),
+        cmocka_unit_test(test_spec),        cmocka_unit_test(test_optim),
         cmocka_unit_test(test_model_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
