@@ -11,9 +11,14 @@ mpi=${1:-openmpi}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# BIND=core binds one rank per core (what an idle machine wants). The default stays
+# unbound: on this shared 2-core VM (load 5-10, other jobs under chrt -f 1) a bound rank
+# cannot move off a busy core, and 2-rank LeNet steps took 5-18x longer bound than
+# unbound (2026-11-21, docs/performance.md ## nn).
+bind=${BIND:-none}
 case $mpi in
-openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
-mpich) run=(mpirun.mpich) ;;
+openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind") ;;
+mpich) run=(mpirun.mpich -bind-to "$bind") ;;
 *) echo "usage: $0 [openmpi|mpich]" >&2; exit 2 ;;
 esac
 # Debian's python3-torch lives in the system Python, not in a pyenv/venv one.
