@@ -36,11 +36,37 @@ typedef struct {
     int nbuf;
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
     int direct;  /* my slices are reduced straight into my output (not in place) */
+    size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
 } eng_t;
 
 /* Owned slices are reduced into the output in blocks of this many bytes, each copied to
  * the pipeline buffer for the peers while it is still in L1. */
 #define DIRECT_BLOCK ((size_t)16 << 10)
+
+/* Local rank k's pipeline buffer for step g, at this call's offset. */
+static char *pipe_buf(const eng_t *e, int k, uint64_t g)
+{
+    return hpml__shm_buf(e->s, k, (int)(g % (uint64_t)e->nbuf)) + e->boff;
+}
+
+/* Where a call of `bytes` (one step) puts its data in the pipeline buffers. Reusing the
+ * same bytes every nbuf calls leaves them in both cores' caches: the peer holds the lines
+ * it read last time, so every store needs an invalidation across cores and every load a
+ * transfer of a line modified in the other core's L2, which for 2 ranks made 64 KiB take
+ * 10-13 µs (0.5-1 µs per 4 KiB). Instead successive rounds of nbuf calls move through the
+ * buffers in page-aligned slots, so the same bytes come back only after the whole scratch
+ * space (nbuf × chunk per rank) has been used: 64 KiB 6-7 µs. Any offset is safe: step g
+ * owns all of buffer g % nbuf. */
+static size_t slot_offset(const hpml_shm_t *s, uint64_t step0, size_t bytes)
+{
+    size_t slot = (bytes + 4095) & ~(size_t)4095,
+           k = slot <= s->chunk_bytes ? s->chunk_bytes / slot : 1;
+
+    /* Under a page the lines stay few and a new page per call would cost TLB misses. */
+    if (bytes < 4096 || k < 2)
+        return 0;
+    return (size_t)((step0 / (uint64_t)s->nbuf) % k) * slot;
+}
 
 /* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
  * cache-line multiples. */
@@ -64,7 +90,7 @@ static const char *input_of(const eng_t *e, int k, size_t c, size_t at)
     if (!e->own_buf && ctl->src_win >= 0)
         return hpml__shm_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
                (c * e->chunk + at) * e->es;
-    return hpml__shm_buf(e->s, k, (int)((e->step0 + c) % (uint64_t)e->nbuf)) + at * e->es;
+    return pipe_buf(e, k, e->step0 + c) + at * e->es;
 }
 
 static size_t chunk_len(const eng_t *e, size_t c)
@@ -77,7 +103,7 @@ static void copy_in(eng_t *e, size_t c, int all)
 {
     uint64_t g = e->step0 + c;
     size_t m = chunk_len(e, c), lo, hi;
-    char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
+    char *buf = pipe_buf(e, e->lr, g);
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
 
     /* The buffer was last used by step g - nbuf. Usually no wait is needed: once this rank
@@ -131,7 +157,7 @@ static int reduce_owned(eng_t *e, size_t c)
 {
     uint64_t g = e->step0 + c;
     size_t m = chunk_len(e, c), lo, hi;
-    char *buf = hpml__shm_buf(e->s, e->lr, (int)(g % (uint64_t)e->nbuf));
+    char *buf = pipe_buf(e, e->lr, g);
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
     int rc = 0;
 
@@ -167,7 +193,6 @@ static void copy_out(eng_t *e, size_t c)
 {
     uint64_t g = e->step0 + c;
     size_t m = chunk_len(e, c), lo, hi;
-    int b = (int)(g % (uint64_t)e->nbuf);
     char *dst = e->dst + c * e->chunk * e->es;
 
     hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
@@ -176,8 +201,7 @@ static void copy_out(eng_t *e, size_t c)
             continue;
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
-            memcpy(dst + lo * e->es, hpml__shm_buf(e->s, j % e->L, b) + lo * e->es,
-                   (hi - lo) * e->es);
+            memcpy(dst + lo * e->es, pipe_buf(e, j % e->L, g) + lo * e->es, (hi - lo) * e->es);
     }
     atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
 }
@@ -240,6 +264,8 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.chunk = e.s->chunk_bytes / e.es;
     e.step0 = e.s->step;
     me = hpml__shm_ctrl(e.s, e.lr);
+    if (bytes <= e.s->chunk_bytes)
+        e.boff = slot_offset(e.s, e.step0, bytes);
 
     if (!inter_node && bytes <= e.s->small_bytes && bytes <= e.s->chunk_bytes) {
         /* One step; every rank reduces the whole vector in the same order, so all get

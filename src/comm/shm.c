@@ -40,12 +40,27 @@ static size_t env_size(const char *name, size_t def)
     return (size_t)v;
 }
 
+/* Every rank's part starts on a page boundary. MPI only promises the alignment of the
+ * datatype: Open MPI 4.1 (osc/sm) returns parts that start 264 bytes into a page, 8 bytes
+ * past a cache line, so every pipeline buffer, and every slice of it, straddled cache
+ * lines (split vector loads and stores, two lines per line of data moved between the
+ * cores); MPICH's are page-aligned. A part is mapped at the same offset within a page in
+ * every process (the mappings are page-aligned views of one segment), so each process
+ * rounds its view of each part up by the same amount. */
+#define SHM_ALIGN ((size_t)4096)
+
+static char *align_up(char *p)
+{
+    return p + ((SHM_ALIGN - (uintptr_t)p % SHM_ALIGN) % SHM_ALIGN);
+}
+
 /* Allocate one shared window over comm->local with `bytes` per rank. Collective. */
 static int win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w)
 {
     MPI_Info info = MPI_INFO_NULL;
     MPI_Aint sz;
     int rc = 0, du;
+    char *base;
 
     w->win = MPI_WIN_NULL;
     w->peer = calloc((size_t)comm->local_size, sizeof(char *));
@@ -55,12 +70,14 @@ static int win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w)
     /* Each rank's part on its own pages (first touch by its owner). */
     HPML__MPI(MPI_Info_create(&info));
     HPML__MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
-    HPML__MPI(MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, comm->local, &w->base, &w->win));
+    HPML__MPI(MPI_Win_allocate_shared((MPI_Aint)(bytes + SHM_ALIGN - 1), 1, info, comm->local,
+                                      &base, &w->win));
+    w->base = align_up(base);
     for (int i = 0; i < comm->local_size; i++) {
         void *p;
 
         HPML__MPI(MPI_Win_shared_query(w->win, i, &sz, &du, &p));
-        w->peer[i] = p;
+        w->peer[i] = align_up(p);
     }
     /* A passive epoch for the whole lifetime: the counters are accessed with C11
      * atomics, which MPI's unified memory model for shared windows permits. */
@@ -182,11 +199,18 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     if (rc != 0)
         goto out;
     s->w.id = -1;
-    memset(s->w.base, 0, HPML_SHM_CTRL_BYTES);
+    /* The whole part, not only the control block: the owner's first touch places its
+     * pages, and after the barrier every rank maps every peer's pages now rather than by
+     * page faults inside the first collectives (allreduce_shm.c spreads small calls over
+     * the whole scratch space). */
+    memset(s->w.base, 0, s->w.bytes);
     atomic_thread_fence(memory_order_seq_cst);
     HPML__MPI(MPI_Win_sync(s->w.win));
     HPML__MPI(MPI_Barrier(comm->local));
     HPML__MPI(MPI_Win_sync(s->w.win));
+    for (int i = 0; i < comm->local_size; i++)
+        for (size_t o = 0; i != comm->local_rank && o < s->w.bytes; o += 4096)
+            (void)*(volatile char *)(s->w.peer[i] + o);
     HPML__MPI(cma_probe(comm, s));
     comm->shm = s;
     *out = s;
