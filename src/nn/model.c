@@ -432,6 +432,24 @@ static void pool_forward(nn_layer_t *l, const float *x, size_t n)
 
 static void pool_backward(nn_layer_t *l, const float *dy, size_t n, float *dx)
 {
+    if (l->k == 2 && l->stride == 2 && l->in_h == 2 * l->out_h && l->in_w == 2 * l->out_w) {
+        /* The windows tile dx exactly: write each window whole (the gradient at its
+         * maximum, zeros elsewhere) instead of clearing dx first and adding. */
+        const size_t OW = (size_t)l->out_w, W = (size_t)l->in_w, OHW = (size_t)l->out_h * OW;
+        for (size_t s = 0; s < n; s++) {
+            const float *g = dy + s * l->out_size;
+            const int32_t *a = l->arg + s * l->out_size;
+            float *d = dx + s * l->in_size;
+            for (size_t j = 0; j < l->out_size; j += OW) { /* one output row */
+                float *d0 = d + (j / OHW) * OHW * 4 + (j % OHW / OW) * 2 * W;
+                for (size_t ox = 0; ox < OW; ox++) {
+                    d0[2 * ox] = d0[2 * ox + 1] = d0[W + 2 * ox] = d0[W + 2 * ox + 1] = 0.0f;
+                    d[a[j + ox]] = g[j + ox];
+                }
+            }
+        }
+        return;
+    }
     memset(dx, 0, n * l->in_size * sizeof(float));
     for (size_t s = 0; s < n; s++) {
         const float *g = dy + s * l->out_size;
