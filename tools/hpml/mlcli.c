@@ -13,6 +13,11 @@ const char *mlcli_errtext(int rc)
     return d != NULL && *d != '\0' ? d : hpml_strerror(rc);
 }
 
+int mlcli_check(const char *cmd, hpml_comm_t *comm, int rc)
+{
+    return mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc));
+}
+
 int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...)
 {
     int32_t who = rc != 0 ? hpml_comm_rank(comm) : hpml_comm_size(comm);
@@ -33,6 +38,84 @@ int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...
     return CLI_EXIT_FAIL;
 }
 
+int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
+                const struct option *longopts, const char *usage, mlcli_opts_t *co,
+                mlcli_opt_fn own, void *ctx)
+{
+    char spec[64];
+    long v;
+    int c, rc;
+
+    memset(co, 0, sizeof(*co));
+    co->threads = 1;
+    /* ':' first: a missing value comes back as ':' and is reported as such, not as '?'. */
+    snprintf(spec, sizeof(spec), ":%svh", shortopts);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, spec, longopts, NULL)) != -1) {
+        switch (c) {
+        case MLCLI_O_DATA: co->data = optarg; break;
+        case MLCLI_O_OUT: co->out = optarg; break;
+        case MLCLI_O_TARGET: co->tgt.file = optarg; break;
+        case MLCLI_O_TCOL:
+            if (cli_parse_long(optarg, -1000000000L, 1000000000L, &v) != 0)
+                return cli_usage_error(cmd, "--target-col must be an integer (got '%s')", optarg);
+            co->tgt.col = v;
+            co->tgt.have_col = 1;
+            break;
+        case MLCLI_O_TEST: co->test = optarg; break;
+        case MLCLI_O_TTARGET: co->test_target = optarg; break;
+        case MLCLI_O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
+                return cli_usage_error(cmd, "--threads must be an integer >= 1 (got '%s')", optarg);
+            co->threads = (int)v;
+            break;
+        case MLCLI_O_JSON: co->json = 1; break;
+        case 'v': co->verbose = 1; break;
+        case 'h':
+            if (cli_rank() == 0)
+                fputs(usage, stdout);
+            return -1;
+        case ':': return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        case '?': return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        default:
+            /* Only codes from the command's own table reach here. */
+            if ((rc = own(ctx, c, optarg)) != 0)
+                return rc;
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (co->data == NULL)
+        return cli_usage_error(cmd, "--data FILE is required");
+    return 0;
+}
+
+int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what)
+{
+    if ((co->tgt.file != NULL) == (co->tgt.have_col != 0))
+        return cli_usage_error(cmd, "give exactly one of --target FILE and --target-col N");
+    if (co->test_target != NULL && co->test == NULL)
+        return cli_usage_error(cmd, "--test-target needs --test");
+    if (co->test_target != NULL && co->tgt.have_col)
+        return cli_usage_error(cmd, "--test-target goes with --target FILE; with --target-col "
+                                    "the --test file holds its %s column",
+                               what);
+    return 0;
+}
+
+hpml_comm_t *mlcli_start(const char *cmd, mlcli_opts_t *co)
+{
+    hpml_comm_t *comm = NULL;
+    int rc;
+
+    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
+        cli_fatal(cmd, "cannot create the communicator: %s", mlcli_errtext(rc));
+    hpml_blas_set_threads(co->threads);
+    co->verbose = mlcli_progress_on(comm, co->verbose);
+    return comm;
+}
+
 int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli_target_t *tgt,
                hpml_array_t *x, hpml_array_t *y)
 {
@@ -45,14 +128,14 @@ int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli
         memset(y, 0, sizeof(*y));
     /* Shapes first, on every rank: mismatches are then reported once and identically. */
     rc = hpml_io_shape(path, HPML_FMT_AUTO, &rows, &cols, &st);
-    if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(cmd, comm, rc))
         return CLI_EXIT_FAIL;
     if (mlcli_agree(cmd, comm, rows == 0 || cols == 0, "%s: no data (%zu rows x %zu columns)", path,
                     rows, cols))
         return CLI_EXIT_FAIL;
     if (tgt != NULL && tgt->file != NULL) {
         rc = hpml_io_shape(tgt->file, HPML_FMT_AUTO, &trows, &tcols, &st);
-        if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+        if (mlcli_check(cmd, comm, rc))
             return CLI_EXIT_FAIL;
         if (mlcli_agree(cmd, comm, trows != rows, "%s has %zu rows but %s has %zu", tgt->file,
                         trows, path, rows))
@@ -68,13 +151,13 @@ int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli
             return CLI_EXIT_FAIL;
     }
     rc = hpml_io_read_block(path, HPML_FMT_AUTO, HPML_F64, rank, P, 1, x);
-    if (mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(cmd, comm, rc))
         return CLI_EXIT_FAIL;
     if (tgt == NULL)
         return 0;
     if (tgt->file != NULL) {
         rc = hpml_io_read_block(tgt->file, HPML_FMT_AUTO, HPML_F64, rank, P, 1, y);
-        return mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc));
+        return mlcli_check(cmd, comm, rc);
     }
     /* Split column c out of x, in place. */
     {
@@ -98,14 +181,41 @@ int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli
     return 0;
 }
 
+int mlcli_load_test(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, size_t d,
+                    hpml_array_t *tx, hpml_array_t *ty, int *have_y)
+{
+    mlcli_target_t tt = {co->test_target, co->tgt.col, co->tgt.have_col};
+    size_t tc, tr;
+    hpml_dtype_t st;
+    int rc;
+
+    memset(tx, 0, sizeof(*tx));
+    memset(ty, 0, sizeof(*ty));
+    *have_y = 0;
+    /* With --target-col the test file may hold the target column or only features. */
+    rc = hpml_io_shape(co->test, HPML_FMT_AUTO, &tr, &tc, &st);
+    if (mlcli_check(cmd, comm, rc))
+        return CLI_EXIT_FAIL;
+    if (co->tgt.have_col && tc == d)
+        tt.have_col = 0;
+    *have_y = tt.file != NULL || tt.have_col;
+    if (mlcli_load(cmd, comm, co->test, *have_y ? &tt : NULL, tx, ty))
+        return CLI_EXIT_FAIL;
+    return mlcli_agree(cmd, comm, tx->cols != d, "%s has %zu feature columns but the model has %zu",
+                       co->test, tx->cols, d);
+}
+
 int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
                      hpml_dtype_t dtype, size_t rows, size_t cols)
 {
     int P = hpml_comm_size(comm), rc;
     size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0;
-    int64_t me = (int64_t)rows, *cnt = hpml_malloc((size_t)P * sizeof(int64_t));
+    int64_t me = (int64_t)rows, *cnt = NULL;
     char *pad = NULL, *all = NULL;
 
+    if (path == NULL || *path == '\0')
+        return 0;
+    cnt = hpml_malloc((size_t)P * sizeof(int64_t));
     rc = cnt == NULL ? HPML_ERR_NOMEM : hpml_allgather(&me, cnt, 1, HPML_I64, comm);
     if (mlcli_agree(cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc))) {
         hpml_free(cnt);
@@ -144,16 +254,18 @@ int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const
 int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void *data,
                 hpml_dtype_t dtype, size_t rows, size_t cols)
 {
-    size_t n = strlen(path);
+    size_t n = path != NULL ? strlen(path) : 0;
     int rc = 0;
 
+    if (n == 0)
+        return 0;
     if (hpml_comm_rank(comm) == 0) {
         if (n >= 4 && strcmp(path + n - 4, ".csv") == 0)
             rc = hpml_csv_write(path, data, dtype, rows, cols, NULL);
         else
             rc = hpml_npy_write(path, data, dtype, rows, cols);
     }
-    return mlcli_agree(cmd, comm, rc, "%s", mlcli_errtext(rc));
+    return mlcli_check(cmd, comm, rc);
 }
 
 void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, int main_one)
@@ -220,4 +332,33 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
     }
     *out = l;
     return 0;
+}
+
+void mlcli_json_head(const char *cmd, const char *data)
+{
+    printf("{\"command\": \"%s\", \"data\": ", cmd);
+    hpml_json_string(stdout, data);
+}
+
+void mlcli_json_tail(double t_read, const char *what, double t)
+{
+    printf(", \"read_seconds\": %.6f, \"%s_seconds\": %.6f}\n", t_read, what, t);
+}
+
+void mlcli_print_time(double t_read, const char *what, double t)
+{
+    printf("  time         read %.3f s, %s %.3f s\n", t_read, what, t);
+}
+
+void mlcli_json_double_or_null(int have, double v)
+{
+    if (have)
+        printf("%.17g", v);
+    else
+        printf("null");
+}
+
+const char *mlcli_plural(size_t n)
+{
+    return n == 1 ? "" : "s";
 }

@@ -6,6 +6,7 @@
 #ifndef HPML_TOOLS_MLCLI_H
 #define HPML_TOOLS_MLCLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...
     __attribute__((format(printf, 4, 5)));
 /* The detail message of the last hpml error, or the code's text. */
 const char *mlcli_errtext(int rc);
+/* mlcli_agree with the error's own text as the message: the common case. Collective. */
+int mlcli_check(const char *cmd, hpml_comm_t *comm, int rc);
 
 /* Where the target comes from: a file with the same rows, or a column of the data. */
 typedef struct mlcli_target {
@@ -27,6 +30,65 @@ typedef struct mlcli_target {
 } mlcli_target_t;
 
 /*
+ * Options every ML command shares. Long-option codes live above the commands' own (which
+ * start at 256) so a command's enum never collides with them.
+ */
+enum {
+    MLCLI_O_DATA = 0x1000,
+    MLCLI_O_OUT,
+    MLCLI_O_THREADS,
+    MLCLI_O_JSON,
+    MLCLI_O_TARGET,
+    MLCLI_O_TCOL,
+    MLCLI_O_TEST,
+    MLCLI_O_TTARGET
+};
+/* --data, --out, --threads, --json, -v, -h: end a command's long-option table with it. */
+#define MLCLI_LONGOPTS                                                                             \
+    {"data", required_argument, NULL, MLCLI_O_DATA},                                               \
+        {"out", required_argument, NULL, MLCLI_O_OUT},                                             \
+        {"threads", required_argument, NULL, MLCLI_O_THREADS},                                     \
+        {"json", no_argument, NULL, MLCLI_O_JSON}, {"verbose", no_argument, NULL, 'v'},            \
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+/* --target, --target-col, --test, --test-target, for the supervised commands. */
+#define MLCLI_TARGET_LONGOPTS                                                                      \
+    {"target", required_argument, NULL, MLCLI_O_TARGET},                                           \
+        {"target-col", required_argument, NULL, MLCLI_O_TCOL},                                     \
+        {"test", required_argument, NULL, MLCLI_O_TEST},                                           \
+        {"test-target", required_argument, NULL, MLCLI_O_TTARGET}
+
+typedef struct mlcli_opts {
+    const char *data, *out;
+    int threads, json, verbose;
+    mlcli_target_t tgt;             /* --target / --target-col */
+    const char *test, *test_target; /* --test / --test-target */
+} mlcli_opts_t;
+
+/* A command's own option: c is getopt_long's code, arg its optarg. 0, or a usage error's
+ * status (from cli_usage_error). */
+typedef int (*mlcli_opt_fn)(void *ctx, int c, const char *arg);
+
+/*
+ * Parse argv with getopt_long: `shortopts` are the command's own short options (the
+ * shared "vh" and the leading ':' are added), `longopts` its table ending with
+ * MLCLI_LONGOPTS. Shared options fill *co (reset first; threads default 1), every other
+ * code goes to own(ctx, ...). Checks there are no operands and that --data was given.
+ * Returns 0 to run, -1 after printing `usage` for --help (exit 0), or CLI_EXIT_USAGE.
+ * Not collective: every rank parses the same argv and so reaches the same answer.
+ */
+int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
+                const struct option *longopts, const char *usage, mlcli_opts_t *co,
+                mlcli_opt_fn own, void *ctx);
+/* After mlcli_parse, for commands with MLCLI_TARGET_LONGOPTS: exactly one of --target
+ * and --target-col, and --test-target only with --test and --target. `what` names the
+ * target in the message ("target", "label"). 0 or CLI_EXIT_USAGE. */
+int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what);
+
+/* Create the communicator (or abort the job: nothing can be agreed without it), set the
+ * BLAS threads and resolve co->verbose with mlcli_progress_on. Collective. */
+hpml_comm_t *mlcli_start(const char *cmd, mlcli_opts_t *co);
+
+/*
  * Read this rank's block of `path` as f64 (NaN/Inf rejected). With tgt != NULL also the
  * target: y gets (rows, t) f64 and x loses the target column when it came from the data.
  * Errors are agreed across ranks (one line printed); returns 0 or CLI_EXIT_FAIL.
@@ -34,11 +96,22 @@ typedef struct mlcli_target {
 int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli_target_t *tgt,
                hpml_array_t *x, hpml_array_t *y);
 
+/*
+ * Load co->test for a model of d features. Its target comes from --test-target, or with
+ * --target-col from that column when the file has one more column than d (a file of d
+ * columns is features only). *have_y says whether ty was loaded. The feature count is
+ * checked against d. Agreed across ranks; 0 or CLI_EXIT_FAIL.
+ */
+int mlcli_load_test(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, size_t d,
+                    hpml_array_t *tx, hpml_array_t *ty, int *have_y);
+
 /* Gather row blocks (rows x cols of dtype, rank order) and write them at rank 0 as .npy
  * (or .csv by extension). Collective; returns 0 or CLI_EXIT_FAIL (agreed). */
 int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
                      hpml_dtype_t dtype, size_t rows, size_t cols);
-/* Write a replicated array from rank 0 (every rank passes the same data). Collective. */
+/* Write a replicated array from rank 0 (every rank passes the same data). Collective.
+ * For both writers a NULL or empty path writes nothing and returns 0 on every rank (all
+ * ranks pass the same path), so optional outputs need no test at the call. */
 int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void *data,
                 hpml_dtype_t dtype, size_t rows, size_t cols);
 
@@ -53,9 +126,19 @@ void mlcli_print_doubles(const double *v, size_t n, size_t max);
 /* 1 on rank 0 when stderr is a terminal or verbose is set. */
 int mlcli_progress_on(hpml_comm_t *comm, int verbose);
 
-#endif
-
 /* Class labels from a one-column f64 array (a target): every value must be an integer.
  * *out (rows) is hpml_malloc'ed. Agreed across ranks; 0 or CLI_EXIT_FAIL. */
 int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpml_array_t *y,
                  int64_t **out);
+
+/* Summary pieces every command prints the same way (rank 0, stdout):
+ * `{"command": "<cmd>", "data": "<data>"` opening the JSON object; its closing
+ * `, "read_seconds": R, "<what>_seconds": T}` line; the text summary's time line; a JSON
+ * number or null; and the plural "s" for a count. */
+void mlcli_json_head(const char *cmd, const char *data);
+void mlcli_json_tail(double t_read, const char *what, double t);
+void mlcli_print_time(double t_read, const char *what, double t);
+void mlcli_json_double_or_null(int have, double v);
+const char *mlcli_plural(size_t n);
+
+#endif
