@@ -33,68 +33,49 @@ static const char *usage_text =
     "  -h, --help           this text\n";
 
 typedef struct {
-    const char *data, *query, *labels, *qlabels, *out, *pred_out;
+    mlcli_opts_t co; /* --data, --out, --threads, --json, -v */
+    const char *query, *labels, *qlabels, *pred_out;
     size_t k;
-    int threads, json, verbose;
 } opts_t;
+
+/* This command's own long options; the shared ones come from mlcli. */
+enum { O_QUERY = 256, O_LABELS, O_QLABELS, O_PRED };
+
+static int own_opt(void *ctx, int c, const char *arg)
+{
+    opts_t *o = ctx;
+    long v;
+
+    switch (c) {
+    case O_QUERY: o->query = arg; break;
+    case 'k':
+        if (cli_parse_long(arg, 1, 1L << 20, &v) != 0)
+            return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", arg);
+        o->k = (size_t)v;
+        break;
+    case O_LABELS: o->labels = arg; break;
+    case O_QLABELS: o->qlabels = arg; break;
+    case O_PRED: o->pred_out = arg; break;
+    }
+    return 0;
+}
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum { O_DATA = 256, O_QUERY, O_LABELS, O_QLABELS, O_OUT, O_PRED, O_THREADS, O_JSON };
     static const struct option longopts[] = {
-        {"data", required_argument, NULL, O_DATA},
         {"query", required_argument, NULL, O_QUERY},
         {"neighbors", required_argument, NULL, 'k'},
         {"labels", required_argument, NULL, O_LABELS},
         {"query-labels", required_argument, NULL, O_QLABELS},
-        {"out", required_argument, NULL, O_OUT},
         {"pred-out", required_argument, NULL, O_PRED},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"json", no_argument, NULL, O_JSON},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        MLCLI_LONGOPTS,
     };
-    long v;
-    int c;
+    int rc;
 
     memset(o, 0, sizeof(*o));
     o->k = 5;
-    o->threads = 1;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":k:vh", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_DATA: o->data = optarg; break;
-        case O_QUERY: o->query = optarg; break;
-        case 'k':
-            if (cli_parse_long(optarg, 1, 1L << 20, &v) != 0)
-                return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", optarg);
-            o->k = (size_t)v;
-            break;
-        case O_LABELS: o->labels = optarg; break;
-        case O_QLABELS: o->qlabels = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_PRED: o->pred_out = optarg; break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
-            o->threads = (int)v;
-            break;
-        case O_JSON: o->json = 1; break;
-        case 'v': o->verbose = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return -1;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (o->data == NULL)
-        return cli_usage_error(CMD, "--data FILE is required");
+    if ((rc = mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o)) != 0)
+        return rc;
     if ((o->qlabels || o->pred_out) && o->labels == NULL)
         return cli_usage_error(CMD, "%s needs --labels (the reference labels)",
                                o->qlabels ? "--query-labels" : "--pred-out");
@@ -134,14 +115,11 @@ int cmd_knn(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
-    hpml_blas_set_threads(o.threads);
-    o.verbose = mlcli_progress_on(comm, o.verbose);
+    comm = mlcli_start(CMD, &o.co);
 
     t0 = hpml_time();
     lt.file = o.labels;
-    if (mlcli_load(CMD, comm, o.data, o.labels ? &lt : NULL, &R, &RL))
+    if (mlcli_load(CMD, comm, o.co.data, o.labels ? &lt : NULL, &R, &RL))
         goto out;
     if (o.labels && mlcli_labels(CMD, comm, o.labels, &RL, &rlab))
         goto out;
@@ -151,7 +129,7 @@ int cmd_knn(int argc, char **argv)
         if (mlcli_load(CMD, comm, o.query, o.qlabels ? &qt : NULL, &Q, &QL))
             goto out;
         if (mlcli_agree(CMD, comm, Q.cols != R.cols, "%s has %zu columns but %s has %zu", o.query,
-                        Q.cols, o.data, R.cols))
+                        Q.cols, o.co.data, R.cols))
             goto out;
         q = &Q;
     } else if (o.qlabels != NULL) {
@@ -160,13 +138,13 @@ int cmd_knn(int argc, char **argv)
 
         /* Queries are the reference rows: their labels must have as many rows. */
         rc = hpml_io_shape(o.qlabels, HPML_FMT_AUTO, &rows, &cols, &st);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)) ||
+        if (mlcli_check(CMD, comm, rc) ||
             mlcli_agree(CMD, comm, rows != R.total_rows, "%s has %zu rows but %s has %zu",
-                        o.qlabels, rows, o.data, R.total_rows))
+                        o.qlabels, rows, o.co.data, R.total_rows))
             goto out;
         rc = hpml_io_read_block(o.qlabels, HPML_FMT_AUTO, HPML_F64, hpml_comm_rank(comm),
                                 hpml_comm_size(comm), 1, &QL);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        if (mlcli_check(CMD, comm, rc))
             goto out;
     }
     if (o.qlabels && mlcli_labels(CMD, comm, o.qlabels, &QL, &qlab))
@@ -174,9 +152,9 @@ int cmd_knn(int argc, char **argv)
     t_read = hpml_time() - t0;
     if (mlcli_agree(CMD, comm, o.k > R.total_rows,
                     "-k %zu is larger than the %zu reference rows of %s", o.k, R.total_rows,
-                    o.data))
+                    o.co.data))
         goto out;
-    if (o.verbose)
+    if (o.co.verbose)
         fprintf(stderr, "[knn] %zu references x %zu queries x %zu cols, k=%zu, read %.3f s\n",
                 R.total_rows, q->total_rows, R.cols, o.k, t_read);
 
@@ -188,53 +166,49 @@ int cmd_knn(int argc, char **argv)
     pg.t0 = pg.last = t0;
     if (rc == 0)
         rc = hpml_knn_search(comm, R.data, rlab, R.rows, q->data, q->rows, R.cols, o.k, idx, dist,
-                             rlab ? pred : NULL, o.verbose ? progress : NULL, &pg);
+                             rlab ? pred : NULL, o.co.verbose ? progress : NULL, &pg);
     t_search = hpml_time() - t0;
-    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(CMD, comm, rc))
         goto out;
-    if (o.verbose)
+    if (o.co.verbose)
         fprintf(stderr, "[knn] searched in %.3f s\n", t_search);
     if (qlab != NULL) {
         for (size_t i = 0; i < q->rows; i++)
             correct[0] += pred[i] == qlab[i];
         correct[1] = (int64_t)q->rows;
         rc = hpml_allreduce(HPML_IN_PLACE, correct, 2, HPML_I64, HPML_SUM, comm);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        if (mlcli_check(CMD, comm, rc))
             goto out;
     }
 
-    mlcli_out_path(ipath, sizeof(ipath), o.out, "indices", 1);
-    mlcli_out_path(dpath, sizeof(dpath), o.out, "distances", 0);
-    mlcli_out_path(ppath, sizeof(ppath), o.labels ? o.out : NULL, "predictions", 0);
+    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "indices", 1);
+    mlcli_out_path(dpath, sizeof(dpath), o.co.out, "distances", 0);
+    mlcli_out_path(ppath, sizeof(ppath), o.labels ? o.co.out : NULL, "predictions", 0);
     if (o.pred_out != NULL)
         snprintf(ppath, sizeof(ppath), "%s", o.pred_out);
-    if ((ipath[0] && mlcli_write_rows(CMD, comm, ipath, idx, HPML_I64, q->rows, o.k)) ||
-        (dpath[0] && mlcli_write_rows(CMD, comm, dpath, dist, HPML_F64, q->rows, o.k)) ||
-        (ppath[0] && mlcli_write_rows(CMD, comm, ppath, pred, HPML_I64, q->rows, 1)))
+    if (mlcli_write_rows(CMD, comm, ipath, idx, HPML_I64, q->rows, o.k) ||
+        mlcli_write_rows(CMD, comm, dpath, dist, HPML_F64, q->rows, o.k) ||
+        mlcli_write_rows(CMD, comm, ppath, pred, HPML_I64, q->rows, 1))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
         double acc = correct[1] ? (double)correct[0] / (double)correct[1] : 0.0;
 
-        if (o.json) {
-            printf("{\"command\": \"knn\", \"data\": ");
-            hpml_json_string(stdout, o.data);
+        if (o.co.json) {
+            mlcli_json_head(CMD, o.co.data);
             printf(", \"references\": %zu, \"queries\": %zu, \"cols\": %zu, \"k\": %zu, "
                    "\"ranks\": %d, \"accuracy\": ",
                    R.total_rows, q->total_rows, R.cols, o.k, hpml_comm_size(comm));
-            if (qlab)
-                printf("%.17g", acc);
-            else
-                printf("null");
-            printf(", \"read_seconds\": %.6f, \"search_seconds\": %.6f}\n", t_read, t_search);
+            mlcli_json_double_or_null(qlab != NULL, acc);
+            mlcli_json_tail(t_read, "search", t_search);
         } else {
             printf("knn: %zu queries x %zu references x %zu cols, k=%zu, %d rank%s\n",
                    q->total_rows, R.total_rows, R.cols, o.k, hpml_comm_size(comm),
-                   hpml_comm_size(comm) == 1 ? "" : "s");
+                   mlcli_plural((size_t)hpml_comm_size(comm)));
             if (qlab)
                 printf("  accuracy     %.6f (%lld of %lld)\n", acc, (long long)correct[0],
                        (long long)correct[1]);
-            printf("  time         read %.3f s, search %.3f s\n", t_read, t_search);
+            mlcli_print_time(t_read, "search", t_search);
             if (ipath[0])
                 printf("  indices     -> %s\n", ipath);
             if (dpath[0])

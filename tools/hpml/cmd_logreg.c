@@ -43,123 +43,66 @@ static const char *usage_text =
     "  -h, --help          this text\n";
 
 typedef struct {
-    const char *data, *test, *test_target, *pred_out, *proba_out, *out;
-    mlcli_target_t tgt;
+    mlcli_opts_t co; /* --data, --target(-col), --test(-target), --out, --threads, ... */
+    const char *pred_out, *proba_out;
     hpml_logreg_config_t cfg;
-    int threads, json, verbose;
 } opts_t;
+
+/* This command's own long options; the shared ones come from mlcli. */
+enum { O_C = 256, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_FTOL, O_PRED, O_PROBA };
+
+static int own_opt(void *ctx, int c, const char *arg)
+{
+    opts_t *o = ctx;
+    long v;
+
+    switch (c) {
+    case O_C:
+        if (cli_parse_double(arg, &o->cfg.C) != 0 || !(o->cfg.C > 0))
+            return cli_usage_error(CMD, "--C must be a number > 0 (got '%s')", arg);
+        break;
+    case O_NOINT: o->cfg.fit_intercept = 0; break;
+    case O_MULTI: o->cfg.multinomial = 1; break;
+    case O_MAXIT:
+        if (cli_parse_long(arg, 0, 100000000L, &v) != 0)
+            return cli_usage_error(CMD, "--max-iter must be an integer >= 0 (got '%s')", arg);
+        o->cfg.max_iter = (size_t)v;
+        break;
+    case O_TOL:
+        if (cli_parse_double(arg, &o->cfg.tol) != 0 || o->cfg.tol < 0)
+            return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", arg);
+        break;
+    case O_FTOL:
+        if (cli_parse_double(arg, &o->cfg.ftol) != 0 || o->cfg.ftol < 0)
+            return cli_usage_error(CMD, "--ftol must be a number >= 0 (got '%s')", arg);
+        break;
+    case O_PRED: o->pred_out = arg; break;
+    case O_PROBA: o->proba_out = arg; break;
+    }
+    return 0;
+}
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum {
-        O_DATA = 256,
-        O_TARGET,
-        O_TCOL,
-        O_C,
-        O_NOINT,
-        O_MULTI,
-        O_MAXIT,
-        O_TOL,
-        O_FTOL,
-        O_TEST,
-        O_TTARGET,
-        O_PRED,
-        O_PROBA,
-        O_OUT,
-        O_THREADS,
-        O_JSON
-    };
     static const struct option longopts[] = {
-        {"data", required_argument, NULL, O_DATA},
-        {"target", required_argument, NULL, O_TARGET},
-        {"target-col", required_argument, NULL, O_TCOL},
         {"C", required_argument, NULL, O_C},
         {"no-intercept", no_argument, NULL, O_NOINT},
         {"multinomial", no_argument, NULL, O_MULTI},
         {"max-iter", required_argument, NULL, O_MAXIT},
         {"tol", required_argument, NULL, O_TOL},
         {"ftol", required_argument, NULL, O_FTOL},
-        {"test", required_argument, NULL, O_TEST},
-        {"test-target", required_argument, NULL, O_TTARGET},
         {"pred-out", required_argument, NULL, O_PRED},
         {"proba-out", required_argument, NULL, O_PROBA},
-        {"out", required_argument, NULL, O_OUT},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"json", no_argument, NULL, O_JSON},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        MLCLI_TARGET_LONGOPTS,
+        MLCLI_LONGOPTS,
     };
-    long v;
-    int c;
+    int rc;
 
     memset(o, 0, sizeof(*o));
     hpml_logreg_config_init(&o->cfg);
-    o->threads = 1;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_DATA: o->data = optarg; break;
-        case O_TARGET: o->tgt.file = optarg; break;
-        case O_TCOL:
-            if (cli_parse_long(optarg, -1000000000L, 1000000000L, &v) != 0)
-                return cli_usage_error(CMD, "--target-col must be an integer (got '%s')", optarg);
-            o->tgt.col = v;
-            o->tgt.have_col = 1;
-            break;
-        case O_C:
-            if (cli_parse_double(optarg, &o->cfg.C) != 0 || !(o->cfg.C > 0))
-                return cli_usage_error(CMD, "--C must be a number > 0 (got '%s')", optarg);
-            break;
-        case O_NOINT: o->cfg.fit_intercept = 0; break;
-        case O_MULTI: o->cfg.multinomial = 1; break;
-        case O_MAXIT:
-            if (cli_parse_long(optarg, 0, 100000000L, &v) != 0)
-                return cli_usage_error(CMD, "--max-iter must be an integer >= 0 (got '%s')",
-                                       optarg);
-            o->cfg.max_iter = (size_t)v;
-            break;
-        case O_TOL:
-            if (cli_parse_double(optarg, &o->cfg.tol) != 0 || o->cfg.tol < 0)
-                return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", optarg);
-            break;
-        case O_FTOL:
-            if (cli_parse_double(optarg, &o->cfg.ftol) != 0 || o->cfg.ftol < 0)
-                return cli_usage_error(CMD, "--ftol must be a number >= 0 (got '%s')", optarg);
-            break;
-        case O_TEST: o->test = optarg; break;
-        case O_TTARGET: o->test_target = optarg; break;
-        case O_PRED: o->pred_out = optarg; break;
-        case O_PROBA: o->proba_out = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
-            o->threads = (int)v;
-            break;
-        case O_JSON: o->json = 1; break;
-        case 'v': o->verbose = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return -1;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (o->data == NULL)
-        return cli_usage_error(CMD, "--data FILE is required");
-    if ((o->tgt.file != NULL) == (o->tgt.have_col != 0))
-        return cli_usage_error(CMD, "give exactly one of --target FILE and --target-col N");
-    if (o->test_target != NULL && o->test == NULL)
-        return cli_usage_error(CMD, "--test-target needs --test");
-    if (o->test_target != NULL && o->tgt.have_col)
-        return cli_usage_error(CMD, "--test-target goes with --target FILE; with --target-col "
-                                    "the --test file holds its label column");
-    return 0;
+    if ((rc = mlcli_parse(CMD, argc, argv, "", longopts, usage_text, &o->co, own_opt, o)) != 0)
+        return rc;
+    return mlcli_check_target(CMD, &o->co, "label");
 }
 
 typedef struct {
@@ -223,90 +166,73 @@ int cmd_logreg(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
-    hpml_blas_set_threads(o.threads);
-    o.verbose = mlcli_progress_on(comm, o.verbose);
+    comm = mlcli_start(CMD, &o.co);
 
     t0 = hpml_time();
-    if (mlcli_load(CMD, comm, o.data, &o.tgt, &X, &Y) ||
-        mlcli_labels(CMD, comm, o.tgt.file ? o.tgt.file : o.data, &Y, &y))
+    if (mlcli_load(CMD, comm, o.co.data, &o.co.tgt, &X, &Y) ||
+        mlcli_labels(CMD, comm, o.co.tgt.file ? o.co.tgt.file : o.co.data, &Y, &y))
         goto out;
     t_read = hpml_time() - t0;
     d = X.cols;
-    if (o.verbose)
+    if (o.co.verbose)
         fprintf(stderr, "[logreg] read %zu rows x %zu features in %.3f s\n", X.total_rows, d,
                 t_read);
 
     pg.t0 = hpml_time();
-    if (o.verbose) {
+    if (o.co.verbose) {
         o.cfg.progress = progress;
         o.cfg.progress_ctx = &pg;
     }
     t0 = hpml_time();
     rc = hpml_logreg_fit(comm, X.data, y, X.rows, d, &o.cfg, &m);
     t_fit = hpml_time() - t0;
-    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(CMD, comm, rc))
         goto out;
     pred = hpml_malloc((X.rows ? X.rows : 1) * sizeof(int64_t));
     rc = pred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(m, X.data, X.rows, pred);
     if (rc == 0)
         rc = score(comm, m, X.data, y, X.rows, pred, &acc, &ll);
-    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(CMD, comm, rc))
         goto out;
     px = &X;
     ppred = pred;
 
-    if (o.test != NULL) {
-        mlcli_target_t tt = {o.test_target, o.tgt.col, o.tgt.have_col};
-        size_t tc, tr;
-        hpml_dtype_t st;
-
-        rc = hpml_io_shape(o.test, HPML_FMT_AUTO, &tr, &tc, &st);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
-            goto out;
-        if (o.tgt.have_col && tc == d)
-            tt.have_col = 0; /* features only */
-        have_test_y = tt.file != NULL || tt.have_col;
-        if (mlcli_load(CMD, comm, o.test, have_test_y ? &tt : NULL, &TX, &TY))
-            goto out;
-        if (mlcli_agree(CMD, comm, TX.cols != d, "%s has %zu feature columns but the model has %zu",
-                        o.test, TX.cols, d))
+    if (o.co.test != NULL) {
+        if (mlcli_load_test(CMD, comm, &o.co, d, &TX, &TY, &have_test_y))
             goto out;
         if (have_test_y &&
-            mlcli_labels(CMD, comm, o.test_target ? o.test_target : o.test, &TY, &ty))
+            mlcli_labels(CMD, comm, o.co.test_target ? o.co.test_target : o.co.test, &TY, &ty))
             goto out;
         tpred = hpml_malloc((TX.rows ? TX.rows : 1) * sizeof(int64_t));
         rc = tpred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(m, TX.data, TX.rows, tpred);
         if (rc == 0 && have_test_y)
             rc = score(comm, m, TX.data, ty, TX.rows, tpred, &tacc, &tll);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+        if (mlcli_check(CMD, comm, rc))
             goto out;
         px = &TX;
         ppred = tpred;
     }
-    if (o.pred_out != NULL && mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
+    if (mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
         goto out;
     if (o.proba_out != NULL) {
         proba = hpml_malloc((px->rows ? px->rows : 1) * m->n_classes * sizeof(double));
         rc = proba == NULL ? HPML_ERR_NOMEM
                            : hpml_logreg_predict_proba(m, px->data, px->rows, proba);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)) ||
+        if (mlcli_check(CMD, comm, rc) ||
             mlcli_write_rows(CMD, comm, o.proba_out, proba, HPML_F64, px->rows, m->n_classes))
             goto out;
     }
-    mlcli_out_path(cpath, sizeof(cpath), o.out, "coef", 1);
-    mlcli_out_path(ipath, sizeof(ipath), o.out, "intercept", 0);
-    mlcli_out_path(kpath, sizeof(kpath), o.out, "classes", 0);
-    if ((cpath[0] && mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, m->n_rows, d)) ||
-        (ipath[0] && mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, m->n_rows, 1)) ||
-        (kpath[0] && mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1)))
+    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
+    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
+    mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
+    if (mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, m->n_rows, d) ||
+        mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
+        mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
-        if (o.json) {
-            printf("{\"command\": \"logreg\", \"data\": ");
-            hpml_json_string(stdout, o.data);
+        if (o.co.json) {
+            mlcli_json_head(CMD, o.co.data);
             printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", m->n_samples, d);
             for (size_t k = 0; k < m->n_classes; k++)
                 printf("%s%lld", k ? ", " : "", (long long)m->classes[k]);
@@ -320,18 +246,18 @@ int cmd_logreg(int argc, char **argv)
             printf(", \"accuracy\": %.17g, \"log_loss\": %.17g", acc, ll);
             if (have_test_y)
                 printf(", \"test_accuracy\": %.17g, \"test_log_loss\": %.17g", tacc, tll);
-            printf(", \"read_seconds\": %.6f, \"fit_seconds\": %.6f}\n", t_read, t_fit);
+            mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("logreg: %zu rows x %zu features, %zu classes (%s), C=%g, %d rank%s\n",
                    m->n_samples, d, m->n_classes, m->multinomial ? "multinomial" : "binary",
-                   o.cfg.C, hpml_comm_size(comm), hpml_comm_size(comm) == 1 ? "" : "s");
+                   o.cfg.C, hpml_comm_size(comm), mlcli_plural((size_t)hpml_comm_size(comm)));
             printf("  iterations   %zu (%s)\n", m->n_iter,
                    m->converged ? "converged" : "max-iter reached, not converged");
             printf("  objective    %.12g (mean log-loss + |W|^2/(2Cn))\n", m->objective);
             printf("  train        accuracy %.6f, log-loss %.6g\n", acc, ll);
             if (have_test_y)
                 printf("  test         accuracy %.6f, log-loss %.6g\n", tacc, tll);
-            printf("  time         read %.3f s, fit %.3f s\n", t_read, t_fit);
+            mlcli_print_time(t_read, "fit", t_fit);
             if (cpath[0])
                 printf("  coef      -> %s\n", cpath);
             if (ipath[0])

@@ -36,106 +36,70 @@ static const char *usage_text =
     "  -h, --help            this text\n";
 
 typedef struct {
-    const char *data, *out, *transform_out;
+    mlcli_opts_t co; /* --data, --out, --threads, --json, -v */
+    const char *transform_out;
     hpml_pca_config_t cfg;
-    int threads, json, verbose;
 } opts_t;
+
+/* This command's own long options; the shared ones come from mlcli. */
+enum { O_SOLVER = 256, O_NOCENTER, O_OVERS, O_NITER, O_SEED, O_TOUT };
+
+static int own_opt(void *ctx, int c, const char *arg)
+{
+    opts_t *o = ctx;
+    long v;
+
+    switch (c) {
+    case 'k':
+        if (cli_parse_long(arg, 1, 1L << 30, &v) != 0)
+            return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", arg);
+        o->cfg.n_components = (size_t)v;
+        break;
+    case O_SOLVER:
+        if (strcmp(arg, "full") == 0)
+            o->cfg.solver = HPML_PCA_FULL;
+        else if (strcmp(arg, "randomized") == 0)
+            o->cfg.solver = HPML_PCA_RANDOMIZED;
+        else
+            return cli_usage_error(CMD, "--solver must be full or randomized (got '%s')", arg);
+        break;
+    case O_NOCENTER: o->cfg.center = 0; break;
+    case O_OVERS:
+        if (cli_parse_long(arg, 0, 1L << 20, &v) != 0)
+            return cli_usage_error(CMD, "--oversample must be an integer >= 0 (got '%s')", arg);
+        o->cfg.oversample = (size_t)v;
+        break;
+    case O_NITER:
+        if (cli_parse_long(arg, 0, 1000, &v) != 0)
+            return cli_usage_error(CMD, "--n-iter must be an integer in 0..1000 (got '%s')", arg);
+        o->cfg.n_iter = (int)v;
+        break;
+    case O_SEED:
+        if (cli_parse_long(arg, 0, LONG_MAX, &v) != 0)
+            return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", arg);
+        o->cfg.seed = (uint64_t)v;
+        break;
+    case O_TOUT: o->transform_out = arg; break;
+    }
+    return 0;
+}
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum {
-        O_DATA = 256,
-        O_SOLVER,
-        O_NOCENTER,
-        O_OVERS,
-        O_NITER,
-        O_SEED,
-        O_OUT,
-        O_TOUT,
-        O_THREADS,
-        O_JSON
-    };
     static const struct option longopts[] = {
-        {"data", required_argument, NULL, O_DATA},
         {"n-components", required_argument, NULL, 'k'},
         {"solver", required_argument, NULL, O_SOLVER},
         {"no-center", no_argument, NULL, O_NOCENTER},
         {"oversample", required_argument, NULL, O_OVERS},
         {"n-iter", required_argument, NULL, O_NITER},
         {"seed", required_argument, NULL, O_SEED},
-        {"out", required_argument, NULL, O_OUT},
         {"transform-out", required_argument, NULL, O_TOUT},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"json", no_argument, NULL, O_JSON},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        MLCLI_LONGOPTS,
     };
-    long v;
-    int c;
 
     memset(o, 0, sizeof(*o));
     hpml_pca_config_init(&o->cfg);
-    o->threads = 1;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":k:vh", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_DATA: o->data = optarg; break;
-        case 'k':
-            if (cli_parse_long(optarg, 1, 1L << 30, &v) != 0)
-                return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", optarg);
-            o->cfg.n_components = (size_t)v;
-            break;
-        case O_SOLVER:
-            if (strcmp(optarg, "full") == 0)
-                o->cfg.solver = HPML_PCA_FULL;
-            else if (strcmp(optarg, "randomized") == 0)
-                o->cfg.solver = HPML_PCA_RANDOMIZED;
-            else
-                return cli_usage_error(CMD, "--solver must be full or randomized (got '%s')",
-                                       optarg);
-            break;
-        case O_NOCENTER: o->cfg.center = 0; break;
-        case O_OVERS:
-            if (cli_parse_long(optarg, 0, 1L << 20, &v) != 0)
-                return cli_usage_error(CMD, "--oversample must be an integer >= 0 (got '%s')",
-                                       optarg);
-            o->cfg.oversample = (size_t)v;
-            break;
-        case O_NITER:
-            if (cli_parse_long(optarg, 0, 1000, &v) != 0)
-                return cli_usage_error(CMD, "--n-iter must be an integer in 0..1000 (got '%s')",
-                                       optarg);
-            o->cfg.n_iter = (int)v;
-            break;
-        case O_SEED:
-            if (cli_parse_long(optarg, 0, LONG_MAX, &v) != 0)
-                return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", optarg);
-            o->cfg.seed = (uint64_t)v;
-            break;
-        case O_OUT: o->out = optarg; break;
-        case O_TOUT: o->transform_out = optarg; break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
-            o->threads = (int)v;
-            break;
-        case O_JSON: o->json = 1; break;
-        case 'v': o->verbose = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return -1;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (o->data == NULL)
-        return cli_usage_error(CMD, "--data FILE is required");
-    return 0;
+    return mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o);
 }
 
 int cmd_pca(int argc, char **argv);
@@ -154,13 +118,10 @@ int cmd_pca(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
-    hpml_blas_set_threads(o.threads);
-    o.verbose = mlcli_progress_on(comm, o.verbose);
+    comm = mlcli_start(CMD, &o.co);
 
     t0 = hpml_time();
-    if (mlcli_load(CMD, comm, o.data, NULL, &X, NULL))
+    if (mlcli_load(CMD, comm, o.co.data, NULL, &X, NULL))
         goto out;
     t_read = hpml_time() - t0;
     n = X.total_rows;
@@ -168,32 +129,31 @@ int cmd_pca(int argc, char **argv)
     k = o.cfg.n_components;
     if (mlcli_agree(CMD, comm, k > (n < d ? n : d),
                     "-k %zu is too large: %s has %zu rows x %zu columns (k <= min of both)", k,
-                    o.data, n, d))
+                    o.co.data, n, d))
         goto out;
-    if (o.verbose)
+    if (o.co.verbose)
         fprintf(stderr, "[pca] read %zu rows x %zu cols in %.3f s; %s solver, k=%zu\n", n, d,
                 t_read, o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full", k);
     t0 = hpml_time();
     rc = hpml_pca_fit(comm, X.data, X.rows, d, &o.cfg, &p);
     t_fit = hpml_time() - t0;
-    if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)))
+    if (mlcli_check(CMD, comm, rc))
         goto out;
-    if (o.verbose)
+    if (o.co.verbose)
         fprintf(stderr, "[pca] fitted in %.3f s\n", t_fit);
 
     for (int i = 0; i < 5; i++)
-        mlcli_out_path(path[i], sizeof(path[i]), o.out, names[i], i == 0);
-    if ((path[0][0] && mlcli_write(CMD, comm, path[0], p->components, HPML_F64, k, d)) ||
-        (path[1][0] && mlcli_write(CMD, comm, path[1], p->explained_variance, HPML_F64, k, 1)) ||
-        (path[2][0] &&
-         mlcli_write(CMD, comm, path[2], p->explained_variance_ratio, HPML_F64, k, 1)) ||
-        (path[3][0] && mlcli_write(CMD, comm, path[3], p->singular_values, HPML_F64, k, 1)) ||
-        (path[4][0] && mlcli_write(CMD, comm, path[4], p->mean, HPML_F64, 1, d)))
+        mlcli_out_path(path[i], sizeof(path[i]), o.co.out, names[i], i == 0);
+    if (mlcli_write(CMD, comm, path[0], p->components, HPML_F64, k, d) ||
+        mlcli_write(CMD, comm, path[1], p->explained_variance, HPML_F64, k, 1) ||
+        mlcli_write(CMD, comm, path[2], p->explained_variance_ratio, HPML_F64, k, 1) ||
+        mlcli_write(CMD, comm, path[3], p->singular_values, HPML_F64, k, 1) ||
+        mlcli_write(CMD, comm, path[4], p->mean, HPML_F64, 1, d))
         goto out;
     if (o.transform_out != NULL) {
         tr = hpml_malloc((X.rows ? X.rows : 1) * k * sizeof(double));
         rc = tr == NULL ? HPML_ERR_NOMEM : hpml_pca_transform(p, X.data, X.rows, tr);
-        if (mlcli_agree(CMD, comm, rc, "%s", mlcli_errtext(rc)) ||
+        if (mlcli_check(CMD, comm, rc) ||
             mlcli_write_rows(CMD, comm, o.transform_out, tr, HPML_F64, X.rows, k))
             goto out;
     }
@@ -203,9 +163,8 @@ int cmd_pca(int argc, char **argv)
 
         for (size_t j = 0; j < k; j++)
             cum += p->explained_variance_ratio[j];
-        if (o.json) {
-            printf("{\"command\": \"pca\", \"data\": ");
-            hpml_json_string(stdout, o.data);
+        if (o.co.json) {
+            mlcli_json_head(CMD, o.co.data);
             printf(", \"rows\": %zu, \"cols\": %zu, \"n_components\": %zu, \"ranks\": %d, "
                    "\"solver\": \"%s\", \"center\": %s, \"explained_variance\": ",
                    n, d, k, hpml_comm_size(comm),
@@ -216,20 +175,21 @@ int cmd_pca(int argc, char **argv)
             mlcli_json_doubles(p->explained_variance_ratio, k);
             printf(", \"singular_values\": ");
             mlcli_json_doubles(p->singular_values, k);
-            printf(", \"total_variance\": %.17g, \"read_seconds\": %.6f, \"fit_seconds\": %.6f}\n",
-                   p->total_variance, t_read, t_fit);
+            printf(", \"total_variance\": %.17g", p->total_variance);
+            mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("pca: %zu rows x %zu cols, %zu components, %s solver%s, %d rank%s\n", n, d, k,
                    o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full",
                    o.cfg.center ? "" : " (truncated SVD, not centred)", hpml_comm_size(comm),
-                   hpml_comm_size(comm) == 1 ? "" : "s");
+                   mlcli_plural((size_t)hpml_comm_size(comm)));
             printf("  explained variance      ");
             mlcli_print_doubles(p->explained_variance, k, 10);
             printf("\n  explained variance ratio");
             mlcli_print_doubles(p->explained_variance_ratio, k, 10);
             printf("\n  (cumulative %.6g)\n  singular values         ", cum);
             mlcli_print_doubles(p->singular_values, k, 10);
-            printf("\n  time         read %.3f s, fit %.3f s\n", t_read, t_fit);
+            putchar('\n');
+            mlcli_print_time(t_read, "fit", t_fit);
             for (int i = 0; i < 5; i++)
                 if (path[i][0])
                     printf("  %-24s -> %s\n", names[i], path[i]);
