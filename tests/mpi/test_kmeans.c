@@ -141,6 +141,42 @@ int main(int argc, char **argv)
         hpml_kmeans_result_free(&rd);
     }
 
+    /* 3b. f32 assignment kernels: k <= 16 (the AVX-512 kernel where the CPU has it) and
+     * k = 20 (BLAS) give each row the nearest centroid by exact double distance, up to
+     * near-ties */
+    for (int t = 0; t < 3; t++) {
+        static const size_t ks[3] = {1, 5, 20};
+        static float X32[N * D], C32[20 * D];
+        size_t kk = ks[t];
+        int32_t *lab = malloc((rows ? rows : 1) * sizeof(int32_t));
+        size_t bad = 0;
+        HPMLT_CHECK(lab != NULL, "malloc");
+        if (lab == NULL)
+            break;
+        for (size_t q = 0; q < rows * D; q++)
+            X32[q] = (float)mine[q];
+        for (size_t q = 0; q < kk * D; q++)
+            C32[q] = (float)Xf[(q / D) * 41 * D + q % D];
+        HPMLT_CALL(hpml_kmeans_predict(comm, HPML_F32, X32, rows, D, C32, kk, lab, NULL));
+        for (size_t i = 0; i < rows; i++) {
+            double best = INFINITY, got = 0.0;
+            for (size_t j = 0; j < kk; j++) {
+                double s = 0.0;
+                for (int c = 0; c < D; c++) {
+                    double v = (double)X32[i * D + c] - (double)C32[j * D + c];
+                    s += v * v;
+                }
+                if (s < best)
+                    best = s;
+                if ((int32_t)j == lab[i])
+                    got = s;
+            }
+            bad += lab[i] < 0 || (size_t)lab[i] >= kk || got > best + 1e-3 * (1.0 + best);
+        }
+        HPMLT_CHECK(bad == 0, "f32 k=%zu: %zu rows not at their nearest centroid", kk, bad);
+        free(lab);
+    }
+
     /* 4. an initial centroid far away leaves its cluster empty: refilled the same way at
      * any rank count */
     {
