@@ -13,8 +13,9 @@ hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # BIND=core binds one rank per core (what an idle machine wants). The default stays
 # unbound: on this shared 2-core VM (load 5-10, other jobs under chrt -f 1) a bound rank
-# cannot move off a busy core, and 2-rank LeNet steps took 5-18x longer bound than
-# unbound (2026-11-21, docs/performance.md ## nn).
+# cannot move off a busy core: at load 10 (without chrt) 2-rank LeNet steps took 5-18x
+# longer bound than unbound; at load 3-5 under chrt -f 1 bound was only a little faster
+# (2026-11-21, docs/performance.md ## nn).
 bind=${BIND:-none}
 case $mpi in
 openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind") ;;
