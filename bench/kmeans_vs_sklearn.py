@@ -79,8 +79,17 @@ def hpml_time(args, ranks, xpath, cpath, iters):
                                  "--init", cpath, "--max-iter", str(iters), "--tol", "0",
                                  "--json"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    s = json.loads(out)
+    for attempt in (1, 2):
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode == 0:
+            break
+        # Say why (a shared machine's transient failures should not pass silently),
+        # then retry once.
+        print(f"# hpml failed (exit {p.returncode}, attempt {attempt}): {p.stderr.strip()}",
+              file=sys.stderr)
+    else:
+        sys.exit(f"hpml failed twice: {' '.join(cmd)}")
+    s = json.loads(p.stdout)
     if s["n_iter"] != iters:
         print(f"# warning: hpml stopped after {s['n_iter']} of {iters}", file=sys.stderr)
     return s["compute_seconds"], s["inertia"], s["lloyd_iter_seconds"] / s["iterations"]
