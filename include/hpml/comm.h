@@ -87,10 +87,9 @@ int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtyp
                     hpml_comm_t *comm);
 int hpml_barrier(hpml_comm_t *comm);
 
-
 /* Reduce to `root`: recvbuf significant at root only (may be NULL elsewhere). */
-int hpml_reduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
-                hpml_op_t op, int root, hpml_comm_t *comm);
+int hpml_reduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype, hpml_op_t op,
+                int root, hpml_comm_t *comm);
 int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
                      hpml_dtype_t dtype, hpml_op_t op, int root, hpml_comm_t *comm);
 /* Gather `count` elements from every rank into recvbuf (size*count elements, rank
@@ -103,9 +102,8 @@ int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
  * (MPI_Reduce_scatter_block semantics). HPML_IN_PLACE: input is recvbuf (size*count). */
 int hpml_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                         hpml_op_t op, hpml_comm_t *comm);
-int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf,
-                             size_t count, hpml_dtype_t dtype, hpml_op_t op,
-                             hpml_comm_t *comm);
+int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
+                             hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
 
 /* The algorithms implemented for a collective (HPML_ALGO_MPI first, AUTO excluded).
  * *algos points to static storage. */
@@ -130,16 +128,17 @@ typedef struct hpml_tune_options {
 /* Time every algorithm of every selected collective (f32, sum) at each size on this
  * communicator and write a tuning file for HPML_TUNING_FILE to `out`, choosing the
  * algorithm with the fastest sample per size (the sample least disturbed by other load);
- * with `report` non-NULL also a table of median and fastest µs per algorithm. Only rank 0 writes (other ranks may pass NULL). Collective; takes
- * seconds to minutes. Returns 0 or a negative HPML_ERR_*. */
+ * with `report` non-NULL also a table of median and fastest µs per algorithm. Only rank 0 writes
+ * (other ranks may pass NULL). Collective; takes seconds to minutes. Returns 0 or a negative
+ * HPML_ERR_*. */
 int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE *report);
 
 /* Median seconds per call (maximum over ranks) of `algo` for `coll` with `bytes` of f32
  * payload (bytes as the selection table counts them: the whole vector; for allgather and
  * reduce_scatter size × block). HPML_ALGO_AUTO times the selection table's choice.
  * Collective. */
-int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes,
-                   int samples, double *seconds);
+int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t bytes, int samples,
+                   double *seconds);
 
 /* ---- registered buffers -------------------------------------------------------- */
 
@@ -168,8 +167,8 @@ int hpml_test(hpml_request_t *req, int *done);
 /* A fusion buffer: add many tensors, one allreduce over the packed buffer, the results
  * are copied back into each tensor (Horovod's tensor fusion, DDP's buckets). */
 typedef struct hpml_fusion hpml_fusion_t;
-int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op,
-                       size_t capacity_bytes, hpml_fusion_t **out);
+int hpml_fusion_create(hpml_comm_t *comm, hpml_dtype_t dtype, hpml_op_t op, size_t capacity_bytes,
+                       hpml_fusion_t **out);
 void hpml_fusion_destroy(hpml_fusion_t *f);
 /* Register `count` elements at `tensor` (borrowed until execute returns). */
 int hpml_fusion_add(hpml_fusion_t *f, void *tensor, size_t count);

@@ -51,18 +51,18 @@ typedef struct hpml_kmeans_progress {
 typedef void (*hpml_kmeans_progress_fn)(const hpml_kmeans_progress_t *p, void *user);
 
 typedef struct hpml_kmeans_params {
-    size_t k;                   /* number of clusters, 1 <= k <= total rows */
-    hpml_kmeans_init_t init;    /* default k-means++ */
-    const void *init_centroids; /* INIT_ARRAY: k x cols of the data dtype (borrowed) */
-    int max_iter;               /* default 300 */
-    double tol;                 /* default 1e-4 (relative to the mean feature variance) */
-    int n_init;                 /* runs; 0 = auto: 10 for random, 1 otherwise */
-    uint64_t seed;              /* RNG seed (default 0) */
-    int n_local_trials;         /* k-means++ trials per centre; 0 = 2 + floor(ln k) */
-    int parallel_rounds;        /* k-means|| rounds; 0 = 5 */
-    double oversampling;        /* k-means|| points sampled per round / k; 0 = 2 */
-    size_t tile_rows;           /* rows per distance tile; 0 = chosen from cols and k */
-    int no_center;              /* 1: do not centre X in place (see hpml_kmeans_fit) */
+    size_t k;                         /* number of clusters, 1 <= k <= total rows */
+    hpml_kmeans_init_t init;          /* default k-means++ */
+    const void *init_centroids;       /* INIT_ARRAY: k x cols of the data dtype (borrowed) */
+    int max_iter;                     /* default 300 */
+    double tol;                       /* default 1e-4 (relative to the mean feature variance) */
+    int n_init;                       /* runs; 0 = auto: 10 for random, 1 otherwise */
+    uint64_t seed;                    /* RNG seed (default 0) */
+    int n_local_trials;               /* k-means++ trials per centre; 0 = 2 + floor(ln k) */
+    int parallel_rounds;              /* k-means|| rounds; 0 = 5 */
+    double oversampling;              /* k-means|| points sampled per round / k; 0 = 2 */
+    size_t tile_rows;                 /* rows per distance tile; 0 = chosen from cols and k */
+    int no_center;                    /* 1: do not centre X in place (see hpml_kmeans_fit) */
     hpml_kmeans_progress_fn progress; /* optional */
     void *progress_user;
 } hpml_kmeans_params_t;
@@ -115,8 +115,7 @@ void hpml_kmeans_result_free(hpml_kmeans_result_t *r);
  * k-means++ and random (k-means|| reclusters, so it writes -1).
  */
 int hpml_kmeans_init(hpml_comm_t *comm, const hpml_kmeans_params_t *params, hpml_dtype_t dtype,
-                     const void *X, size_t rows, size_t cols, void *centroids,
-                     int64_t *indices);
+                     const void *X, size_t rows, size_t cols, void *centroids, int64_t *indices);
 
 /*
  * Nearest centroid of each of this rank's rows: labels (caller-allocated, `rows`

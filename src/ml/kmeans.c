@@ -83,8 +83,8 @@ static void data_free(km_data_t *D)
 
 /* Fill D: sizes of every rank (one allgather), offsets, tile; norms are computed by the
  * caller once X is in its final coordinates. */
-static int data_setup(km_data_t *D, hpml_comm_t *comm, hpml_dtype_t dt, const void *X,
-                      size_t rows, size_t d, size_t k, size_t tile)
+static int data_setup(km_data_t *D, hpml_comm_t *comm, hpml_dtype_t dt, const void *X, size_t rows,
+                      size_t d, size_t k, size_t tile)
 {
     int64_t mine = (int64_t)rows, *all = NULL;
     int rc;
@@ -303,8 +303,8 @@ static int lloyd_run(const km_data_t *D, const hpml_kmeans_params_t *p, int run,
         memcpy(C, Cnew, k * d * sizeof(double));
         res->iter_seconds += hpml_time() - t0;
         if (p->progress) {
-            hpml_kmeans_progress_t pr = {run, it + 1, buf[k * d + k], shift, nchanged,
-                                         hpml_time() - t0};
+            hpml_kmeans_progress_t pr = {run,   it + 1,   buf[k * d + k],
+                                         shift, nchanged, hpml_time() - t0};
             p->progress(&pr, p->progress_user);
         }
         if (nchanged == 0) {
@@ -335,8 +335,8 @@ out:
     return rc;
 }
 
-static int check_params(const hpml_kmeans_params_t *p, hpml_dtype_t dt, const void *X,
-                        size_t rows, size_t cols)
+static int check_params(const hpml_kmeans_params_t *p, hpml_dtype_t dt, const void *X, size_t rows,
+                        size_t cols)
 {
     if (p == NULL || (dt != HPML_F32 && dt != HPML_F64))
         return hpml_set_error(HPML_ERR_INVAL, "kmeans: dtype must be f32 or f64");
@@ -367,16 +367,15 @@ static int init_centres(const km_data_t *D, const hpml_kmeans_params_t *p, int r
 
     switch (p->init) {
     case HPML_KMEANS_INIT_KMEANSPP:
-        return hpml__km_init_kmeanspp(D, k, p->n_local_trials, p->seed, (uint64_t)run, C,
-                                      indices);
+        return hpml__km_init_kmeanspp(D, k, p->n_local_trials, p->seed, (uint64_t)run, C, indices);
     case HPML_KMEANS_INIT_RANDOM:
         return hpml__km_init_random(D, k, p->seed, (uint64_t)run, C, indices);
     case HPML_KMEANS_INIT_PARALLEL:
         if (indices)
             for (size_t j = 0; j < k; j++)
                 indices[j] = -1;
-        return hpml__km_init_parallel(D, k, p->parallel_rounds, p->oversampling,
-                                      p->n_local_trials, p->seed, (uint64_t)run, C);
+        return hpml__km_init_parallel(D, k, p->parallel_rounds, p->oversampling, p->n_local_trials,
+                                      p->seed, (uint64_t)run, C);
     case HPML_KMEANS_INIT_ARRAY:
         for (size_t q = 0; q < k * d; q++) {
             double v = D->dtype == HPML_F32 ? (double)((const float *)p->init_centroids)[q]
@@ -402,8 +401,8 @@ static int finite_all(const double *v, size_t n)
     return 1;
 }
 
-int hpml_kmeans_fit(hpml_comm_t *comm, const hpml_kmeans_params_t *p, hpml_dtype_t dtype,
-                    void *X, size_t rows, size_t cols, hpml_kmeans_result_t *out)
+int hpml_kmeans_fit(hpml_comm_t *comm, const hpml_kmeans_params_t *p, hpml_dtype_t dtype, void *X,
+                    size_t rows, size_t cols, hpml_kmeans_result_t *out)
 {
     km_data_t D;
     double *mean = NULL, *var = NULL, *C = NULL, *Cbest = NULL;
@@ -424,8 +423,8 @@ int hpml_kmeans_fit(hpml_comm_t *comm, const hpml_kmeans_params_t *p, hpml_dtype
     if ((rc = data_setup(&D, comm, dtype, X, rows, d, k, p->tile_rows)) != 0)
         goto out;
     if (k > D.total) {
-        rc = hpml_set_error(HPML_ERR_INVAL, "kmeans: k=%zu is larger than the %zu rows", k,
-                            D.total);
+        rc =
+            hpml_set_error(HPML_ERR_INVAL, "kmeans: k=%zu is larger than the %zu rows", k, D.total);
         goto out;
     }
     rc = HPML_ERR_NOMEM;

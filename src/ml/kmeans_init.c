@@ -53,7 +53,8 @@ static int locate(const km_data_t *D, const double *pots, const double *cum, dou
     }
     if (owner < 0) { /* rounding: clip to the last row, as scikit-learn does */
         owner = last;
-        if (owner == D->rank) *local = D->rows - 1;
+        if (owner == D->rank)
+            *local = D->rows - 1;
         return owner;
     }
     if (owner == D->rank) {
@@ -71,8 +72,8 @@ static int locate(const km_data_t *D, const double *pots, const double *cum, dou
     return owner;
 }
 
-int hpml__km_init_kmeanspp(const km_data_t *D, size_t k, int trials, uint64_t seed,
-                           uint64_t stream, double *C, int64_t *indices)
+int hpml__km_init_kmeanspp(const km_data_t *D, size_t k, int trials, uint64_t seed, uint64_t stream,
+                           double *C, int64_t *indices)
 {
     size_t n = D->rows, d = D->d, L;
     double *closest = NULL, *cum = NULL, *dist = NULL, *cand = NULL, *lpot = NULL;
@@ -135,8 +136,8 @@ int hpml__km_init_kmeanspp(const km_data_t *D, size_t k, int trials, uint64_t se
                 cand[t * (d + 1)] = (double)(gidx[t] + 1);
                 hpml__km_row(D, (size_t)gidx[t] - D->offset, cand + t * (d + 1) + 1);
             }
-        if ((rc = hpml_allreduce(HPML_IN_PLACE, cand, L * (d + 1), HPML_F64, HPML_SUM,
-                                 D->comm)) != 0)
+        if ((rc = hpml_allreduce(HPML_IN_PLACE, cand, L * (d + 1), HPML_F64, HPML_SUM, D->comm)) !=
+            0)
             goto out;
         for (size_t t = 0; t < L; t++) {
             gidx[t] = (int64_t)cand[t * (d + 1)] - 1;
@@ -230,8 +231,8 @@ static int distinct_indices(hpml_rng_t *rng, size_t k, size_t n, int64_t *out)
     return 0;
 }
 
-int hpml__km_init_random(const km_data_t *D, size_t k, uint64_t seed, uint64_t stream,
-                         double *C, int64_t *indices)
+int hpml__km_init_random(const km_data_t *D, size_t k, uint64_t seed, uint64_t stream, double *C,
+                         int64_t *indices)
 {
     int64_t *idx = hpml_malloc(k * sizeof(int64_t));
     hpml_rng_t rng;
@@ -268,8 +269,8 @@ static double hash_uniform(uint64_t seed, uint64_t stream, uint64_t round, uint6
 static void local_dists(const double *A, size_t m, const double *B, size_t nb, size_t d,
                         double *out)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)nb, (int)d, -2.0, A,
-                (int)d, B, (int)d, 0.0, out, (int)nb);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)nb, (int)d, -2.0, A, (int)d,
+                B, (int)d, 0.0, out, (int)nb);
     for (size_t i = 0; i < m; i++) {
         double an = 0.0;
         for (size_t c = 0; c < d; c++)
@@ -287,8 +288,8 @@ static void local_dists(const double *A, size_t m, const double *B, size_t nb, s
 /* Weighted greedy k-means++ and then weighted Lloyd on a small local point set P (np x
  * d, weights w): the reclustering step of k-means||. Deterministic, so every rank gets
  * the same centres. */
-static int recluster(const double *P, const double *w, size_t np, size_t d, size_t k,
-                     size_t L, hpml_rng_t *rng, double *C)
+static int recluster(const double *P, const double *w, size_t np, size_t d, size_t k, size_t L,
+                     hpml_rng_t *rng, double *C)
 {
     double *closest = hpml_malloc(np * sizeof(double));
     double *dist = hpml_malloc(L * np * sizeof(double));
@@ -474,8 +475,8 @@ int hpml__km_init_parallel(const km_data_t *D, size_t k, int rounds, double over
             double dummy = 0.0;
             for (size_t i = 0; i < n; i++)
                 lab[i] = -1;
-            if ((rc = hpml__km_assign(D, cands + (ncand - M) * d, M, lab, NULL, NULL, &dummy,
-                                      NULL, mind)) != 0)
+            if ((rc = hpml__km_assign(D, cands + (ncand - M) * d, M, lab, NULL, NULL, &dummy, NULL,
+                                      mind)) != 0)
                 goto out;
         }
         phi = 0.0;

@@ -13,12 +13,12 @@
 /* The kernels are compiled for AVX-512, AVX2 and baseline x86-64 and the loader picks
  * one for the CPU (GCC function multiversioning): the argmin and the sums vectorise
  * much wider than the build's baseline SSE2. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
 #define KM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define KM_CLONES
 #endif
-
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -26,8 +26,8 @@
 /* First argmin of cn[j] + dt[i*k + j] per row with AVX-512: 16 clusters per vector, the
  * running minimum per lane, then the smallest index among lanes equal to the minimum
  * (so ties resolve to the first cluster, as the portable loop and scikit-learn do). */
-__attribute__((target("avx512f"))) static void argmin_rows_f32_avx512(
-    const float *dt, size_t m, size_t k, const float *cn, float *bv, int32_t *bi)
+__attribute__((target("avx512f"))) static void
+argmin_rows_f32_avx512(const float *dt, size_t m, size_t k, const float *cn, float *bv, int32_t *bi)
 {
     const __m512 inf = _mm512_set1_ps(INFINITY);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -76,8 +76,7 @@ static int argmin_fast_f32(const float *dt, size_t m, size_t k, const float *cn,
 #define FK 8
 
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-small_rows(const float *x, size_t nr, size_t d, const float *wt, __m512 cnv, float *bv,
-           int32_t *bi)
+small_rows(const float *x, size_t nr, size_t d, const float *wt, __m512 cnv, float *bv, int32_t *bi)
 {
     __m512 acc[FK];
 
@@ -97,10 +96,10 @@ small_rows(const float *x, size_t nr, size_t d, const float *wt, __m512 cnv, flo
     }
 }
 
-__attribute__((target("avx512f"))) static int assign_small_f32(
-    const float *X, const float *xn, size_t n, size_t d, const float *C, const float *cn,
-    size_t k, int32_t *labels, double *sums, double *counts, double *inertia, size_t *changed,
-    double *mind)
+__attribute__((target("avx512f"))) static int
+assign_small_f32(const float *X, const float *xn, size_t n, size_t d, const float *C,
+                 const float *cn, size_t k, int32_t *labels, double *sums, double *counts,
+                 double *inertia, size_t *changed, double *mind)
 {
     float *wt = NULL, *csum = NULL, cnp[16], bv[FK];
     int32_t bi[FK];
@@ -149,8 +148,8 @@ __attribute__((target("avx512f"))) static int assign_small_f32(
                 const float *x = xt + r * d;
                 size_t c = 0;
                 for (; c + 16 <= d; c += 16)
-                    _mm512_storeu_ps(s + c, _mm512_add_ps(_mm512_loadu_ps(s + c),
-                                                          _mm512_loadu_ps(x + c)));
+                    _mm512_storeu_ps(s + c,
+                                     _mm512_add_ps(_mm512_loadu_ps(s + c), _mm512_loadu_ps(x + c)));
                 for (; c < d; c++)
                     s[c] += x[c];
                 counts[l] += 1.0;
@@ -192,20 +191,20 @@ static int use_small_f32(size_t k)
 #define KM_ARGMIN_F32(dt, m, k, cn, bv, bi) 0
 #endif
 
-#define KM_T float
-#define KM_SUF f32
+#define KM_T           float
+#define KM_SUF         f32
 #define KM_ARGMIN_FAST KM_ARGMIN_F32
-#define KM_GEMM cblas_sgemm
+#define KM_GEMM        cblas_sgemm
 #include "ml/kmeans_kernels.h"
 #undef KM_T
 #undef KM_SUF
 #undef KM_GEMM
 
 #undef KM_ARGMIN_FAST
-#define KM_T double
-#define KM_SUF f64
+#define KM_T                                 double
+#define KM_SUF                               f64
 #define KM_ARGMIN_FAST(dt, m, k, cn, bv, bi) 0
-#define KM_GEMM cblas_dgemm
+#define KM_GEMM                              cblas_dgemm
 #include "ml/kmeans_kernels.h"
 #undef KM_T
 #undef KM_SUF
@@ -234,9 +233,8 @@ static void *centres_to(hpml_dtype_t dt, const double *C, size_t k, size_t d, vo
     return buf;
 }
 
-int hpml__km_assign(const km_data_t *D, const double *C, size_t k, int32_t *labels,
-                    double *sums, double *counts, double *inertia, size_t *changed,
-                    double *mind)
+int hpml__km_assign(const km_data_t *D, const double *C, size_t k, int32_t *labels, double *sums,
+                    double *counts, double *inertia, size_t *changed, double *mind)
 {
     void *cn, *c = centres_to(D->dtype, C, k, D->d, &cn);
     int rc;
@@ -245,16 +243,16 @@ int hpml__km_assign(const km_data_t *D, const double *C, size_t k, int32_t *labe
         return HPML_ERR_NOMEM;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (D->dtype == HPML_F32 && use_small_f32(k))
-        rc = assign_small_f32(D->X, D->xn, D->rows, D->d, c, cn, k, labels, sums, counts,
-                              inertia, changed, mind);
+        rc = assign_small_f32(D->X, D->xn, D->rows, D->d, c, cn, k, labels, sums, counts, inertia,
+                              changed, mind);
     else
 #endif
-    if (D->dtype == HPML_F32)
-        rc = hpml__kmeans_assign_f32(D->X, D->xn, D->rows, D->d, c, cn, k, D->tile, labels,
-                                     sums, counts, inertia, changed, mind);
+        if (D->dtype == HPML_F32)
+        rc = hpml__kmeans_assign_f32(D->X, D->xn, D->rows, D->d, c, cn, k, D->tile, labels, sums,
+                                     counts, inertia, changed, mind);
     else
-        rc = hpml__kmeans_assign_f64(D->X, D->xn, D->rows, D->d, c, cn, k, D->tile, labels,
-                                     sums, counts, inertia, changed, mind);
+        rc = hpml__kmeans_assign_f64(D->X, D->xn, D->rows, D->d, c, cn, k, D->tile, labels, sums,
+                                     counts, inertia, changed, mind);
     hpml_free(c);
     return rc;
 }

@@ -11,17 +11,17 @@
  * which bounds the f32 rounding error without a double convert per element.
  */
 #define KM_CAT2(a, b) a##_##b
-#define KM_CAT(a, b) KM_CAT2(a, b)
-#define KM_FN(name) KM_CAT(hpml__kmeans_##name, KM_SUF)
+#define KM_CAT(a, b)  KM_CAT2(a, b)
+#define KM_FN(name)   KM_CAT(hpml__kmeans_##name, KM_SUF)
 
 /* Rows accumulated in KM_T before the partial sums are added into the double sums. */
 #define KM_FLUSH_ROWS 4096
 
 /* Row layout (dt is m x k): bv[i], bi[i] = min and first argmin over j of
  * cn[j] + dt[i*k + j]. Portable form; kmeans_kernels.c has an AVX-512 one for f32. */
-static inline __attribute__((always_inline)) void KM_FN(argmin_rows)(
-    const KM_T *restrict dt, size_t m, size_t k, const KM_T *restrict cn, KM_T *restrict bv,
-    int32_t *restrict bi)
+static inline __attribute__((always_inline)) void
+KM_FN(argmin_rows)(const KM_T *restrict dt, size_t m, size_t k, const KM_T *restrict cn,
+                   KM_T *restrict bv, int32_t *restrict bi)
 {
     for (size_t i = 0; i < m; i++) {
         const KM_T *row = dt + i * k;
@@ -40,9 +40,9 @@ static inline __attribute__((always_inline)) void KM_FN(argmin_rows)(
 }
 
 KM_CLONES
-int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
-                  const KM_T *cn, size_t k, size_t tile, int32_t *labels, double *sums,
-                  double *counts, double *inertia, size_t *changed, double *mind)
+int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C, const KM_T *cn,
+                  size_t k, size_t tile, int32_t *labels, double *sums, double *counts,
+                  double *inertia, size_t *changed, double *mind)
 {
     KM_T *dt = NULL, *bv = NULL, *csum = NULL;
     int32_t *bi = NULL;
@@ -66,8 +66,8 @@ int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T 
 
         /* dt (m x k) = -2 xt (m x d) . C^T (d x k). This orientation (the tile as
          * OpenBLAS's A operand) measured 1.5x faster than C . xt^T for d=32, k=16. */
-        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)d, -2.0, xt,
-                (int)d, C, (int)d, 0.0, dt, (int)k);
+        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)d, -2.0, xt, (int)d,
+                C, (int)d, 0.0, dt, (int)k);
         if (!KM_ARGMIN_FAST(dt, m, k, cn, bv, bi))
             KM_FN(argmin_rows)(dt, m, k, cn, bv, bi);
         for (size_t i = 0; i < m; i++) {
@@ -117,8 +117,8 @@ out:
 KM_CLONES
 /* out (m x n, double) = squared distances of the n rows of X to the m rows of C,
  * clamped at 0 (|x|^2 + |c|^2 - 2 x.c as scikit-learn's euclidean_distances). */
-int KM_FN(dists)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C,
-                 const KM_T *cn, size_t m, size_t tile, double *out)
+int KM_FN(dists)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C, const KM_T *cn,
+                 size_t m, size_t tile, double *out)
 {
     KM_T *dt = NULL;
 
@@ -130,8 +130,8 @@ int KM_FN(dists)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *
     for (size_t i0 = 0; i0 < n; i0 += tile) {
         size_t r = n - i0 < tile ? n - i0 : tile;
 
-        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)r, (int)d, -2.0, C,
-                (int)d, X + i0 * d, (int)d, 0.0, dt, (int)r);
+        KM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)r, (int)d, -2.0, C, (int)d,
+                X + i0 * d, (int)d, 0.0, dt, (int)r);
         for (size_t j = 0; j < m; j++)
             for (size_t i = 0; i < r; i++) {
                 double v = (double)xn[i0 + i] + (double)cn[j] + (double)dt[j * r + i];

@@ -76,12 +76,10 @@ int main(int argc, char **argv)
         p.n_init = 2;
         HPMLT_CALL(hpml_kmeans_fit(self, &p, HPML_F64, Xf, N, D, &rs));
         HPMLT_CALL(hpml_kmeans_fit(comm, &p, HPML_F64, mine, rows, D, &rd));
-        HPMLT_CHECK(rs.n_iter == rd.n_iter, "init %d: n_iter %d vs %d", init, rs.n_iter,
-                    rd.n_iter);
+        HPMLT_CHECK(rs.n_iter == rd.n_iter, "init %d: n_iter %d vs %d", init, rs.n_iter, rd.n_iter);
         HPMLT_CHECK(fabs(rs.inertia - rd.inertia) <= 1e-9 * rs.inertia,
                     "init %d: inertia %.17g vs %.17g", init, rs.inertia, rd.inertia);
-        HPMLT_CHECK(maxdiff(rs.centroids, rd.centroids, K * D) < 1e-10, "init %d: centroids",
-                    init);
+        HPMLT_CHECK(maxdiff(rs.centroids, rd.centroids, K * D) < 1e-10, "init %d: centroids", init);
         HPMLT_CHECK(rd.total_rows == N && rd.rows == rows, "sizes");
         {
             size_t diff = 0;
@@ -96,8 +94,8 @@ int main(int argc, char **argv)
             int32_t *lab = malloc((rows + 1) * sizeof(int32_t));
             double inert = 0.0;
             size_t diff = 0;
-            HPMLT_CALL(hpml_kmeans_predict(comm, HPML_F64, mine, rows, D, rd.centroids, K, lab,
-                                           &inert));
+            HPMLT_CALL(
+                hpml_kmeans_predict(comm, HPML_F64, mine, rows, D, rd.centroids, K, lab, &inert));
             for (size_t i = 0; i < rows; i++)
                 diff += lab[i] != rd.labels[i];
             HPMLT_CHECK(diff == 0, "predict: %zu labels differ", diff);

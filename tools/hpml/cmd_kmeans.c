@@ -55,8 +55,21 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum { O_DATA = 256, O_INIT, O_MAXIT, O_TOL, O_NINIT, O_SEED, O_DTYPE, O_OUT, O_LABELS,
-           O_PREDICT, O_THREADS, O_TILE, O_JSON };
+    enum {
+        O_DATA = 256,
+        O_INIT,
+        O_MAXIT,
+        O_TOL,
+        O_NINIT,
+        O_SEED,
+        O_DTYPE,
+        O_OUT,
+        O_LABELS,
+        O_PREDICT,
+        O_THREADS,
+        O_TILE,
+        O_JSON
+    };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"clusters", required_argument, NULL, 'k'},
@@ -99,8 +112,10 @@ static int parse(int argc, char **argv, opts_t *o)
             if (hpml_kmeans_init_parse(optarg, &o->p.init) != 0) {
                 size_t n = strlen(optarg);
                 if (n < 4 || strcmp(optarg + n - 4, ".npy") != 0)
-                    return cli_usage_error(CMD, "--init must be k-means++, k-means||, random "
-                                                "or a .npy file (got '%s')", optarg);
+                    return cli_usage_error(CMD,
+                                           "--init must be k-means++, k-means||, random "
+                                           "or a .npy file (got '%s')",
+                                           optarg);
                 o->init_file = optarg;
                 o->p.init = HPML_KMEANS_INIT_ARRAY;
             }
@@ -118,8 +133,7 @@ static int parse(int argc, char **argv, opts_t *o)
             break;
         case O_NINIT:
             if (cli_parse_long(optarg, 1, 100000, &v) != 0)
-                return cli_usage_error(CMD, "--n-init must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--n-init must be an integer >= 1 (got '%s')", optarg);
             o->p.n_init = (int)v;
             break;
         case O_SEED:
@@ -137,8 +151,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_PREDICT: o->predict = optarg; break;
         case O_THREADS:
             if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')",
-                                       optarg);
+                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
             o->threads = (int)v;
             break;
         case O_TILE:
@@ -344,8 +357,7 @@ int cmd_kmeans(int argc, char **argv)
         goto out;
     }
     if (k > X.total_rows) {
-        status = agree(comm, 1, "k=%zu is larger than the %zu rows of %s", k, X.total_rows,
-                       o.data);
+        status = agree(comm, 1, "k=%zu is larger than the %zu rows of %s", k, X.total_rows, o.data);
         goto out;
     }
 
@@ -376,8 +388,8 @@ int cmd_kmeans(int argc, char **argv)
         rc = plabels ? 0 : HPML_ERR_NOMEM;
         t0 = hpml_time();
         if (rc == 0)
-            rc = hpml_kmeans_predict(comm, o.dtype, X.data, X.rows, X.cols, C0.data, k,
-                                     plabels, &inertia);
+            rc = hpml_kmeans_predict(comm, o.dtype, X.data, X.rows, X.cols, C0.data, k, plabels,
+                                     &inertia);
         t_fit = hpml_time() - t0;
         if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
             goto out;
@@ -398,8 +410,9 @@ int cmd_kmeans(int argc, char **argv)
 
     if (rank == 0) {
         const char *mode = o.predict ? "predict" : "fit";
-        const char *init = o.predict ? "-" : o.init_file ? o.init_file
-                                                         : hpml_kmeans_init_name(o.p.init);
+        const char *init = o.predict     ? "-"
+                           : o.init_file ? o.init_file
+                                         : hpml_kmeans_init_name(o.p.init);
         double per_iter = res.total_iter ? res.iter_seconds / res.total_iter : 0.0;
         if (o.json) {
             printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ", mode);
@@ -415,17 +428,21 @@ int cmd_kmeans(int argc, char **argv)
                        "\"relocated\": %zu, \"empty_clusters\": %zu, \"init_seconds\": %.6f, "
                        "\"lloyd_seconds\": %.6f, \"iterations\": %d, "
                        "\"lloyd_iter_seconds\": %.6f, \"seconds_per_iter\": %.6f",
-                       res.n_iter, res.converged ? "true" : "false",
-                       res.strict ? "true" : "false",
-                       o.p.n_init ? o.p.n_init
-                                  : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
+                       res.n_iter, res.converged ? "true" : "false", res.strict ? "true" : "false",
+                       o.p.n_init ? o.p.n_init : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
                        res.best_run, res.total_iter, res.relocated, res.empty, res.init_seconds,
                        res.lloyd_seconds, res.total_iter, res.iter_seconds, per_iter);
-            printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ",
-                   t_read, t_fit);
-            if (cpath[0]) hpml_json_string(stdout, cpath); else printf("null");
+            printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ", t_read,
+                   t_fit);
+            if (cpath[0])
+                hpml_json_string(stdout, cpath);
+            else
+                printf("null");
             printf(", \"labels\": ");
-            if (lpath[0]) hpml_json_string(stdout, lpath); else printf("null");
+            if (lpath[0])
+                hpml_json_string(stdout, lpath);
+            else
+                printf("null");
             printf("}\n");
         } else {
             printf("kmeans %s: %zu rows x %zu cols, k=%zu, %d rank%s, %s, init %s\n", mode,
@@ -434,12 +451,12 @@ int cmd_kmeans(int argc, char **argv)
             printf("  inertia      %.10g\n", inertia);
             if (!o.predict) {
                 printf("  iterations   %d (%s)\n", res.n_iter,
-                       res.strict ? "converged: labels unchanged"
+                       res.strict      ? "converged: labels unchanged"
                        : res.converged ? "converged: centre shift within tol"
                                        : "max-iter reached");
                 printf("  runs         %d (best %d), %d iterations in all\n",
                        o.p.init == HPML_KMEANS_INIT_ARRAY ? 1
-                       : o.p.n_init ? o.p.n_init
+                       : o.p.n_init                       ? o.p.n_init
                                     : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
                        res.best_run, res.total_iter);
                 if (res.relocated || res.empty)

@@ -98,8 +98,9 @@ int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what
     if (co->test_target != NULL && co->test == NULL)
         return cli_usage_error(cmd, "--test-target needs --test");
     if (co->test_target != NULL && co->tgt.have_col)
-        return cli_usage_error(cmd, "--test-target goes with --target FILE; with --target-col "
-                                    "the --test file holds its %s column",
+        return cli_usage_error(cmd,
+                               "--test-target goes with --target FILE; with --target-col "
+                               "the --test file holds its %s column",
                                what);
     return 0;
 }

@@ -49,13 +49,18 @@ enum {
         {"out", required_argument, NULL, MLCLI_O_OUT},                                             \
         {"threads", required_argument, NULL, MLCLI_O_THREADS},                                     \
         {"json", no_argument, NULL, MLCLI_O_JSON}, {"verbose", no_argument, NULL, 'v'},            \
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+        {"help", no_argument, NULL, 'h'},                                                          \
+    {                                                                                              \
+        NULL, 0, NULL, 0                                                                           \
+    }
 /* --target, --target-col, --test, --test-target, for the supervised commands. */
 #define MLCLI_TARGET_LONGOPTS                                                                      \
     {"target", required_argument, NULL, MLCLI_O_TARGET},                                           \
         {"target-col", required_argument, NULL, MLCLI_O_TCOL},                                     \
         {"test", required_argument, NULL, MLCLI_O_TEST},                                           \
-        {"test-target", required_argument, NULL, MLCLI_O_TTARGET}
+    {                                                                                              \
+        "test-target", required_argument, NULL, MLCLI_O_TTARGET                                    \
+    }
 
 typedef struct mlcli_opts {
     const char *data, *out;
