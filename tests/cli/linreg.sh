@@ -28,6 +28,39 @@ cat "$d/np3.ols.json"
 $MPIRUN -np 3 "$HPML" linreg --data "$d/X.npy" --target "$d/Y.npy" || fail=1
 $py "$ref" check "$d" 1 2 3 || fail=1
 
+# --predict PREFIX reuses the model --out PREFIX saved: the same predictions and R^2 as the
+# in-run --test path, bit for bit, and so as scikit-learn (checked again here).
+for n in 1 3; do
+    p=$d/np$n
+    $MPIRUN -np $n "$HPML" linreg --predict "$p.ols" --data "$d/Xt.npy" --target "$d/Yt.npy" \
+        --pred-out "$p.saved.pred.npy" --json >"$p.saved.json" ||
+        { echo "FAIL: --predict at $n ranks"; fail=1; }
+    cmp -s "$p.ols.pred.npy" "$p.saved.pred.npy" ||
+        { echo "FAIL: --predict at $n ranks: predictions differ from --test's"; fail=1; }
+done
+$MPIRUN -np 2 "$HPML" linreg --predict "$d/np1.ols" --data "$d/Xt.npy" >/dev/null ||
+    { echo "FAIL: --predict without a target"; fail=1; }
+$py - "$d" <<'PYEOF' || fail=1
+import json, sys
+import numpy as np
+from sklearn.linear_model import LinearRegression
+from sklearn.metrics import r2_score
+d = sys.argv[1]
+X, Y, Xt, Yt = (np.load(f"{d}/{f}.npy") for f in ("X", "Y", "Xt", "Yt"))
+sk = LinearRegression().fit(X, Y)
+bad = 0
+for n in (1, 3):
+    s, t = json.load(open(f"{d}/np{n}.saved.json")), json.load(open(f"{d}/np{n}.ols.json"))
+    pred = np.load(f"{d}/np{n}.saved.pred.npy")
+    if s["r2"] != t["r2_test"]:
+        print(f"np{n} --predict r2 {s['r2']!r} != --test r2 {t['r2_test']!r}"); bad = 1
+    if abs(s["r2"] - r2_score(Yt, sk.predict(Xt))) > 1e-12:
+        print(f"np{n} --predict r2 differs from sklearn"); bad = 1
+    if abs(pred - sk.predict(Xt)).max() > 1e-10:
+        print(f"np{n} --predict predictions differ from sklearn"); bad = 1
+sys.exit(bad)
+PYEOF
+
 expect_error() { # pattern args...
     local pat=$1 err rc
     shift
@@ -48,6 +81,14 @@ expect_error "out of range" --data "$d/X.npy" --target-col 6
 expect_error "--alpha must be" --data "$d/X.npy" --target "$d/y0.npy" --alpha -1
 expect_error "no-such.npy" --data "$d/X.npy" --target "$d/no-such.npy"
 expect_error "feature columns but the model" --data "$d/X.npy" --target "$d/y0.npy" --test "$d/Y.npy"
+expect_error "Y.npy has 2 feature columns but the model has 6 features" \
+    --predict "$d/np1.ols" --data "$d/Y.npy"
+expect_error "model file .*no-such.coef.npy" --predict "$d/no-such" --data "$d/Xt.npy"
+expect_error "--alpha goes with a fit, not with --predict" \
+    --predict "$d/np1.ols" --data "$d/Xt.npy" --alpha 1
+timeout 60 $MPIRUN -np 3 "$HPML" linreg --predict "$d/np1.ols" --data "$d/Xt.npy" \
+    --test "$d/Xt.npy" >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --predict with --test should be a usage error (exit 2)"; fail=1; }
 $MPIRUN -np 2 "$HPML" linreg --data "$d/Xconst.npy" --target "$d/y0.npy" --alpha 0.5 >/dev/null ||
     { echo "FAIL: ridge should solve the singular system"; fail=1; }
 [ $fail -eq 0 ] && echo "linreg: all checks passed"

@@ -32,6 +32,24 @@ $MPIRUN -np 2 "$HPML" logreg --data "$d/X.npy" --target "$d/y.npy" --C 0.5 --ver
 grep -qE '^\[logreg\] iter +1 +objective' "$d/progress" || { echo "FAIL: no progress lines"; fail=1; }
 $py "$ref" check "$d" 1 2 3 || fail=1
 
+# --predict PREFIX reuses the model --out PREFIX saved (binary, binary softmax, multinomial):
+# the predictions, probabilities, accuracy and log-loss of the fit's run (which the check
+# above compares with scikit-learn), bit for bit.
+for n in 1 3; do
+    for name in multi bin binsoft; do
+        p=$d/np$n.$name y=y
+        [ $name = multi ] || y=yb
+        $MPIRUN -np $n "$HPML" logreg --predict "$p" --data "$d/X.npy" --target "$d/$y.npy" \
+            --pred-out "$p.saved.pred.npy" --proba-out "$p.saved.proba.npy" --json \
+            >"$p.saved.json" || { echo "FAIL: --predict $name at $n ranks"; fail=1; }
+        cmp -s "$p.pred.npy" "$p.saved.pred.npy" && cmp -s "$p.proba.npy" "$p.saved.proba.npy" ||
+            { echo "FAIL: --predict $name at $n ranks: output differs from the fit's"; fail=1; }
+        $py -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(
+            (a["accuracy"],a["log_loss"]) != (b["accuracy"],b["log_loss"]))' \
+            "$p.json" "$p.saved.json" || { echo "FAIL: --predict $name at $n ranks: score"; fail=1; }
+    done
+done
+
 expect_error() { # pattern args...
     local pat=$1 err rc
     shift
@@ -50,5 +68,9 @@ expect_error "is not an integer" --data "$d/X.npy" --target "$d/frac.npy"
 expect_error "--C must be" --data "$d/X.npy" --target "$d/y.npy" --C 0
 expect_error "no-such.npy" --data "$d/no-such.npy" --target "$d/y.npy"
 expect_error "class labels must be one column" --data "$d/X.npy" --target "$d/X.npy"
+expect_error "y.npy has 1 feature columns but the model has 5 features" \
+    --predict "$d/np1.multi" --data "$d/y.npy"
+expect_error "model file .*no-such.coef.npy" --predict "$d/no-such" --data "$d/X.npy"
+expect_error "--C goes with a fit, not with --predict" --predict "$d/np1.multi" --data "$d/X.npy" --C 2
 [ $fail -eq 0 ] && echo "logreg: all checks passed"
 exit $fail

@@ -10,11 +10,14 @@
 #define CMD "linreg"
 
 static const char *usage_text =
-    "Usage: mpirun -np N hpml linreg --data FILE (--target FILE | --target-col N) [options]\n\n"
+    "Usage: mpirun -np N hpml linreg --data FILE (--target FILE | --target-col N) [options]\n"
+    "       mpirun -np N hpml linreg --predict PREFIX --data FILE [--target FILE |\n"
+    "                    --target-col N] [--pred-out FILE] [--json]\n\n"
     "Fit y = X w + b by least squares, or ridge regression with --alpha (minimise\n"
     "|y - Xw - b|^2 + alpha |w|^2, the intercept unpenalised), as scikit-learn's\n"
     "LinearRegression / Ridge. Each rank reads its block of rows; X'X and X'y are\n"
-    "allreduced and solved by Cholesky.\n\n"
+    "allreduced and solved by Cholesky. With --predict, a model saved by --out PREFIX\n"
+    "predicts --data instead, scored (R^2) when it has a target.\n\n"
     "Options:\n"
     "  --data FILE         training rows (.npy, IDX or CSV)\n"
     "  --target FILE       targets, one row per data row; every column is a target\n"
@@ -27,7 +30,11 @@ static const char *usage_text =
     "  --test-target FILE  targets of --test, to score the predictions (R^2)\n"
     "  --pred-out FILE     write the predictions (.npy or .csv)\n"
     "  --out PATH          PATH.npy: write the coefficients (targets x features) there;\n"
-    "                      otherwise PATH.coef.npy and PATH.intercept.npy\n"
+    "                      otherwise PATH.coef.npy and PATH.intercept.npy (the model for\n"
+    "                      --predict PATH)\n"
+    "  --predict PREFIX    no fit: load PREFIX.coef.npy and PREFIX.intercept.npy (a fit's\n"
+    "                      --out PREFIX) and predict --data; with --target-col, a FILE\n"
+    "                      of features only is not scored\n"
     "  --threads N         BLAS threads per rank (default 1)\n"
     "  --json              print the summary as JSON\n"
     "  -v, --verbose       progress on stderr\n"
@@ -37,12 +44,13 @@ static const char *usage_text =
 
 typedef struct {
     mlcli_opts_t co; /* --data, --target(-col), --test(-target), --out, --threads, ... */
-    const char *pred_out;
+    const char *pred_out, *model; /* --pred-out, --predict */
+    const char *fit_opt;          /* the last fit-only option given, for --predict's check */
     hpml_linreg_config_t cfg;
 } opts_t;
 
 /* This command's own long options; the shared ones come from mlcli. */
-enum { O_ALPHA = 256, O_NOINT, O_PRED };
+enum { O_ALPHA = 256, O_NOINT, O_PRED, O_MODEL };
 
 static int own_opt(void *ctx, int c, const char *arg)
 {
@@ -52,9 +60,14 @@ static int own_opt(void *ctx, int c, const char *arg)
     case O_ALPHA:
         if (cli_parse_double(arg, &o->cfg.alpha) != 0 || o->cfg.alpha < 0)
             return cli_usage_error(CMD, "--alpha must be a number >= 0 (got '%s')", arg);
+        o->fit_opt = "--alpha";
         break;
-    case O_NOINT: o->cfg.fit_intercept = 0; break;
+    case O_NOINT:
+        o->cfg.fit_intercept = 0;
+        o->fit_opt = "--no-intercept";
+        break;
     case O_PRED: o->pred_out = arg; break;
+    case O_MODEL: o->model = arg; break;
     }
     return 0;
 }
@@ -65,6 +78,7 @@ static int parse(int argc, char **argv, opts_t *o)
         {"alpha", required_argument, NULL, O_ALPHA},
         {"no-intercept", no_argument, NULL, O_NOINT},
         {"pred-out", required_argument, NULL, O_PRED},
+        {"predict", required_argument, NULL, O_MODEL},
         MLCLI_TARGET_LONGOPTS,
         MLCLI_LONGOPTS,
     };
@@ -75,7 +89,87 @@ static int parse(int argc, char **argv, opts_t *o)
     o->cfg.fit_intercept = 1;
     if ((rc = mlcli_parse(CMD, argc, argv, "", longopts, usage_text, &o->co, own_opt, o)) != 0)
         return rc;
+    if (o->model != NULL)
+        return mlcli_check_predict(CMD, &o->co, o->model, o->fit_opt);
     return mlcli_check_target(CMD, &o->co, "target");
+}
+
+/*
+ * --predict PREFIX: the model from a fit's PREFIX.coef.npy and PREFIX.intercept.npy
+ * predicts --data, scored by the same hpml_r2_score as the --test path when the data has
+ * a target. Returns the exit status.
+ */
+static int run_predict(const opts_t *o, hpml_comm_t *comm)
+{
+    hpml_array_t C = {0}, I = {0}, X = {0}, Y = {0};
+    hpml_linreg_t m = {0};
+    double *pred = NULL, r2 = 0.0, t0, t_read, t_pred;
+    char cpath[4096], ipath[4096];
+    int rc, status = CLI_EXIT_FAIL, have_y = 0;
+    size_t d, t;
+
+    t0 = hpml_time();
+    if (mlcli_read_model(CMD, comm, o->model, "coef", HPML_F64, cpath, sizeof(cpath), &C) ||
+        mlcli_read_model(CMD, comm, o->model, "intercept", HPML_F64, ipath, sizeof(ipath), &I))
+        goto out;
+    t = C.rows;
+    d = C.cols;
+    if (mlcli_agree(
+            CMD, comm, I.rows != t || I.cols != 1,
+            "model file %s holds %zu x %zu values but %s has %zu target%s: expected %zu x 1", ipath,
+            I.rows, I.cols, cpath, t, mlcli_plural(t), t))
+        goto out;
+    m.n_features = d;
+    m.n_targets = t;
+    m.coef = C.data;
+    m.intercept = I.data;
+    if (mlcli_load_predict(CMD, comm, &o->co, d, &X, &Y, &have_y) ||
+        mlcli_agree(CMD, comm, have_y && Y.cols != t,
+                    "%s has %zu target columns but the model has %zu",
+                    o->co.tgt.file ? o->co.tgt.file : o->co.data, Y.cols, t))
+        goto out;
+    t_read = hpml_time() - t0;
+
+    t0 = hpml_time();
+    pred = hpml_malloc((X.rows ? X.rows : 1) * t * sizeof(double));
+    rc = pred == NULL ? HPML_ERR_NOMEM : hpml_linreg_predict(&m, X.data, X.rows, pred);
+    if (rc == 0 && have_y)
+        rc = hpml_r2_score(comm, Y.data, pred, X.rows, t, &r2);
+    t_pred = hpml_time() - t0;
+    if (mlcli_check(CMD, comm, rc) ||
+        mlcli_write_rows(CMD, comm, o->pred_out, pred, HPML_F64, X.rows, t))
+        goto out;
+
+    if (hpml_comm_rank(comm) == 0) {
+        if (o->co.json) {
+            mlcli_json_head(CMD, o->co.data);
+            printf(", \"model_prefix\": ");
+            hpml_json_string(stdout, o->model);
+            printf(", \"rows\": %zu, \"features\": %zu, \"targets\": %zu, \"ranks\": %d, "
+                   "\"r2\": ",
+                   X.total_rows, d, t, hpml_comm_size(comm));
+            mlcli_json_double_or_null(have_y, r2);
+            mlcli_json_tail(t_read, "predict", t_pred);
+        } else {
+            printf("linreg: predict with %s: %zu rows x %zu features, %zu target%s, %d rank%s\n",
+                   o->model, X.total_rows, d, t, mlcli_plural(t), hpml_comm_size(comm),
+                   mlcli_plural((size_t)hpml_comm_size(comm)));
+            if (have_y)
+                printf("  r2           %.10g\n", r2);
+            mlcli_print_time(t_read, "predict", t_pred);
+            if (o->pred_out)
+                printf("  predictions -> %s\n", o->pred_out);
+        }
+        fflush(stdout);
+    }
+    status = CLI_EXIT_OK;
+out:
+    hpml_free(pred);
+    hpml_array_free(&C);
+    hpml_array_free(&I);
+    hpml_array_free(&X);
+    hpml_array_free(&Y);
+    return status;
 }
 
 int cmd_linreg(int argc, char **argv);
@@ -93,6 +187,10 @@ int cmd_linreg(int argc, char **argv)
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     comm = mlcli_start(CMD, &o.co);
+    if (o.model != NULL) {
+        status = run_predict(&o, comm);
+        goto out;
+    }
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, &o.co.tgt, &X, &Y))

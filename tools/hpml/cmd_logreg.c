@@ -11,11 +11,15 @@
 #define CMD "logreg"
 
 static const char *usage_text =
-    "Usage: mpirun -np N hpml logreg --data FILE (--target FILE | --target-col N) [options]\n\n"
+    "Usage: mpirun -np N hpml logreg --data FILE (--target FILE | --target-col N) [options]\n"
+    "       mpirun -np N hpml logreg --predict PREFIX --data FILE [--target FILE |\n"
+    "                    --target-col N] [--pred-out FILE] [--proba-out FILE] [--json]\n\n"
     "L2-regularised logistic regression on integer class labels, minimising\n"
     "C * sum(log-loss) + |W|^2 / 2 (intercept unpenalised) by L-BFGS on allreduced\n"
     "gradients: scikit-learn's LogisticRegression(solver='lbfgs'). Two classes give a\n"
-    "binary (sigmoid) model as sklearn's default; more classes a multinomial (softmax) one.\n\n"
+    "binary (sigmoid) model as sklearn's default; more classes a multinomial (softmax) one.\n"
+    "With --predict, a model saved by --out PREFIX predicts --data instead, scored\n"
+    "(accuracy, log-loss) when it has labels.\n\n"
     "Options:\n"
     "  --data FILE         training rows (.npy, IDX or CSV)\n"
     "  --target FILE       integer class labels, one per data row (one column)\n"
@@ -37,6 +41,10 @@ static const char *usage_text =
     "  --proba-out FILE    write the class probabilities (rows x classes)\n"
     "  --out PATH          PATH.npy: write the coefficients (rows x features) there;\n"
     "                      otherwise PATH.coef.npy, PATH.intercept.npy, PATH.classes.npy\n"
+    "                      and PATH.multinomial.npy (the model for --predict PATH)\n"
+    "  --predict PREFIX    no fit: load the model a fit wrote with --out PREFIX and\n"
+    "                      predict --data; with --target-col, a FILE of features only\n"
+    "                      is not scored\n"
     "  --threads N         BLAS threads per rank (default 1)\n"
     "  --json              print the summary as JSON\n"
     "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
@@ -44,18 +52,26 @@ static const char *usage_text =
 
 typedef struct {
     mlcli_opts_t co; /* --data, --target(-col), --test(-target), --out, --threads, ... */
-    const char *pred_out, *proba_out;
+    const char *pred_out, *proba_out, *model; /* --pred-out, --proba-out, --predict */
+    const char *fit_opt; /* the last fit-only option given, for --predict's check */
     hpml_logreg_config_t cfg;
 } opts_t;
 
 /* This command's own long options; the shared ones come from mlcli. */
-enum { O_C = 256, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_FTOL, O_PRED, O_PROBA };
+enum { O_C = 256, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_FTOL, O_PRED, O_PROBA, O_MODEL };
 
 static int own_opt(void *ctx, int c, const char *arg)
 {
     opts_t *o = ctx;
     long v;
 
+    if (c != O_PRED && c != O_PROBA && c != O_MODEL)
+        o->fit_opt = c == O_C       ? "--C"
+                     : c == O_NOINT ? "--no-intercept"
+                     : c == O_MULTI ? "--multinomial"
+                     : c == O_MAXIT ? "--max-iter"
+                     : c == O_TOL   ? "--tol"
+                                    : "--ftol";
     switch (c) {
     case O_C:
         if (cli_parse_double(arg, &o->cfg.C) != 0 || !(o->cfg.C > 0))
@@ -78,6 +94,7 @@ static int own_opt(void *ctx, int c, const char *arg)
         break;
     case O_PRED: o->pred_out = arg; break;
     case O_PROBA: o->proba_out = arg; break;
+    case O_MODEL: o->model = arg; break;
     }
     return 0;
 }
@@ -93,6 +110,7 @@ static int parse(int argc, char **argv, opts_t *o)
         {"ftol", required_argument, NULL, O_FTOL},
         {"pred-out", required_argument, NULL, O_PRED},
         {"proba-out", required_argument, NULL, O_PROBA},
+        {"predict", required_argument, NULL, O_MODEL},
         MLCLI_TARGET_LONGOPTS,
         MLCLI_LONGOPTS,
     };
@@ -102,6 +120,8 @@ static int parse(int argc, char **argv, opts_t *o)
     hpml_logreg_config_init(&o->cfg);
     if ((rc = mlcli_parse(CMD, argc, argv, "", longopts, usage_text, &o->co, own_opt, o)) != 0)
         return rc;
+    if (o->model != NULL)
+        return mlcli_check_predict(CMD, &o->co, o->model, o->fit_opt);
     return mlcli_check_target(CMD, &o->co, "label");
 }
 
@@ -148,6 +168,132 @@ static int score(hpml_comm_t *comm, const hpml_logreg_t *m, const double *x, con
     return 0;
 }
 
+/* Write the probabilities of x (rows) under m to path (nothing for NULL). Collective;
+ * 0 or CLI_EXIT_FAIL. */
+static int write_proba(hpml_comm_t *comm, const char *path, const hpml_logreg_t *m,
+                       const hpml_array_t *x)
+{
+    double *proba = NULL;
+    int rc, status;
+
+    if (path == NULL)
+        return 0;
+    proba = hpml_malloc((x->rows ? x->rows : 1) * m->n_classes * sizeof(double));
+    rc = proba == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict_proba(m, x->data, x->rows, proba);
+    status = mlcli_check(CMD, comm, rc) ||
+             mlcli_write_rows(CMD, comm, path, proba, HPML_F64, x->rows, m->n_classes);
+    hpml_free(proba);
+    return status ? CLI_EXIT_FAIL : 0;
+}
+
+/* 1 when the model files hold a consistent model: classes sorted and distinct, one row
+ * of coefficients per class (a single row for two classes), as hpml_logreg_fit makes. */
+static int model_ok(const hpml_logreg_t *m)
+{
+    size_t K = m->n_classes;
+
+    if (K < 2 || m->n_rows != (K == 2 ? 1 : K) || (K > 2 && !m->multinomial))
+        return 0;
+    for (size_t k = 1; k < K; k++)
+        if (m->classes[k - 1] >= m->classes[k])
+            return 0;
+    return 1;
+}
+
+/*
+ * --predict PREFIX: the model from a fit's PREFIX.{coef,intercept,classes,multinomial}.npy
+ * predicts --data, scored by the same score() as the --test path when the data has
+ * labels. Returns the exit status.
+ */
+static int run_predict(const opts_t *o, hpml_comm_t *comm)
+{
+    hpml_array_t C = {0}, I = {0}, K = {0}, M = {0}, X = {0}, Y = {0};
+    hpml_logreg_t m = {0};
+    int64_t *y = NULL, *pred = NULL;
+    double acc = 0, ll = 0, t0, t_read, t_pred;
+    char cpath[4096], ipath[4096], kpath[4096], mpath[4096];
+    int rc, status = CLI_EXIT_FAIL, have_y = 0;
+    size_t d;
+
+    t0 = hpml_time();
+    if (mlcli_read_model(CMD, comm, o->model, "coef", HPML_F64, cpath, sizeof(cpath), &C) ||
+        mlcli_read_model(CMD, comm, o->model, "intercept", HPML_F64, ipath, sizeof(ipath), &I) ||
+        mlcli_read_model(CMD, comm, o->model, "classes", HPML_I64, kpath, sizeof(kpath), &K) ||
+        mlcli_read_model(CMD, comm, o->model, "multinomial", HPML_I64, mpath, sizeof(mpath), &M))
+        goto out;
+    d = C.cols;
+    m.n_features = d;
+    m.n_rows = C.rows;
+    m.n_classes = K.rows;
+    m.coef = C.data;
+    m.intercept = I.data;
+    m.classes = K.data;
+    m.multinomial = *(const int64_t *)M.data != 0;
+    if (mlcli_agree(CMD, comm,
+                    I.rows != C.rows || I.cols != 1 || K.cols != 1 || M.rows * M.cols != 1 ||
+                        !model_ok(&m),
+                    "model files %s.*.npy do not hold one model: %zu x %zu coefficients, %zu x "
+                    "%zu intercepts, %zu x %zu classes (sorted, distinct), multinomial %zu x %zu",
+                    o->model, C.rows, C.cols, I.rows, I.cols, K.rows, K.cols, M.rows, M.cols))
+        goto out;
+    if (mlcli_load_predict(CMD, comm, &o->co, d, &X, &Y, &have_y) ||
+        (have_y && mlcli_labels(CMD, comm, o->co.tgt.file ? o->co.tgt.file : o->co.data, &Y, &y)))
+        goto out;
+    t_read = hpml_time() - t0;
+
+    t0 = hpml_time();
+    pred = hpml_malloc((X.rows ? X.rows : 1) * sizeof(int64_t));
+    rc = pred == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict(&m, X.data, X.rows, pred);
+    if (rc == 0 && have_y)
+        rc = score(comm, &m, X.data, y, X.rows, pred, &acc, &ll);
+    t_pred = hpml_time() - t0;
+    if (mlcli_check(CMD, comm, rc) ||
+        mlcli_write_rows(CMD, comm, o->pred_out, pred, HPML_I64, X.rows, 1) ||
+        write_proba(comm, o->proba_out, &m, &X))
+        goto out;
+
+    if (hpml_comm_rank(comm) == 0) {
+        if (o->co.json) {
+            mlcli_json_head(CMD, o->co.data);
+            printf(", \"model_prefix\": ");
+            hpml_json_string(stdout, o->model);
+            printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", X.total_rows, d);
+            for (size_t k = 0; k < m.n_classes; k++)
+                printf("%s%lld", k ? ", " : "", (long long)m.classes[k]);
+            printf("], \"model\": \"%s\", \"ranks\": %d, \"accuracy\": ",
+                   m.multinomial ? "multinomial" : "binary", hpml_comm_size(comm));
+            mlcli_json_double_or_null(have_y, acc);
+            printf(", \"log_loss\": ");
+            mlcli_json_double_or_null(have_y, ll);
+            mlcli_json_tail(t_read, "predict", t_pred);
+        } else {
+            printf("logreg: predict with %s: %zu rows x %zu features, %zu classes (%s), %d "
+                   "rank%s\n",
+                   o->model, X.total_rows, d, m.n_classes, m.multinomial ? "multinomial" : "binary",
+                   hpml_comm_size(comm), mlcli_plural((size_t)hpml_comm_size(comm)));
+            if (have_y)
+                printf("  score        accuracy %.6f, log-loss %.6g\n", acc, ll);
+            mlcli_print_time(t_read, "predict", t_pred);
+            if (o->pred_out)
+                printf("  predictions -> %s\n", o->pred_out);
+            if (o->proba_out)
+                printf("  probabilities -> %s\n", o->proba_out);
+        }
+        fflush(stdout);
+    }
+    status = CLI_EXIT_OK;
+out:
+    hpml_free(y);
+    hpml_free(pred);
+    hpml_array_free(&C);
+    hpml_array_free(&I);
+    hpml_array_free(&K);
+    hpml_array_free(&M);
+    hpml_array_free(&X);
+    hpml_array_free(&Y);
+    return status;
+}
+
 int cmd_logreg(int argc, char **argv);
 int cmd_logreg(int argc, char **argv)
 {
@@ -156,8 +302,9 @@ int cmd_logreg(int argc, char **argv)
     hpml_array_t X = {0}, Y = {0}, TX = {0}, TY = {0};
     hpml_logreg_t *m = NULL;
     int64_t *y = NULL, *ty = NULL, *pred = NULL, *tpred = NULL;
-    double *proba = NULL, acc = 0, ll = 0, tacc = 0, tll = 0, t0, t_read, t_fit;
-    char cpath[4096], ipath[4096], kpath[4096];
+    double acc = 0, ll = 0, tacc = 0, tll = 0, t0, t_read, t_fit;
+    char cpath[4096], ipath[4096], kpath[4096], mpath[4096];
+    int64_t multi;
     progress_t pg;
     int rc, status = CLI_EXIT_FAIL, have_test_y = 0;
     size_t d;
@@ -167,6 +314,10 @@ int cmd_logreg(int argc, char **argv)
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     comm = mlcli_start(CMD, &o.co);
+    if (o.model != NULL) {
+        status = run_predict(&o, comm);
+        goto out;
+    }
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, &o.co.tgt, &X, &Y) ||
@@ -214,20 +365,17 @@ int cmd_logreg(int argc, char **argv)
     }
     if (mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
         goto out;
-    if (o.proba_out != NULL) {
-        proba = hpml_malloc((px->rows ? px->rows : 1) * m->n_classes * sizeof(double));
-        rc = proba == NULL ? HPML_ERR_NOMEM
-                           : hpml_logreg_predict_proba(m, px->data, px->rows, proba);
-        if (mlcli_check(CMD, comm, rc) ||
-            mlcli_write_rows(CMD, comm, o.proba_out, proba, HPML_F64, px->rows, m->n_classes))
-            goto out;
-    }
+    if (write_proba(comm, o.proba_out, m, px))
+        goto out;
     mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
     mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
     mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
+    mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
+    multi = m->multinomial;
     if (mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, m->n_rows, d) ||
         mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
-        mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1))
+        mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1) ||
+        mlcli_write(CMD, comm, mpath, &multi, HPML_I64, 1, 1))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -278,7 +426,6 @@ out:
     hpml_free(ty);
     hpml_free(pred);
     hpml_free(tpred);
-    hpml_free(proba);
     hpml_array_free(&X);
     hpml_array_free(&Y);
     hpml_array_free(&TX);

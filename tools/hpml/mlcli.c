@@ -202,8 +202,55 @@ int mlcli_load_test(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, 
     *have_y = tt.file != NULL || tt.have_col;
     if (mlcli_load(cmd, comm, co->test, *have_y ? &tt : NULL, tx, ty))
         return CLI_EXIT_FAIL;
-    return mlcli_agree(cmd, comm, tx->cols != d, "%s has %zu feature columns but the model has %zu",
-                       co->test, tx->cols, d);
+    return mlcli_agree(cmd, comm, tx->cols != d,
+                       "%s has %zu feature columns but the model has %zu features", co->test,
+                       tx->cols, d);
+}
+
+int mlcli_load_predict(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, size_t d,
+                       hpml_array_t *x, hpml_array_t *y, int *have_y)
+{
+    mlcli_opts_t pc = *co;
+
+    /* The data plays the part of a --test file with --target as its --test-target. */
+    pc.test = co->data;
+    pc.test_target = co->tgt.file;
+    return mlcli_load_test(cmd, comm, &pc, d, x, y, have_y);
+}
+
+int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *prefix,
+                        const char *fit_opt)
+{
+    size_t n = strlen(prefix);
+
+    if (n == 0 || (n >= 4 && strcmp(prefix + n - 4, ".npy") == 0))
+        return cli_usage_error(cmd,
+                               "--predict takes the PREFIX a fit wrote with --out PREFIX "
+                               "(PREFIX.coef.npy, ...), not '%s'",
+                               prefix);
+    if (fit_opt != NULL || co->out != NULL || co->test != NULL || co->test_target != NULL)
+        return cli_usage_error(cmd, "%s goes with a fit, not with --predict",
+                               fit_opt != NULL    ? fit_opt
+                               : co->out != NULL  ? "--out"
+                               : co->test != NULL ? "--test"
+                                                  : "--test-target");
+    if (co->tgt.file != NULL && co->tgt.have_col)
+        return cli_usage_error(cmd, "give at most one of --target FILE and --target-col N");
+    return 0;
+}
+
+int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, const char *what,
+                     hpml_dtype_t dtype, char *path, size_t size, hpml_array_t *a)
+{
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    mlcli_out_path(path, size, prefix, what, 0);
+    /* Every rank reads the whole (small) file: the model is replicated. */
+    rc = hpml_io_read_block(path, HPML_FMT_NPY, dtype, 0, 1, dtype == HPML_F64, a);
+    if (mlcli_agree(cmd, comm, rc, "model file %s: %s", path, mlcli_errtext(rc)))
+        return CLI_EXIT_FAIL;
+    return mlcli_agree(cmd, comm, a->rows == 0 || a->cols == 0, "model file %s is empty", path);
 }
 
 int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,

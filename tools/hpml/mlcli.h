@@ -110,6 +110,29 @@ int mlcli_load(const char *cmd, hpml_comm_t *comm, const char *path, const mlcli
 int mlcli_load_test(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, size_t d,
                     hpml_array_t *tx, hpml_array_t *ty, int *have_y);
 
+/*
+ * For --predict: load co->data as a test file of a saved model of d features, its target
+ * from --target, or with --target-col from that column when the file has d + 1 columns
+ * (d columns: features only, nothing to score). As mlcli_load_test otherwise.
+ */
+int mlcli_load_predict(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *co, size_t d,
+                       hpml_array_t *x, hpml_array_t *y, int *have_y);
+
+/*
+ * Parse-time checks of --predict PREFIX (after mlcli_parse): PREFIX is the --out PREFIX
+ * of a fit, not a .npy file; --out, --test, --test-target and the command's fit-only
+ * option `fit_opt` (NULL: none given) are usage errors; at most one of --target and
+ * --target-col. 0 or CLI_EXIT_USAGE.
+ */
+int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *prefix,
+                        const char *fit_opt);
+/*
+ * Read a saved model's part PREFIX.<what>.npy whole on every rank as dtype (f64: NaN/Inf
+ * rejected), its name in path (size bytes). Agreed across ranks; 0 or CLI_EXIT_FAIL.
+ */
+int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, const char *what,
+                     hpml_dtype_t dtype, char *path, size_t size, hpml_array_t *a);
+
 /* Gather row blocks (rows x cols of dtype, rank order) and write them at rank 0 as .npy
  * (or .csv by extension). Collective; returns 0 or CLI_EXIT_FAIL (agreed). */
 int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
