@@ -332,43 +332,8 @@ void hpml__conv_direct_backward(const nn_layer_t *l, const float *w, const float
 
 #else
 
-/* t (OC, OH, OWr) = dy (OC, OH, OW) through the ReLU (y > 0), zero beyond OW so that
- * whole vectors can be used; db += its sums (8 lanes, then added in a fixed order). */
-AVX2 static void mask_dy(const geom_t *g, const float *dy, const float *y, int relu, float *t,
-                         float *db)
-{
-    const __m256 zero = _mm256_setzero_ps();
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    float lanes[8];
-
-    for (int oc = 0; oc < g->OC; oc++) {
-        __m256 acc = zero;
-        for (int oy = 0; oy < g->OH; oy++) {
-            size_t o = ((size_t)oc * g->OH + (size_t)oy) * (size_t)g->OW;
-            float *tr = t + ((size_t)oc * g->OH + (size_t)oy) * g->OWr;
-            for (int ox = 0; ox < g->OWr; ox += 8) {
-                __m256 gv, yv;
-                int left = g->OW - ox;
-                if (left >= 8) {
-                    gv = _mm256_loadu_ps(dy + o + ox);
-                    yv = _mm256_loadu_ps(y + o + ox);
-                } else {
-                    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
-                    gv = _mm256_maskload_ps(dy + o + ox, m);
-                    yv = _mm256_maskload_ps(y + o + ox, m);
-                }
-                if (relu)
-                    gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, zero, _CMP_GT_OQ));
-                _mm256_store_ps(tr + ox, gv);
-                acc = _mm256_add_ps(acc, gv);
-            }
-        }
-        _mm256_storeu_ps(lanes, acc);
-        db[oc] += ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-                  ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    }
-}
-
+/* Without x86 there is no direct kernel: hpml__conv_direct_usable() is 0, so model.c
+ * never calls these; they exist only so that the layer code links everywhere. */
 void hpml__conv_direct_forward(const nn_layer_t *l, const float *w, const float *b, const float *x,
                                size_t n, float *scratch)
 {
