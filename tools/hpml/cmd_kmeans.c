@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mlcli.h"
 #include "hpml/comm.h"
 #include "hpml/core.h"
 #include "hpml/io.h"
@@ -182,36 +183,6 @@ static int parse(int argc, char **argv, opts_t *o)
     return 0;
 }
 
-/* Agree on a status: 0 when every rank succeeded; otherwise the lowest failing rank
- * prints its message and every rank returns CLI_EXIT_FAIL. */
-static int agree(hpml_comm_t *comm, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int agree(hpml_comm_t *comm, int rc, const char *fmt, ...)
-{
-    int32_t who = rc != 0 ? hpml_comm_rank(comm) : hpml_comm_size(comm);
-    char msg[1024];
-    va_list ap;
-
-    if (hpml_allreduce(HPML_IN_PLACE, &who, 1, HPML_I32, HPML_MIN, comm) != 0)
-        cli_fatal(CMD, "allreduce failed: %s", hpml_last_error());
-    if (who == hpml_comm_size(comm))
-        return 0;
-    if (who == hpml_comm_rank(comm)) {
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "%s %s: %s\n", cli_prog, CMD, msg);
-        fflush(stderr);
-    }
-    return CLI_EXIT_FAIL;
-}
-
-static const char *errtext(int rc)
-{
-    const char *d = hpml_last_error();
-    return d != NULL && *d != '\0' ? d : hpml_strerror(rc);
-}
-
 static void progress(const hpml_kmeans_progress_t *p, void *user)
 {
     (void)user;
@@ -309,7 +280,7 @@ int cmd_kmeans(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "cannot create the communicator: %s", errtext(rc));
+        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
     rank = hpml_comm_rank(comm);
     hpml_blas_set_threads(o.threads);
     if (!(isatty(2) || o.verbose) || rank != 0)
@@ -335,10 +306,11 @@ int cmd_kmeans(int argc, char **argv)
     if (o.init_file || o.predict) {
         const char *f = o.init_file ? o.init_file : o.predict;
         rc = read_all(f, o.dtype, &C0);
-        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        if ((status = mlcli_check(CMD, comm, rc)) != 0)
             goto out;
         if (o.have_k && C0.rows != o.p.k) {
-            status = agree(comm, 1, "%s holds %zu centroids but -k is %zu", f, C0.rows, o.p.k);
+            status = mlcli_agree(CMD, comm, 1, "%s holds %zu centroids but -k is %zu", f, C0.rows,
+                                 o.p.k);
             goto out;
         }
         o.p.k = C0.rows;
@@ -348,16 +320,17 @@ int cmd_kmeans(int argc, char **argv)
 
     t0 = hpml_time();
     rc = hpml_io_read_block(o.data, HPML_FMT_AUTO, o.dtype, rank, hpml_comm_size(comm), 1, &X);
-    if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+    if ((status = mlcli_check(CMD, comm, rc)) != 0)
         goto out;
     t_read = hpml_time() - t0;
     if (C0.data != NULL && C0.cols != X.cols) {
-        status = agree(comm, 1, "%s has %zu columns but %s has %zu",
-                       o.init_file ? o.init_file : o.predict, C0.cols, o.data, X.cols);
+        status = mlcli_agree(CMD, comm, 1, "%s has %zu columns but %s has %zu",
+                             o.init_file ? o.init_file : o.predict, C0.cols, o.data, X.cols);
         goto out;
     }
     if (k > X.total_rows) {
-        status = agree(comm, 1, "k=%zu is larger than the %zu rows of %s", k, X.total_rows, o.data);
+        status = mlcli_agree(CMD, comm, 1, "k=%zu is larger than the %zu rows of %s", k,
+                             X.total_rows, o.data);
         goto out;
     }
 
@@ -367,7 +340,7 @@ int cmd_kmeans(int argc, char **argv)
         t0 = hpml_time();
         rc = hpml_kmeans_fit(comm, &o.p, o.dtype, X.data, X.rows, X.cols, &res);
         t_fit = hpml_time() - t0;
-        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        if ((status = mlcli_check(CMD, comm, rc)) != 0)
             goto out;
         plabels = res.labels;
         inertia = res.inertia;
@@ -377,7 +350,7 @@ int cmd_kmeans(int argc, char **argv)
         tmax[2] = res.iter_seconds;
         tmax[3] = t_fit;
         rc = hpml_allreduce(HPML_IN_PLACE, tmax, 4, HPML_F64, HPML_MAX, comm);
-        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        if ((status = mlcli_check(CMD, comm, rc)) != 0)
             goto out;
         res.init_seconds = tmax[0];
         res.lloyd_seconds = tmax[1];
@@ -391,13 +364,13 @@ int cmd_kmeans(int argc, char **argv)
             rc = hpml_kmeans_predict(comm, o.dtype, X.data, X.rows, X.cols, C0.data, k, plabels,
                                      &inertia);
         t_fit = hpml_time() - t0;
-        if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+        if ((status = mlcli_check(CMD, comm, rc)) != 0)
             goto out;
     }
 
     if (lpath[0] != '\0') {
         rc = gather_labels(comm, plabels, X.rows, &all_labels);
-        if ((status = agree(comm, rc, "gathering labels: %s", errtext(rc))) != 0)
+        if ((status = mlcli_agree(CMD, comm, rc, "gathering labels: %s", mlcli_errtext(rc))) != 0)
             goto out;
     }
     rc = 0;
@@ -405,7 +378,7 @@ int cmd_kmeans(int argc, char **argv)
         rc = hpml_npy_write(cpath, res.centroids, o.dtype, k, X.cols);
     if (rank == 0 && rc == 0 && lpath[0] != '\0')
         rc = write_labels(lpath, all_labels, X.total_rows);
-    if ((status = agree(comm, rc, "%s", errtext(rc))) != 0)
+    if ((status = mlcli_check(CMD, comm, rc)) != 0)
         goto out;
 
     if (rank == 0) {

@@ -1,7 +1,8 @@
 /*
- * Helpers shared by the knn, pca, linreg and logreg commands: agreeing on errors across
- * ranks, loading a data file with its target (a separate file or one of its columns),
- * gathering row-distributed results to rank 0 and writing them, and output naming.
+ * Helpers shared by the ML commands (kmeans uses the error agreement; knn, pca, linreg
+ * and logreg all of it): agreeing on errors across ranks, loading a data file with its target (a
+ * separate file or one of its columns), gathering row-distributed results to rank 0 and writing
+ * them, and output naming.
  */
 #ifndef HPML_TOOLS_MLCLI_H
 #define HPML_TOOLS_MLCLI_H
