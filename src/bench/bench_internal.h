@@ -86,6 +86,10 @@ void hpml__bench_set(void *buf, hpml_dtype_t dt, size_t i, double v);
 double hpml__bench_get(const void *buf, hpml_dtype_t dt, size_t i);
 /* buf[i] = value(rank r, i + offset) for i < n. */
 void hpml__bench_fill_rank(const bench_ctx_t *c, void *buf, int r, size_t offset, size_t n);
+/* test/wait of the nonblocking cases: the MPI request (c->mreq) for the native
+ * implementation, the hpml request (c->hreq, freed on completion) otherwise. */
+int hpml__bench_nb_test(bench_ctx_t *c, int *done);
+int hpml__bench_nb_wait(bench_ctx_t *c);
 /* The MPI type and sum op for a dtype (f16/bf16: MPI_UINT16_T and a user op). */
 int hpml__bench_mpi_type(hpml_dtype_t dt, MPI_Datatype *type, MPI_Op *sum);
 void hpml__bench_mpi_type_free(MPI_Op *sum);

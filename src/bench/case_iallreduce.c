@@ -25,32 +25,6 @@ static int start(bench_ctx_t *c)
                            &c->hreq);
 }
 
-static int test(bench_ctx_t *c, int *done)
-{
-    int rc;
-
-    if (c->impl->native)
-        return BENCH_MPI(MPI_Test(&c->mreq, done, MPI_STATUS_IGNORE));
-    if (c->hreq == NULL) {
-        *done = 1;
-        return 0;
-    }
-    rc = hpml_test(c->hreq, done);
-    if (*done)
-        c->hreq = NULL; /* hpml_test freed it */
-    return rc;
-}
-
-static int wait(bench_ctx_t *c)
-{
-    hpml_request_t *r = c->hreq;
-
-    if (c->impl->native)
-        return BENCH_MPI(MPI_Wait(&c->mreq, MPI_STATUS_IGNORE));
-    c->hreq = NULL;
-    return r ? hpml_wait(r) : 0;
-}
-
 static void fill(bench_ctx_t *c)
 {
     hpml__bench_fill_rank(c, c->in_place ? c->rbuf : c->sbuf, c->rank, 0, c->count);
@@ -79,8 +53,8 @@ const bench_case_t hpml__bench_iallreduce = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .start = start,
-    .test = test,
-    .wait = wait,
+    .test = hpml__bench_nb_test,
+    .wait = hpml__bench_nb_wait,
     .fill = fill,
     .result = result,
     .expect = expect,

@@ -18,32 +18,6 @@ static int start(bench_ctx_t *c)
     return hpml_ibcast(c->rbuf, c->count, c->dtype, c->root, c->hcomm, &c->hreq);
 }
 
-static int test(bench_ctx_t *c, int *done)
-{
-    int rc;
-
-    if (c->impl->native)
-        return BENCH_MPI(MPI_Test(&c->mreq, done, MPI_STATUS_IGNORE));
-    if (c->hreq == NULL) {
-        *done = 1;
-        return 0;
-    }
-    rc = hpml_test(c->hreq, done);
-    if (*done)
-        c->hreq = NULL; /* hpml_test freed it */
-    return rc;
-}
-
-static int wait(bench_ctx_t *c)
-{
-    hpml_request_t *r = c->hreq;
-
-    if (c->impl->native)
-        return BENCH_MPI(MPI_Wait(&c->mreq, MPI_STATUS_IGNORE));
-    c->hreq = NULL;
-    return r ? hpml_wait(r) : 0;
-}
-
 static void fill(bench_ctx_t *c)
 {
     if (c->rank == c->root)
@@ -77,8 +51,8 @@ const bench_case_t hpml__bench_ibcast = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .start = start,
-    .test = test,
-    .wait = wait,
+    .test = hpml__bench_nb_test,
+    .wait = hpml__bench_nb_wait,
     .fill = fill,
     .result = result,
     .expect = expect,

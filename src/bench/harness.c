@@ -734,3 +734,29 @@ int hpml_bench_failures(const hpml_bench_result_t *r)
         n += r->rows[i].valid == 0;
     return n;
 }
+
+int hpml__bench_nb_test(bench_ctx_t *c, int *done)
+{
+    int rc;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Test(&c->mreq, done, MPI_STATUS_IGNORE));
+    if (c->hreq == NULL) {
+        *done = 1;
+        return 0;
+    }
+    rc = hpml_test(c->hreq, done);
+    if (*done)
+        c->hreq = NULL; /* hpml_test freed it */
+    return rc;
+}
+
+int hpml__bench_nb_wait(bench_ctx_t *c)
+{
+    hpml_request_t *r = c->hreq;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Wait(&c->mreq, MPI_STATUS_IGNORE));
+    c->hreq = NULL;
+    return r ? hpml_wait(r) : 0;
+}
