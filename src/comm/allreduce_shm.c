@@ -7,9 +7,10 @@
  * synchronise through per-rank step counters (C11 release/acquire), never barriers.
  * Small messages take one step in which every rank reduces the whole vector itself.
  * Cost per rank: (L−1)/L·n copied in, n read + n/L written reducing, (L−1)/L·n copied
- * out (not in place: a rank reduces its slices straight into its output and copies
- * them to the segment from L1; in place, n copied out). Input from a registered buffer
- * (hpml_comm_alloc_shared) is read in place: no copy in.
+ * out (a rank reduces its slices straight into its output and copies them to the
+ * segment from L1; in place, local ranks >= 2 reduce into the segment and copy all n
+ * out). Input from a registered buffer (hpml_comm_alloc_shared) is read in place: no
+ * copy in.
  * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
  */
 #include <stdlib.h>
@@ -35,7 +36,7 @@ typedef struct {
     int reg;        /* this rank's input is registered (no copy in) */
     int nbuf;
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
-    int direct;  /* my slices are reduced straight into my output (not in place) */
+    int direct;  /* my slices are reduced straight into my output */
     size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
 } eng_t;
 
@@ -284,9 +285,13 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     }
 
     e.reg = hpml__shm_lookup(comm, e.src, bytes, &win, &off);
-    /* In place, my output is my input: the reduction would overwrite it (with more than
-     * two local ranks before it is read), and peers read a registered one in place. */
-    e.direct = !inter_node && e.src != e.dst;
+    /* In place, my output is my input. Reducing my slices straight into it is still
+     * safe when I am one of the first two operands (x0 op x1 is written over my slice
+     * only after both are read; further operands are peers'), since no peer reads my
+     * slices: registered or not, peers read only their own slices of my input. Local
+     * ranks >= 2 would overwrite their input before its turn: they go through the
+     * pipeline buffer. */
+    e.direct = !inter_node && (e.src != e.dst || e.lr < 2);
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;

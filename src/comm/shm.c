@@ -33,6 +33,8 @@ static size_t env_size(const char *name, size_t def)
         v <<= 10, end++;
     else if (*end == 'M' || *end == 'm')
         v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        v <<= 30, end++;
     if (*end != '\0' || v == 0) {
         HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size; using %zu", name, s, def);
         return def;

@@ -617,7 +617,7 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
         goto out;
     for (int it = 0; it < warmup + iters; it++) {
         const float *z;
-        double l, t0;
+        double l;
         size_t ok;
         if (it == warmup) {
             if ((err = hpml_barrier(comm)) != 0)
@@ -626,8 +626,6 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
             t_total = hpml_time();
             cpu0 = cpu_seconds();
         }
-        t0 = hpml_time();
-        (void)t0;
         if ((err = hpml_model_forward(m, x, B, 1, NULL, (uint64_t)it, &z)) != 0 ||
             (err = hpml_model_backward(m, y, 1.0f / (float)(B * (size_t)P), dp_ready, &dp, &l,
                                        &ok)) != 0 ||
