@@ -37,6 +37,8 @@ typedef struct {
     int nbuf;
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
     int direct;  /* my slices are reduced straight into my output */
+    int nt;      /* write the pipeline buffers with streaming stores (hpml__shm_mode_pick) */
+    double t0;   /* when every rank had published chunk 0 (hpml__shm_mode_record) */
     size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
 } eng_t;
 
@@ -119,14 +121,14 @@ static void copy_in(eng_t *e, size_t c, int all)
         const char *src = e->src + c * e->chunk * e->es;
 
         if (all) {
-            memcpy(buf, src, m * e->es);
+            hpml__shm_copy(buf, src, m * e->es, e->nt);
         } else {
             /* Slices I own are read only by me, from my own input. */
             for (int j = 0; j < e->S; j++) {
                 if (j % e->L == e->lr)
                     continue;
                 slice_bounds(e, m, j, &lo, &hi);
-                memcpy(buf + lo * e->es, src + lo * e->es, (hi - lo) * e->es);
+                hpml__shm_copy(buf + lo * e->es, src + lo * e->es, (hi - lo) * e->es, e->nt);
             }
         }
     }
@@ -164,6 +166,8 @@ static int reduce_owned(eng_t *e, size_t c)
 
     hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
     e->s->synced = g + 1;
+    if (c == 0)
+        e->t0 = hpml_time();
     for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
         if (e->direct) {
@@ -176,7 +180,7 @@ static int reduce_owned(eng_t *e, size_t c)
                 size_t b = hpml__min(a + blk, hi);
 
                 rc = reduce_range(e, c, a, b, dst + a * e->es);
-                memcpy(buf + a * e->es, dst + a * e->es, (b - a) * e->es);
+                hpml__shm_copy(buf + a * e->es, dst + a * e->es, (b - a) * e->es, e->nt);
             }
             continue;
         }
@@ -295,7 +299,10 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;
-    /* Software pipeline: publish chunk c+1 before copying chunk c out. */
+    /* Software pipeline: publish chunk c+1 before copying chunk c out. The store mode
+     * is timed from the moment every rank has arrived, so that a late peer does not
+     * count against it. */
+    e.nt = hpml__shm_mode_pick(e.s, bytes);
     copy_in(&e, 0, 0);
     for (size_t c = 0; c < nch; c++) {
         int r2 = reduce_owned(&e, c);
@@ -307,6 +314,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
         copy_out(&e, c);
     }
     e.s->step = e.step0 + nch;
+    hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0);
     return rc;
 }
 

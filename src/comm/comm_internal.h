@@ -85,6 +85,8 @@ typedef struct hpml_shm_ctrl {
     char pad3[64 - 4 * sizeof(int64_t)];
 } hpml_shm_ctrl_t;
 
+#define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
+
 /* The node segment used by the shared-memory algorithms (allreduce_shm.c and comm B's
  * bcast_shm.c/reduce_shm.c). Protocol shared by all of them: steps are numbered by
  * `step` (advanced identically on every local rank); step g uses buffer g % nbuf; a
@@ -101,6 +103,12 @@ typedef struct hpml_shm {
     size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
     uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
     int cma;            /* every local rank can read/write the others' memory (CMA) */
+    int nt;             /* HPML_SHM_NT: streaming stores 1, plain 0, measured -1 */
+    /* Measured seconds per byte of plain [0] and streaming [1] operations, and calls, per
+     * size class (hpml__shm_mode_pick). */
+    double mode_cost[HPML_SHM_MODE_CLASSES][2];
+    unsigned mode_calls[HPML_SHM_MODE_CLASSES];
+    int mode_last[HPML_SHM_MODE_CLASSES]; /* mode of the last call + 1 (0: none yet) */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)
@@ -120,6 +128,13 @@ static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
 void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
+/* How to write pipeline buffers that peers will read (shm.c explains): plain stores (0)
+ * or streaming stores (1), chosen per operation of `bytes` from measurements that
+ * hpml__shm_mode_record collects (seconds the operation took with that mode). */
+int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes);
+void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds);
+/* memcpy (nt = 0) or a copy with streaming stores (nt = 1). */
+void hpml__shm_copy(void *dst, const void *src, size_t n, int nt);
 /* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:
  * one shared window over comm->local per allocation)? Sets *win, *off. */
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);

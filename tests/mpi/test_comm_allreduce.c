@@ -7,7 +7,8 @@
  * for a subset of dtypes/ops (and only up to 2 ranks under MPICH, which busy-polls).
  * Also, on a subset of dtypes and ops: the chunking path (HPML_MAX_CHUNK_ELEMS lowered),
  * virtual nodes (ranks_per_node 1 and 2, uneven layouts such as 3 ranks as 2+1),
- * registered buffers, determinism (same bits twice and on every rank).
+ * registered buffers, determinism (same bits twice and on every rank), and the shm
+ * algorithm's store modes (HPML_SHM_NT).
  *
  * hpml-test: ranks=1 2 3 4 5
  * hpml-test: mpich-ranks=1 2 3
@@ -327,6 +328,49 @@ static void mixed_with_bcast(hpml_comm_t *c)
     }
 }
 
+/* The shm algorithm writes its pipeline buffers with plain or streaming stores, chosen by
+ * each rank on its own from timings (HPML_SHM_NT unset) or fixed (0, 1), possibly
+ * differently on different ranks: every choice gives the same bits. Unset, 300 calls of
+ * one size class make every rank measure both modes and probe the slower one again. */
+static void store_modes(void)
+{
+    const char *modes[] = {"0", "1", "rank", NULL};
+    size_t counts[] = {70001, 300007}, n = 70001;
+    hpml_comm_t *c = NULL;
+
+    for (int m = 0; m < 4; m++) {
+        char what[32];
+
+        if (modes[m] == NULL)
+            unsetenv("HPML_SHM_NT");
+        else
+            setenv("HPML_SHM_NT", strcmp(modes[m], "rank") == 0 ? (rank % 2 ? "1" : "0") : modes[m],
+                   1);
+        snprintf(what, sizeof(what), "HPML_SHM_NT=%s", modes[m] ? modes[m] : "(unset)");
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+        matrix(c, counts, 2, 0, 1u << HPML_F32 | 1u << HPML_BF16 | 1u << HPML_I8,
+               1u << HPML_SUM | 1u << HPML_MAX, what);
+        if (modes[m] == NULL) {
+            float *x = malloc(n * 4), *ref = malloc(n * 4);
+            int bad = -1;
+
+            reference(ref, n, HPML_F32, HPML_SUM);
+            for (int it = 0; it < 300 && bad < 0; it++) {
+                fill(x, n, HPML_F32, HPML_SUM, rank);
+                HPMLT_CALL(
+                    hpml_allreduce_algo(HPML_ALGO_SHM, HPML_IN_PLACE, x, n, HPML_F32, HPML_SUM, c));
+                if (memcmp(x, ref, n * 4) != 0)
+                    bad = it;
+            }
+            HPMLT_CHECK(bad < 0, "%s: call %d of 300 differs from MPI_Allreduce", what, bad);
+            free(x);
+            free(ref);
+        }
+        hpml_comm_destroy(c);
+        c = NULL;
+    }
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *c = NULL;
@@ -388,5 +432,6 @@ int main(int argc, char **argv)
         hpml_comm_destroy(c);
     }
     unsetenv("HPML_MAX_CHUNK_ELEMS");
+    store_modes();
     return hpmlt_finish();
 }
