@@ -126,6 +126,11 @@ static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
 }
 /* Spin (then yield, for oversubscribed runs) until *c >= v (acquire). */
 void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
+/* Set by a progress thread (nonblocking.c) for itself: while urgent(arg) says no caller
+ * is waiting for a result, its shm waits spin only briefly before yielding, so that the
+ * caller's computation on the same core keeps the core. */
+extern _Thread_local int (*hpml__shm_urgent)(void *arg);
+extern _Thread_local void *hpml__shm_urgent_arg;
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
 /* How to write pipeline buffers that peers will read (shm.c explains): plain stores (0)

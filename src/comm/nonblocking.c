@@ -51,6 +51,8 @@ struct hpml_progress {
     struct hpml_request *head, *tail; /* live requests, submission order */
     struct hpml_request *run;         /* thread: next request to execute */
     int stop;
+    _Atomic int waiting;        /* callers blocked in hpml_wait */
+    _Atomic uint64_t polled_ns; /* last hpml_test (hpml_time_ns) */
     pthread_t thread;
     hpml_comm_t *tcomm; /* the thread's own communicator */
 
@@ -101,11 +103,24 @@ static int execute(struct hpml_request *r, hpml_comm_t *c)
     return hpml_allreduce(r->sendbuf, r->buf, r->count, r->dtype, r->op, c);
 }
 
+/* Does a caller wait for a result now: blocked in hpml_wait, or polling hpml_test (one
+ * in the last millisecond)? Otherwise it is computing on our core (hpml__shm_wait). */
+static int caller_waits(void *arg)
+{
+    struct hpml_progress *pg = arg;
+
+    return atomic_load_explicit(&pg->waiting, memory_order_relaxed) > 0 ||
+           hpml_time_ns() - atomic_load_explicit(&pg->polled_ns, memory_order_relaxed) < 1000000;
+}
+
 static void *thread_main(void *arg)
 {
     struct hpml_progress *pg = arg;
     struct hpml_request *r;
     int rc;
+
+    hpml__shm_urgent = caller_waits;
+    hpml__shm_urgent_arg = pg;
 
     pthread_mutex_lock(&pg->lock);
     for (;;) {
@@ -395,6 +410,7 @@ int hpml_test(hpml_request_t *req, int *done)
         *done = 1;
         return release(NULL, req);
     }
+    atomic_store_explicit(&pg->polled_ns, hpml_time_ns(), memory_order_relaxed);
     pthread_mutex_lock(&pg->lock);
     ok = in_order_done(pg, req, 0);
     if (ok) {
@@ -420,8 +436,10 @@ int hpml_wait(hpml_request_t *req)
     if (pg == NULL)
         return release(NULL, req);
     pthread_mutex_lock(&pg->lock);
+    atomic_fetch_add_explicit(&pg->waiting, 1, memory_order_relaxed);
     while (!in_order_done(pg, req, 1))
         pthread_cond_wait(&pg->done, &pg->lock); /* thread mode only: MPI mode blocked */
+    atomic_fetch_sub_explicit(&pg->waiting, 1, memory_order_relaxed);
     rc = release(pg, req);
     pthread_mutex_unlock(&pg->lock);
     return rc;

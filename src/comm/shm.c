@@ -363,6 +363,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
+_Thread_local int (*hpml__shm_urgent)(void *arg);
+_Thread_local void *hpml__shm_urgent_arg;
+
+/* A progress thread whose caller is computing spins this long, about a microsecond, then
+ * yields the core to the computation between checks. */
+#define LAZY_SPIN 64u
+
 void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
 {
     unsigned spins = 0;
@@ -370,8 +377,11 @@ void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
     while (atomic_load_explicit(c, memory_order_acquire) < v) {
         /* Spin (a peer on another core answers within a microsecond), then yield so an
          * oversubscribed peer can run. Yielding early costs a time slice whenever another
-         * process shares the core, so only oversubscribed nodes yield early. */
-        if (++spins < spin)
+         * process shares the core, so only oversubscribed nodes yield early, and progress
+         * threads while nobody waits for them: a slow peer then costs their caller's
+         * computation nothing. */
+        if (++spins < spin &&
+            !(spins > LAZY_SPIN && hpml__shm_urgent && !hpml__shm_urgent(hpml__shm_urgent_arg)))
             cpu_relax();
         else
             sched_yield();
