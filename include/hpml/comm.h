@@ -142,9 +142,11 @@ int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t
 
 /* ---- registered buffers -------------------------------------------------------- */
 
-/* Memory in the node shared-memory segment; an allreduce whose buffers live there
- * skips the copy into shared memory. Collective over the communicator (every rank asks
- * for the same size). NULL on failure. Freed by hpml_comm_free_shared or destroy. */
+/* Memory in the node shared-memory segment: a blocking out-of-place allreduce whose
+ * input lives there skips the copy into shared memory (peers read it where it is), and a
+ * shm bcast from a root buffer there is one copy. Collective over the communicator
+ * (every rank asks for the same size). NULL on failure. Freed by hpml_comm_free_shared
+ * or destroy. */
 void *hpml_comm_alloc_shared(hpml_comm_t *comm, size_t bytes);
 void hpml_comm_free_shared(hpml_comm_t *comm, void *p);
 
