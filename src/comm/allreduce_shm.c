@@ -305,8 +305,9 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     nch = (count + e.chunk - 1) / e.chunk;
     /* Software pipeline: publish chunk c+1 before copying chunk c out. The store mode
      * is timed from the moment every rank has arrived, so that a late peer does not
-     * count against it. */
-    e.nt = hpml__shm_mode_pick(e.s, bytes);
+     * count against it; the hierarchical algorithm, whose time is mostly the network's,
+     * keeps plain stores. */
+    e.nt = inter_node ? 0 : hpml__shm_mode_pick(e.s, bytes);
     copy_in(&e, 0, 0);
     for (size_t c = 0; c < nch; c++) {
         int r2 = reduce_owned(&e, c);
@@ -318,7 +319,8 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
         copy_out(&e, c);
     }
     e.s->step = e.step0 + nch;
-    hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0);
+    if (!inter_node)
+        hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0);
     return rc;
 }
 
