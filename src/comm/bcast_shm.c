@@ -55,7 +55,7 @@ static void wait_ge(_Atomic uint64_t *c, uint64_t v, int oversubscribed)
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if (spins > 64 && hpml__shm_urgent && !hpml__shm_urgent(hpml__shm_urgent_arg)) {
+        if (spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()) {
             sched_yield();
             continue;
         }

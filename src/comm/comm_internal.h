@@ -131,6 +131,13 @@ void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
  * caller's computation on the same core keeps the core. */
 extern _Thread_local int (*hpml__shm_urgent)(void *arg);
 extern _Thread_local void *hpml__shm_urgent_arg;
+/* Pause iterations (about a microsecond) before such a progress thread yields. */
+#define HPML_SHM_LAZY_SPIN 64u
+/* Is this a progress thread whose caller is computing rather than waiting? */
+static inline int hpml__shm_lazy(void)
+{
+    return hpml__shm_urgent != NULL && !hpml__shm_urgent(hpml__shm_urgent_arg);
+}
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
 /* How to write pipeline buffers that peers will read (shm.c explains): plain stores (0)

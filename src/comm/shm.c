@@ -366,10 +366,6 @@ static inline void cpu_relax(void)
 _Thread_local int (*hpml__shm_urgent)(void *arg);
 _Thread_local void *hpml__shm_urgent_arg;
 
-/* A progress thread whose caller is computing spins this long, about a microsecond, then
- * yields the core to the computation between checks. */
-#define LAZY_SPIN 64u
-
 void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
 {
     unsigned spins = 0;
@@ -380,8 +376,7 @@ void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
          * process shares the core, so only oversubscribed nodes yield early, and progress
          * threads while nobody waits for them: a slow peer then costs their caller's
          * computation nothing. */
-        if (++spins < spin &&
-            !(spins > LAZY_SPIN && hpml__shm_urgent && !hpml__shm_urgent(hpml__shm_urgent_arg)))
+        if (++spins < spin && !(spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()))
             cpu_relax();
         else
             sched_yield();
