@@ -45,7 +45,7 @@ static size_t step_bytes(const hpml_shm_t *s)
  * yielding, as MPI libraries do: yielding hands the core to whatever else is runnable
  * on a loaded machine and costs a scheduler slice, while the peer we wait for runs on
  * the other core anyway. With more local ranks than cores, yield after ~20 µs so that
- * the peer can run on ours; in a progress thread whose caller is computing, after ~1 µs
+ * the peer can run on ours; in a progress thread whose caller is computing, after 1-2 µs
  * (hpml__shm_urgent, as in hpml__shm_wait). */
 static void wait_ge(_Atomic uint64_t *c, uint64_t v, int oversubscribed)
 {

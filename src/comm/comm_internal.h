@@ -131,7 +131,7 @@ void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
  * caller's computation on the same core keeps the core. */
 extern _Thread_local int (*hpml__shm_urgent)(void *arg);
 extern _Thread_local void *hpml__shm_urgent_arg;
-/* Pause iterations (about a microsecond) before such a progress thread yields. */
+/* Pause iterations (a microsecond or two) before such a progress thread yields. */
 #define HPML_SHM_LAZY_SPIN 64u
 /* Is this a progress thread whose caller is computing rather than waiting? */
 static inline int hpml__shm_lazy(void)

@@ -109,8 +109,10 @@ static int caller_waits(void *arg)
 {
     struct hpml_progress *pg = arg;
 
+    uint64_t polled = atomic_load_explicit(&pg->polled_ns, memory_order_relaxed);
+
     return atomic_load_explicit(&pg->waiting, memory_order_relaxed) > 0 ||
-           hpml_time_ns() - atomic_load_explicit(&pg->polled_ns, memory_order_relaxed) < 1000000;
+           (int64_t)(hpml_time_ns() - polled) < 1000000;
 }
 
 static void *thread_main(void *arg)
@@ -458,6 +460,7 @@ void hpml__progress_destroy(hpml_comm_t *comm)
         pg->stop = 1;
         pthread_cond_signal(&pg->work);
         pthread_mutex_unlock(&pg->lock);
+        atomic_fetch_add_explicit(&pg->waiting, 1, memory_order_relaxed); /* no yielding */
         pthread_join(pg->thread, NULL);
         hpml_comm_destroy(pg->tcomm);
     } else if (pg->mode == MODE_MPI) {

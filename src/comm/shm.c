@@ -29,21 +29,24 @@ static size_t env_size(const char *name, size_t def)
     const char *s = getenv(name);
     char *end;
     unsigned long long v;
+    unsigned shift = 0;
 
     if (s == NULL || *s == '\0')
         return def;
     v = strtoull(s, &end, 10);
     if (*end == 'K' || *end == 'k')
-        v <<= 10, end++;
+        shift = 10, end++;
     else if (*end == 'M' || *end == 'm')
-        v <<= 20, end++;
+        shift = 20, end++;
     else if (*end == 'G' || *end == 'g')
-        v <<= 30, end++;
-    if (*end != '\0' || v == 0) {
-        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size; using %zu", name, s, def);
+        shift = 30, end++;
+    /* Sizes are rounded up to cache lines: keep far from overflow (at most 2^48 bytes). */
+    if (*end != '\0' || v == 0 || v > ((unsigned long long)1 << 48) >> shift) {
+        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size from 1 byte to 256T; using %zu", name, s,
+                 def);
         return def;
     }
-    return (size_t)v;
+    return (size_t)(v << shift);
 }
 
 /* Every rank's part starts on a page boundary. MPI only promises the alignment of the
@@ -182,7 +185,7 @@ int hpml__cma_write(int64_t pid, uint64_t remote, const void *local, size_t byte
 static void copy_nt(char *dst, const char *src, size_t n)
 {
 #if defined(__x86_64__)
-    size_t head = (size_t)(-(uintptr_t)dst & 15);
+    size_t head = (size_t)(-(uintptr_t)dst & 63); /* whole lines from here on */
 
     if (n < 256) {
         memcpy(dst, src, n);

@@ -162,14 +162,19 @@ static int one_case(hpml_comm_t *c, hpml_algo_t algo, hpml_dtype_t dt, hpml_op_t
                      "first mismatch at %zu",
                      what, hpml_algo_name(algo), hpml_dtype_name(dt), hpml_op_name(op), n,
                      inplace ? "in place" : "out of place", rc, hpml_last_error(), bad);
-    /* Nothing past the end is touched. */
-    if (!inplace)
+    /* Nothing past the end is touched, and out of place the input is left as it was. */
+    if (!inplace) {
         for (size_t i = n * es; i < n * es + 64; i++)
             if ((unsigned char)out[i] != 0x5a) {
                 ok = HPMLT_CHECK(0, "%s algo=%s wrote past the end at count=%zu", what,
                                  hpml_algo_name(algo), n);
                 break;
             }
+        fill(out, n, dt, op, rank);
+        if (memcmp(in, out, n * es) != 0)
+            ok = HPMLT_CHECK(0, "%s algo=%s dtype=%s count=%zu changed its input", what,
+                             hpml_algo_name(algo), hpml_dtype_name(dt), n);
+    }
     free(in);
     free(out);
     return ok;
