@@ -108,7 +108,6 @@ static int execute(struct hpml_request *r, hpml_comm_t *c)
 static int caller_waits(void *arg)
 {
     struct hpml_progress *pg = arg;
-
     uint64_t polled = atomic_load_explicit(&pg->polled_ns, memory_order_relaxed);
 
     return atomic_load_explicit(&pg->waiting, memory_order_relaxed) > 0 ||
