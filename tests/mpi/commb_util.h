@@ -106,6 +106,27 @@ static inline int tu_level(int small)
     return crowded ? 1 : 2;
 }
 
+/* Label of the second communicator of tu_init_comms. */
+#define TU_SMALL "rpn=2,chunk=333"
+
+/* Start the test (hpmlt_init) and create the two communicators every collective test
+ * runs on: the default one, and TU_SMALL, with virtual nodes of 2 ranks and the internal
+ * chunk limit lowered to 333 elements. The message limit is set first, because it is
+ * read once: 1 MiB + 3 splits the big count's messages into uneven pieces. */
+static inline void tu_init_comms(int *argc, char ***argv, const char *name, hpml_comm_t **comm,
+                                 hpml_comm_t **small)
+{
+    hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
+
+    *comm = *small = NULL;
+    setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
+    hpmlt_init(argc, argv, name);
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, comm));
+    setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, small));
+    unsetenv("HPML_MAX_CHUNK_ELEMS");
+}
+
 /* First index where a and b differ (n elements of es bytes), or n. */
 static inline size_t tu_first_diff(const void *a, const void *b, size_t n, size_t es)
 {

@@ -65,19 +65,13 @@ static void run(hpml_comm_t *comm, const char *label, int level)
 
 int main(int argc, char **argv)
 {
-    hpml_comm_t *comm = NULL, *small = NULL;
-    hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
+    hpml_comm_t *comm, *small;
 
-    setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
-    hpmlt_init(&argc, &argv, "test_allgather");
-    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
-    setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
-    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &small));
-    unsetenv("HPML_MAX_CHUNK_ELEMS");
+    tu_init_comms(&argc, &argv, "test_allgather", &comm, &small);
     if (comm != NULL)
         run(comm, "default", tu_level(0));
     if (small != NULL)
-        run(small, "rpn=2,chunk=333", tu_level(1));
+        run(small, TU_SMALL, tu_level(1));
     hpml_comm_destroy(small);
     hpml_comm_destroy(comm);
     return hpmlt_finish();

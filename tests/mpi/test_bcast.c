@@ -111,26 +111,17 @@ static void registered(hpml_comm_t *comm, const char *label, int level)
 
 int main(int argc, char **argv)
 {
-    hpml_comm_t *comm = NULL, *small = NULL;
-    hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = 2};
+    hpml_comm_t *comm, *small;
 
-    /* Before any hpml call: the message limit is read once. 1 MiB + 3 splits the big
-     * count's messages into uneven pieces. */
-    setenv("HPML_MAX_MSG_BYTES", "1048579", 1);
-    hpmlt_init(&argc, &argv, "test_bcast");
-
-    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
-    setenv("HPML_MAX_CHUNK_ELEMS", "333", 1);
-    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &cfg, &small));
-    unsetenv("HPML_MAX_CHUNK_ELEMS");
+    tu_init_comms(&argc, &argv, "test_bcast", &comm, &small);
     if (comm != NULL)
         run(comm, "default", tu_level(0));
     if (small != NULL)
-        run(small, "rpn=2,chunk=333", tu_level(1));
+        run(small, TU_SMALL, tu_level(1));
     if (comm != NULL)
         registered(comm, "default", tu_level(0));
     if (small != NULL)
-        registered(small, "rpn=2,chunk=333", tu_level(1));
+        registered(small, TU_SMALL, tu_level(1));
 
     /* Invalid arguments are errors, not crashes. */
     if (comm != NULL) {
