@@ -164,6 +164,38 @@ int hpml_wait(hpml_request_t *req);
 /* *done = 1 when complete (the request is then freed and its result returned). */
 int hpml_test(hpml_request_t *req, int *done);
 
+/* ---- allreduce with a function applied to the result ----------------------------- */
+
+/* Called by hpml_allreduce_apply on elements [offset, offset + count) of the reduced
+ * vector: `in` holds their reduced values, and fn writes their final values to `out`
+ * (which is recvbuf + offset, or memory that is then copied there; it may be the same
+ * memory as `in`). Returns 0 or a negative HPML_ERR_* (with hpml_set_error). */
+typedef int (*hpml_apply_fn)(void *ctx, size_t offset, const void *in, void *out, size_t count);
+
+/* recvbuf = fn(allreduce(sendbuf)) on every rank, where each element passes through fn
+ * on only some ranks: with the shared-memory algorithm on one rank per node (the rank
+ * that reduces it), so work done in fn, such as an optimizer update of the parameters
+ * whose gradients are being summed (ZeRO-1 style), is split between the ranks instead of
+ * repeated on each. Exceptions: a call (or, above the internal chunk limit, a piece of
+ * one) of at most HPML_SHM_SMALL bytes (16 KiB) on one node is reduced and applied by
+ * every rank, as the shared-memory allreduce does in one step; so is everything without
+ * the node segment. The elements a rank passes to fn depend only on count, dtype, the
+ * communicator's layout and the HPML_SHM_* settings, so state that fn keeps per element
+ * (optimizer moments) stays current from call to call on the rank that uses it; to
+ * gather such state, call again with an fn that writes the state to `out`. Elements of
+ * recvbuf that this rank passes to fn keep their old values until fn has been called
+ * for them, so fn may read them (an optimizer reads the parameters it updates).
+ * Out of place only (sendbuf is not HPML_IN_PLACE and does not overlap recvbuf).
+ * Without the node segment (or when it cannot be created) it is the selected allreduce
+ * into a temporary buffer, then fn on every element on every rank. Collective. */
+int hpml_allreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                         hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm);
+/* Nonblocking form: fn runs in the progress thread (or, without one, inside
+ * hpml_test/hpml_wait on the caller's thread, on every element). */
+int hpml_iallreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                          hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm,
+                          hpml_request_t **req);
+
 /* ---- tensor fusion -------------------------------------------------------------- */
 
 /* A fusion buffer: add many tensors, one allreduce over the packed buffer, the results

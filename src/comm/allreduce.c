@@ -1,7 +1,11 @@
 /*
  * hpml_allreduce: argument checks, algorithm choice, chunking of counts too large for
  * one algorithm call (MPI counts are int), and AVG as SUM followed by one division.
+ * hpml_allreduce_apply: the shared-memory engine with the caller's function applied by
+ * each slice's owner, or the selected allreduce into a temporary buffer and the function
+ * on every rank when there is no node segment.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "comm/comm_internal.h"
@@ -76,4 +80,83 @@ int hpml_allreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_
                    hpml_op_t op, hpml_comm_t *comm)
 {
     return hpml_allreduce_algo(HPML_ALGO_AUTO, sendbuf, recvbuf, count, dtype, op, comm);
+}
+
+/* Do [a, a + an) and [b, b + bn) bytes overlap? */
+static int overlaps(const void *a, size_t an, const void *b, size_t bn)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+int hpml__allreduce_apply_check(const char *who, const void *sendbuf, void *recvbuf, size_t count,
+                                hpml_dtype_t dtype, hpml_op_t op, hpml_apply_fn fn,
+                                hpml_comm_t *comm)
+{
+    if (comm == NULL || (unsigned)dtype >= HPML_DTYPE_COUNT || (unsigned)op >= HPML_OP_COUNT ||
+        fn == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "%s: invalid communicator, dtype, op or function",
+                              who);
+    if (sendbuf == HPML_IN_PLACE)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "%s: works out of place only (sendbuf is HPML_IN_PLACE)", who);
+    if (count > 0 && (recvbuf == NULL || sendbuf == NULL))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: NULL buffer", who);
+    if (count > 0 && count > SIZE_MAX / hpml_dtype_size(dtype))
+        return hpml_set_error(HPML_ERR_RANGE, "%s: count too large", who);
+    if (overlaps(sendbuf, count * hpml_dtype_size(dtype), recvbuf, count * hpml_dtype_size(dtype)))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: sendbuf and recvbuf overlap", who);
+    return 0;
+}
+
+int hpml__allreduce_apply_run(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                              hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm)
+{
+    hpml__apply_t ap = {.fn = fn, .ctx = ctx, .op = op, .contributions = comm->size};
+    size_t es = hpml_dtype_size(dtype), maxc, n;
+    hpml_shm_t *s;
+    void *tmp;
+    int rc = 0;
+
+    if (count == 0)
+        return 0;
+    if (comm->size == 1 || hpml__shm_get(comm, &s) == 0) {
+        maxc = hpml__max_chunk_elems(dtype, comm);
+        for (size_t off = 0; off < count; off += n) {
+            n = hpml__min(maxc, count - off);
+            ap.base = off;
+            /* After a failure of fn every chunk still runs: the peers take part in all. */
+            int r2 = hpml__allreduce_shm_engine(
+                (const char *)sendbuf + off * es, (char *)recvbuf + off * es, n, dtype,
+                op == HPML_AVG ? HPML_SUM : op, comm, comm->nodes > 1, &ap);
+            rc = rc ? rc : r2;
+        }
+        return rc;
+    }
+    /* No node segment: every rank applies every element. */
+    HPML_LOG(HPML_LOG_DEBUG, "allreduce_apply: no node segment (%s); applying on every rank",
+             hpml_last_error());
+    hpml_clear_error();
+    if ((tmp = hpml_malloc(count * es)) == NULL)
+        return HPML_ERR_NOMEM;
+    rc = hpml_allreduce(sendbuf, tmp, count, dtype, op, comm);
+    if (rc == 0)
+        rc = fn(ctx, 0, tmp, recvbuf, count);
+    hpml_free(tmp);
+    return rc;
+}
+
+int hpml_allreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                         hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm)
+{
+    int rc = hpml__allreduce_apply_check("hpml_allreduce_apply", sendbuf, recvbuf, count, dtype, op,
+                                         fn, comm);
+
+    if (rc != 0)
+        return rc;
+    if (comm->check &&
+        (rc = hpml__check(comm, HPML__KIND_ALLREDUCE_APPLY, count, (int)dtype, (int)op, -1)) != 0)
+        return rc;
+    return hpml__allreduce_apply_run(sendbuf, recvbuf, count, dtype, op, fn, ctx, comm);
 }

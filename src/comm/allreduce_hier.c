@@ -12,5 +12,5 @@
 int hpml__allreduce_hier(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                          hpml_op_t op, hpml_comm_t *comm)
 {
-    return hpml__allreduce_shm_engine(sendbuf, recvbuf, count, dtype, op, comm, 1);
+    return hpml__allreduce_shm_engine(sendbuf, recvbuf, count, dtype, op, comm, 1, NULL);
 }

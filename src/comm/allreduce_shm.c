@@ -12,6 +12,12 @@
  * out). A registered input (hpml_comm_alloc_shared) of an out-of-place call is read
  * where it is: no copy in.
  * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
+ * hpml_allreduce_apply runs the same protocol, out of place only: an owner passes each
+ * block of its slices, reduced into an L1-sized scratch block, through the caller's
+ * function into its output and publishes the function's values instead of the sums; the
+ * small one-step path applies the whole vector on every rank. Which rank applies which
+ * element therefore depends only on count, element size, the node layout and the
+ * HPML_SHM_* sizes, never on timing, store mode or registration.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,8 @@ typedef struct {
     int nt;      /* write the pipeline buffers with streaming stores (hpml__shm_mode_pick) */
     double t0;   /* when every rank had published chunk 0 (hpml__shm_mode_record) */
     size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
+    const hpml__apply_t *ap; /* hpml_allreduce_apply's function, or NULL */
+    double t_apply;          /* seconds spent in ap->fn (not the store mode's cost) */
 } eng_t;
 
 /* Owned slices are reduced into the output in blocks of this many bytes, each copied to
@@ -154,6 +162,33 @@ static int reduce_range(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
     return rc;
 }
 
+/* Pass elements [lo, hi) of chunk c, reduced, through the apply function: in = out is
+ * memory that already holds them reduced (in != NULL), else they are reduced into an
+ * L1 scratch block first. */
+static int apply_range(eng_t *e, size_t c, size_t lo, size_t hi, char *in, char *out)
+{
+    _Alignas(64) char tmp[DIRECT_BLOCK];
+    const hpml__apply_t *ap = e->ap;
+    size_t blk = DIRECT_BLOCK / e->es;
+    int rc = 0;
+
+    for (size_t a = lo; a < hi && rc == 0; a += blk) {
+        size_t b = hpml__min(a + blk, hi), n = b - a;
+        char *src = in ? in + (a - lo) * e->es : tmp;
+        double t;
+
+        if (in == NULL)
+            rc = reduce_range(e, c, a, b, tmp);
+        if (rc == 0)
+            rc = hpml_reduce_finish(src, n, e->dt, ap->op, ap->contributions);
+        t = hpml_time();
+        if (rc == 0)
+            rc = ap->fn(ap->ctx, ap->base + c * e->chunk + a, src, out + (a - lo) * e->es, n);
+        e->t_apply += hpml_time() - t;
+    }
+    return rc;
+}
+
 /* Reduce (and, hierarchical, allreduce across nodes) the slices of chunk c I own, into
  * my pipeline buffer. */
 static int reduce_owned(eng_t *e, size_t c)
@@ -162,13 +197,14 @@ static int reduce_owned(eng_t *e, size_t c)
     size_t m = chunk_len(e, c), lo, hi;
     char *buf = pipe_buf(e, e->lr, g);
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
-    int rc = 0;
+    int rc = 0, r2;
 
     hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
     e->s->synced = g + 1;
     if (c == 0)
         e->t0 = hpml_time();
-    for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
+    /* After a failure keep going only where other nodes wait for this rank's slices. */
+    for (int j = e->lr; j < e->S && (rc == 0 || e->inter); j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
         if (e->direct) {
             /* Straight into my output, then one copy from L1 for the peers: my own slices
@@ -179,36 +215,56 @@ static int reduce_owned(eng_t *e, size_t c)
             for (size_t a = lo; a < hi && rc == 0; a += blk) {
                 size_t b = hpml__min(a + blk, hi);
 
-                rc = reduce_range(e, c, a, b, dst + a * e->es);
+                rc = e->ap ? apply_range(e, c, a, b, NULL, dst + a * e->es)
+                           : reduce_range(e, c, a, b, dst + a * e->es);
                 hpml__shm_copy(buf + a * e->es, dst + a * e->es, (b - a) * e->es, e->nt);
             }
             continue;
         }
-        rc = reduce_range(e, c, lo, hi, buf + lo * e->es);
-        if (rc == 0 && e->inter && hi > lo)
-            rc = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo, e->dt,
-                                           e->op);
+        /* Reduced even after a failure of fn: other nodes' owners of slice j use it. */
+        r2 = reduce_range(e, c, lo, hi, buf + lo * e->es);
+        if (e->inter && hi > lo) {
+            int r3 = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo,
+                                               e->dt, e->op);
+            r2 = r2 ? r2 : r3;
+        }
+        if (r2 == 0 && rc == 0 && e->ap)
+            r2 = apply_range(e, c, lo, hi, buf + lo * e->es, buf + lo * e->es);
+        rc = rc ? rc : r2;
     }
+    if (rc != 0 && e->ap)
+        atomic_store_explicit(&me->failed, g + 1, memory_order_relaxed);
     atomic_store_explicit(&me->reduced, g + 1, memory_order_release);
     return rc;
 }
 
-/* Copy every reduced slice of chunk c to my output. */
-static void copy_out(eng_t *e, size_t c)
+/* Copy every reduced slice of chunk c to my output. Apply: an error when a peer's
+ * function failed during this operation (its slices hold no result). */
+static int copy_out(eng_t *e, size_t c)
 {
     uint64_t g = e->step0 + c;
     size_t m = chunk_len(e, c), lo, hi;
     char *dst = e->dst + c * e->chunk * e->es;
+    int rc = 0;
 
     hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
     for (int j = 0; j < e->S; j++) {
-        if (e->direct && j % e->L == e->lr)
+        int k = j % e->L;
+
+        if (e->direct && k == e->lr)
             continue;
+        if (e->ap && k != e->lr && rc == 0 &&
+            atomic_load_explicit(&hpml__shm_ctrl(e->s, k)->failed, memory_order_relaxed) > e->step0)
+            rc = hpml_set_error(HPML_ERR_STATE,
+                                "hpml_allreduce_apply: the function failed on local rank %d, "
+                                "so the elements it owns have no result",
+                                k);
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
-            memcpy(dst + lo * e->es, pipe_buf(e, j % e->L, g) + lo * e->es, (hi - lo) * e->es);
+            memcpy(dst + lo * e->es, pipe_buf(e, k, g) + lo * e->es, (hi - lo) * e->es);
     }
     atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
+    return rc;
 }
 
 static int make_slice_comms(hpml_comm_t *comm)
@@ -234,7 +290,8 @@ out:
 }
 
 int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
-                               hpml_op_t op, hpml_comm_t *comm, int inter_node)
+                               hpml_op_t op, hpml_comm_t *comm, int inter_node,
+                               const hpml__apply_t *ap)
 {
     eng_t e = {0};
     size_t bytes, nch, off;
@@ -246,6 +303,8 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.src = sendbuf == HPML_IN_PLACE ? recvbuf : sendbuf;
     e.dst = recvbuf;
     if (comm->size == 1) {
+        if (ap)
+            return ap->fn(ap->ctx, ap->base, e.src, e.dst, count);
         if (e.src != e.dst)
             memcpy(e.dst, e.src, bytes);
         return 0;
@@ -268,6 +327,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.nbuf = e.s->nbuf;
     e.chunk = e.s->chunk_bytes / e.es;
     e.step0 = e.s->step;
+    e.ap = ap;
     me = hpml__shm_ctrl(e.s, e.lr);
     if (bytes <= e.s->chunk_bytes)
         e.boff = slot_offset(e.s, e.step0, bytes);
@@ -282,7 +342,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
         /* My own input is read back from my buffer too: in place, the output would
          * otherwise overwrite it before it is used. */
         e.own_buf = 1;
-        rc = reduce_range(&e, 0, 0, count, e.dst);
+        rc = ap ? apply_range(&e, 0, 0, count, NULL, e.dst) : reduce_range(&e, 0, 0, count, e.dst);
         atomic_store_explicit(&me->done, e.step0 + 1, memory_order_release);
         e.s->step = e.step0 + 1;
         return rc;
@@ -316,16 +376,18 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
             rc = r2; /* keep the protocol going so no peer hangs */
         if (c + 1 < nch)
             copy_in(&e, c + 1, 0);
-        copy_out(&e, c);
+        r2 = copy_out(&e, c);
+        if (r2 != 0 && rc == 0)
+            rc = r2;
     }
     e.s->step = e.step0 + nch;
     if (!inter_node)
-        hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0);
+        hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0 - e.t_apply);
     return rc;
 }
 
 int hpml__allreduce_shm(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                         hpml_op_t op, hpml_comm_t *comm)
 {
-    return hpml__allreduce_shm_engine(sendbuf, recvbuf, count, dtype, op, comm, 0);
+    return hpml__allreduce_shm_engine(sendbuf, recvbuf, count, dtype, op, comm, 0, NULL);
 }

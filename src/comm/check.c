@@ -27,6 +27,8 @@ static const char *kind_name(int64_t k)
         [HPML__KIND_IALLREDUCE] = "iallreduce",
         [HPML__KIND_IBCAST] = "ibcast",
         [HPML__KIND_ALLOC_SHARED] = "alloc_shared",
+        [HPML__KIND_ALLREDUCE_APPLY] = "allreduce_apply",
+        [HPML__KIND_IALLREDUCE_APPLY] = "iallreduce_apply",
     };
     return k >= 0 && k < HPML__KIND_COUNT && names[k] ? names[k] : "?";
 }

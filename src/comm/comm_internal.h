@@ -47,6 +47,8 @@ typedef enum {
     HPML__KIND_IALLREDUCE,
     HPML__KIND_IBCAST,
     HPML__KIND_ALLOC_SHARED,
+    HPML__KIND_ALLREDUCE_APPLY,
+    HPML__KIND_IALLREDUCE_APPLY,
     HPML__KIND_COUNT
 } hpml__kind_t;
 
@@ -82,7 +84,11 @@ typedef struct hpml_shm_ctrl {
      * buffer for the current operation, written before `arrived` is released. */
     int64_t cma_pid;
     uint64_t cma_addr;
-    char pad3[64 - 4 * sizeof(int64_t)];
+    /* hpml_allreduce_apply: step + 1 of the last step whose function failed on this rank,
+     * stored before `reduced` is released; a peer that reads a value above its operation's
+     * first step reports the failure too. */
+    _Atomic uint64_t failed;
+    char pad3[64 - 5 * sizeof(int64_t)];
 } hpml_shm_ctrl_t;
 
 #define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
@@ -251,11 +257,33 @@ int hpml__allreduce_ring_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt
 /* MPI_Allreduce for MPI dtypes, recursive doubling / ring for f16/bf16. */
 int hpml__allreduce_native_on(MPI_Comm c, void *buf, size_t count, hpml_dtype_t dt, hpml_op_t op);
 
-/* Shared-memory engine behind allreduce_shm and allreduce_hier: intra-node reduction of
- * each slice by its owner, then (hier) `inter` on each owned slice, then every local
- * rank copies the result out. */
+/* hpml_allreduce_apply's function as the engine runs it: `base` is the offset of the
+ * engine call's first element in the caller's vector (the dispatcher splits large
+ * counts), `op` the caller's op (the engine gets SUM for AVG and divides by
+ * `contributions` before fn). */
+typedef struct {
+    hpml_apply_fn fn;
+    void *ctx;
+    size_t base;
+    hpml_op_t op;
+    int contributions;
+} hpml__apply_t;
+
+/* Shared-memory engine behind allreduce_shm, allreduce_hier and hpml_allreduce_apply:
+ * intra-node reduction of each slice by its owner, then (hier) `inter` on each owned
+ * slice, then (apply, out of place only) the owner passes its slices through ap->fn, then
+ * every local rank copies the result out. ap is NULL for a plain allreduce. */
 int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
-                               hpml_op_t op, hpml_comm_t *comm, int inter_node);
+                               hpml_op_t op, hpml_comm_t *comm, int inter_node,
+                               const hpml__apply_t *ap);
+
+/* hpml_allreduce_apply's argument checks (errors name `who`), and its body without the
+ * checks and the mismatch check (also run by the progress thread). */
+int hpml__allreduce_apply_check(const char *who, const void *sendbuf, void *recvbuf, size_t count,
+                                hpml_dtype_t dtype, hpml_op_t op, hpml_apply_fn fn,
+                                hpml_comm_t *comm);
+int hpml__allreduce_apply_run(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                              hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm);
 
 /* The function for an algorithm, NULL if it does not do allreduce. */
 hpml__allreduce_fn hpml__allreduce_impl(hpml_algo_t algo);

@@ -10,6 +10,9 @@
  * hpml's kernels as user-defined MPI ops) and progressed by the MPI library, which on
  * most builds means inside hpml_test/hpml_wait. Either way operations complete in
  * submission order: a request is reported done only when every earlier one is.
+ * hpml_iallreduce_apply runs hpml_allreduce_apply in the progress thread; in MPI mode it
+ * reduces into a temporary buffer and applies the function to every element when the
+ * MPI requests complete.
  *
  * The struct hpml_progress also holds the checking mode's duplicate communicator, so all
  * of comm B's per-communicator state is created lazily and torn down in one place,
@@ -26,9 +29,12 @@ enum { MODE_NONE = 0, MODE_THREAD, MODE_MPI };
 struct hpml_request {
     struct hpml_progress *pg;  /* NULL once the communicator is destroyed */
     struct hpml_request *next; /* live requests in submission order */
-    int kind;                  /* HPML__KIND_IALLREDUCE or HPML__KIND_IBCAST */
+    int kind;                  /* HPML__KIND_IALLREDUCE, _IALLREDUCE_APPLY or _IBCAST */
     const void *sendbuf;
     void *buf;
+    hpml_apply_fn fn; /* apply: the function and its argument */
+    void *ctx;
+    void *tmp; /* apply, MPI mode: the reduced values before fn */
     size_t count;
     hpml_dtype_t dtype;
     hpml_op_t op;
@@ -100,6 +106,9 @@ static int execute(struct hpml_request *r, hpml_comm_t *c)
 {
     if (r->kind == HPML__KIND_IBCAST)
         return hpml_bcast(r->buf, r->count, r->dtype, r->root, c);
+    if (r->kind == HPML__KIND_IALLREDUCE_APPLY)
+        return hpml__allreduce_apply_run(r->sendbuf, r->buf, r->count, r->dtype, r->op, r->fn,
+                                         r->ctx, c);
     return hpml_allreduce(r->sendbuf, r->buf, r->count, r->dtype, r->op, c);
 }
 
@@ -162,16 +171,18 @@ static int mpi_start(struct hpml_progress *pg, struct hpml_request *r)
     MPI_Op mop = MPI_OP_NULL;
     int rc = 0;
 
-    if (r->kind == HPML__KIND_IALLREDUCE &&
+    if (r->kind != HPML__KIND_IBCAST &&
         (rc = hpml__mpi_reduce_types(r->dtype, r->op, &mdt, &mop)) != 0)
         return rc;
+    if (r->kind == HPML__KIND_IALLREDUCE_APPLY && (r->tmp = hpml_malloc(r->count * es)) == NULL)
+        return HPML_ERR_NOMEM;
     maxc = hpml__max_chunk_elems(r->dtype, pg->comm);
     nch = hpml__div_up(r->count, maxc);
     if ((r->mreq = malloc(nch * sizeof(MPI_Request))) == NULL)
         return HPML_ERR_NOMEM;
     for (size_t off = 0; off < r->count; off += n) {
         n = hpml__min(maxc, r->count - off);
-        char *b = (char *)r->buf + off * es;
+        char *b = (char *)(r->tmp ? r->tmp : r->buf) + off * es;
 
         if (r->kind == HPML__KIND_IBCAST) {
             HPML__MPI(
@@ -215,8 +226,16 @@ static void mpi_progress(struct hpml_request *r, int wait)
     }
     if (!flag)
         return;
-    if (r->result == 0 && r->kind == HPML__KIND_IALLREDUCE && r->op == HPML_AVG)
-        r->result = hpml_reduce_finish(r->buf, r->count, r->dtype, r->op, r->pg->comm->size);
+    if (r->result == 0 && r->kind != HPML__KIND_IBCAST && r->op == HPML_AVG)
+        r->result = hpml_reduce_finish(r->tmp ? r->tmp : r->buf, r->count, r->dtype, r->op,
+                                       r->pg->comm->size);
+    if (r->result == 0 && r->kind == HPML__KIND_IALLREDUCE_APPLY) {
+        hpml_clear_error();
+        if ((r->result = r->fn(r->ctx, 0, r->tmp, r->buf, r->count)) != 0)
+            snprintf(r->err, sizeof(r->err), "%s", hpml_last_error());
+    }
+    hpml_free(r->tmp);
+    r->tmp = NULL;
     free(r->mreq);
     r->mreq = NULL;
     r->nmreq = 0;
@@ -272,7 +291,11 @@ static int submit(hpml_comm_t *comm, struct hpml_request *proto, hpml_request_t 
     r->pg = pg;
     /* Nothing to move: complete at once, but still in order behind earlier requests. */
     if (r->count == 0 || comm->size == 1) {
-        if (r->kind == HPML__KIND_IALLREDUCE && r->count > 0) {
+        if (r->kind == HPML__KIND_IALLREDUCE_APPLY && r->count > 0) {
+            hpml_clear_error();
+            if ((r->result = r->fn(r->ctx, 0, r->sendbuf, r->buf, r->count)) != 0)
+                snprintf(r->err, sizeof(r->err), "%s", hpml_last_error());
+        } else if (r->kind == HPML__KIND_IALLREDUCE && r->count > 0) {
             if (r->sendbuf != HPML_IN_PLACE && r->sendbuf != r->buf)
                 memcpy(r->buf, r->sendbuf, r->count * hpml_dtype_size(r->dtype));
             r->result = hpml_reduce_finish(r->buf, r->count, r->dtype, r->op, 1);
@@ -324,6 +347,34 @@ int hpml_iallreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype
     proto.dtype = dtype;
     proto.op = op;
     proto.root = -1;
+    return submit(comm, &proto, req);
+}
+
+int hpml_iallreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
+                          hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm,
+                          hpml_request_t **req)
+{
+    struct hpml_request proto = {0};
+    int rc;
+
+    if (req == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_iallreduce_apply: NULL request pointer");
+    *req = NULL;
+    if ((rc = hpml__allreduce_apply_check("hpml_iallreduce_apply", sendbuf, recvbuf, count, dtype,
+                                          op, fn, comm)) != 0)
+        return rc;
+    if (comm->check &&
+        (rc = hpml__check(comm, HPML__KIND_IALLREDUCE_APPLY, count, (int)dtype, (int)op, -1)) != 0)
+        return rc;
+    proto.kind = HPML__KIND_IALLREDUCE_APPLY;
+    proto.sendbuf = sendbuf;
+    proto.buf = recvbuf;
+    proto.count = count;
+    proto.dtype = dtype;
+    proto.op = op;
+    proto.root = -1;
+    proto.fn = fn;
+    proto.ctx = ctx;
     return submit(comm, &proto, req);
 }
 
@@ -394,6 +445,7 @@ static int release(struct hpml_progress *pg, struct hpml_request *r)
     }
     if (rc != 0 && r->err[0] != '\0')
         hpml_set_error(rc, "%s", r->err);
+    hpml_free(r->tmp);
     free(r->mreq);
     free(r);
     return rc;
