@@ -73,7 +73,8 @@ int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, 
                        uint64_t dropout_key, const float **logits);
 
 /* Called during backward when the gradients of parameters [offset, num_params) are
- * final (layers finish in reverse order). */
+ * final and backward no longer reads those parameters, so they may be updated (layers
+ * finish in reverse order). */
 typedef void (*hpml_grad_ready_fn)(void *ctx, size_t offset);
 
 /*
@@ -120,8 +121,18 @@ double hpml_opt_lr(const hpml_opt_config_t *c, long step, long total_steps, long
 typedef struct hpml_optim hpml_optim_t;
 int hpml_optim_create(const hpml_opt_config_t *c, size_t n, hpml_optim_t **out);
 void hpml_optim_destroy(hpml_optim_t *o);
-/* One update of params with grads at learning rate lr (t = steps done so far + 1). */
+/* One update of params with grads at learning rate lr (t = steps done so far + 1):
+ * hpml_optim_begin, then hpml_optim_update of all n parameters. */
 void hpml_optim_step(hpml_optim_t *o, float *params, const float *grads, double lr);
+/* The same in pieces, for an update split between threads or ranks: begin advances the
+ * step counter once per step; update then computes parameters [off, off + count) from
+ * their current values `params` (params[i] is parameter off + i) and gradients `grads`
+ * into `out` (which may equal params), with the moments of the same parameters. Each
+ * parameter gets one update per step; the moments of parameters this process does not
+ * update go stale (hpml_train gathers them for checkpoints). */
+void hpml_optim_begin(hpml_optim_t *o);
+void hpml_optim_update(hpml_optim_t *o, size_t off, size_t count, const float *params,
+                       const float *grads, float *out, double lr);
 /* State for checkpoints: number of moment buffers (0, 1 or 2), each n floats, and the
  * step counter. */
 int hpml_optim_nstate(const hpml_optim_t *o);
@@ -196,6 +207,7 @@ typedef struct hpml_train_config {
     size_t bucket_bytes;        /* ~25 MiB */
     size_t first_bucket_bytes;  /* ~1 MiB: the first gradients ready go out early */
     int overlap;                /* 1: nonblocking allreduce during backward */
+    int sharded_update;         /* 1: each rank updates the parameters it reduces (f32) */
     const char *checkpoint_dir; /* NULL: none */
     long checkpoint_every;      /* steps; 0: at the end of each epoch only */
     int resume;

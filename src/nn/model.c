@@ -637,13 +637,14 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
                     for (size_t j = 0; j < O; j++)
                         dbr[j] += gr[s * O + j];
             }
-            if (ready)
-                ready(ctx, l->w_off);
             if (dx)
                 /* dx (n, in) = g (n, out) * w (out, in) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)l->in_size,
                             (int)l->out_size, 1.0f, g, (int)l->out_size, w, (int)l->in_size, 0.0f,
                             dx, (int)l->in_size);
+            /* Only now: with the sharded update the allreduce started here rewrites w. */
+            if (ready)
+                ready(ctx, l->w_off);
             break;
         }
         case NN_CONV:

@@ -102,27 +102,34 @@ void hpml_optim_destroy(hpml_optim_t *o)
     free(o);
 }
 
-void hpml_optim_step(hpml_optim_t *o, float *w, const float *g, double lr_d)
+void hpml_optim_begin(hpml_optim_t *o)
 {
-    const size_t n = o->n;
+    o->t++;
+}
+
+/* The update loops. Inlined twice by hpml_optim_update, once with out == w, so that
+ * each copy vectorizes: a loop writing out[i] from w[i] through pointers that may
+ * overlap runs scalar when they do. */
+static inline void update(hpml_optim_t *o, size_t off, size_t n, const float *w, const float *g,
+                          float *out, double lr_d)
+{
     const float lr = (float)lr_d, wd = (float)o->c.weight_decay;
 
-    o->t++;
     if (o->c.kind == HPML_OPT_SGD) {
         const float mu = (float)o->c.momentum;
-        float *v = o->m1;
+        float *v = o->m1 ? o->m1 + off : NULL;
         if (v == NULL) {
             for (size_t i = 0; i < n; i++)
-                w[i] -= lr * (g[i] + wd * w[i]);
+                out[i] = w[i] - lr * (g[i] + wd * w[i]);
         } else if (o->t == 1) { /* PyTorch starts the buffer at the first gradient */
             for (size_t i = 0; i < n; i++) {
                 v[i] = g[i] + wd * w[i];
-                w[i] -= lr * v[i];
+                out[i] = w[i] - lr * v[i];
             }
         } else {
             for (size_t i = 0; i < n; i++) {
                 v[i] = mu * v[i] + g[i] + wd * w[i];
-                w[i] -= lr * v[i];
+                out[i] = w[i] - lr * v[i];
             }
         }
     } else {
@@ -131,16 +138,30 @@ void hpml_optim_step(hpml_optim_t *o, float *w, const float *g, double lr_d)
         const double bc2 = 1.0 - pow(o->c.beta2, (double)o->t);
         const float step = (float)(lr_d / bc1), rb2 = (float)(1.0 / sqrt(bc2));
         const int decoupled = o->c.kind == HPML_OPT_ADAMW;
-        float *m1 = o->m1, *m2 = o->m2;
+        float *m1 = o->m1 + off, *m2 = o->m2 + off;
         for (size_t i = 0; i < n; i++) {
             float gi = decoupled ? g[i] : g[i] + wd * w[i];
-            if (decoupled)
-                w[i] -= lr * wd * w[i];
+            float wi = decoupled ? w[i] - lr * wd * w[i] : w[i];
             m1[i] = b1 * m1[i] + (1.0f - b1) * gi;
             m2[i] = b2 * m2[i] + (1.0f - b2) * gi * gi;
-            w[i] -= step * m1[i] / (sqrtf(m2[i]) * rb2 + eps);
+            out[i] = wi - step * m1[i] / (sqrtf(m2[i]) * rb2 + eps);
         }
     }
+}
+
+void hpml_optim_update(hpml_optim_t *o, size_t off, size_t n, const float *w, const float *g,
+                       float *out, double lr)
+{
+    if (out == w)
+        update(o, off, n, out, g, out, lr);
+    else
+        update(o, off, n, w, g, out, lr);
+}
+
+void hpml_optim_step(hpml_optim_t *o, float *w, const float *g, double lr)
+{
+    hpml_optim_begin(o);
+    hpml_optim_update(o, 0, o->n, w, g, w, lr);
 }
 
 int hpml_optim_nstate(const hpml_optim_t *o)

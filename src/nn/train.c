@@ -11,6 +11,15 @@
  * overlaps the backward of the layers below it. Summing gradients of sum-of-losses/B
  * gives exactly the global mean even when B does not divide by the rank count.
  *
+ * Sharded update (f32 gradients, more than one rank; ZeRO-1 style): a bucket's allreduce
+ * is hpml_iallreduce_apply from the gradients into the parameters, and the optimizer
+ * update is its function, so each parameter is updated by the rank that reduces its
+ * gradient (in the progress thread, while backward continues) and every rank receives
+ * the new parameters. The optimizer work per rank shrinks with the rank count, and the
+ * result is the same elementwise update as the replicated one. Each rank's optimizer
+ * moments are current only for the parameters it updates; checkpoints gather them with
+ * the same partition (an apply whose function returns the moments).
+ *
  * Checkpoints hold everything that determines the rest of the run (parameters,
  * optimizer moments and step, RNG state, epoch, step in epoch, running epoch sums), so a
  * resumed run is bit-identical to an uninterrupted one at the same rank count.
@@ -41,6 +50,7 @@ void hpml_train_config_default(hpml_train_config_t *c)
     c->bucket_bytes = 25u << 20;
     c->first_bucket_bytes = 1u << 20;
     c->overlap = 1;
+    c->sharded_update = 1;
     c->eval_batch = 1000;
     c->mean = 0.0f;
     c->std = 1.0f;
@@ -48,10 +58,24 @@ void hpml_train_config_default(hpml_train_config_t *c)
 
 /* ---- gradient buckets --------------------------------------------------------------- */
 
+typedef struct dp dp_t;
+
+/* The apply function's argument for bucket b: where its parameters start. */
 typedef struct {
+    dp_t *d;
+    size_t beg;
+    float *state; /* gathering: the moment buffer being gathered */
+} dp_slice_t;
+
+struct dp {
     hpml_comm_t *comm;
     int P;
     float *grads;
+    float *params;
+    hpml_optim_t *o;
+    int sharded; /* the buckets' allreduce updates the parameters (sharded update) */
+    double lr;   /* sharded: this step's learning rate */
+    dp_slice_t *slice;
     size_t nparams;
     int nb;            /* buckets, in the order backward completes them */
     size_t *beg, *end; /* parameter ranges */
@@ -62,9 +86,10 @@ typedef struct {
     int overlap;
     int err;
     double exposed; /* seconds waiting after backward */
-} dp_t;
+};
 
-static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train_config_t *c)
+static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
+                   const hpml_train_config_t *c)
 {
     size_t cap, cur_end, cur_beg, cur_bytes = 0;
 
@@ -72,13 +97,17 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train
     d->comm = comm;
     d->P = hpml_comm_size(comm);
     d->grads = m->grads;
+    d->params = m->params;
+    d->o = o;
+    d->sharded = c->sharded_update && c->grad_dtype == HPML_F32 && d->P > 1;
     d->nparams = m->nparams;
     d->dt = c->grad_dtype;
     d->overlap = c->overlap;
     d->beg = calloc((size_t)m->nlayers + 1, sizeof(size_t));
     d->end = calloc((size_t)m->nlayers + 1, sizeof(size_t));
     d->req = calloc((size_t)m->nlayers + 1, sizeof(*d->req));
-    if (!d->beg || !d->end || !d->req)
+    d->slice = calloc((size_t)m->nlayers + 1, sizeof(*d->slice));
+    if (!d->beg || !d->end || !d->req || !d->slice)
         return HPML_ERR_NOMEM;
     if (d->dt != HPML_F32 && !(d->wire = hpml_malloc(m->nparams * sizeof(uint16_t) + 2)))
         return HPML_ERR_NOMEM;
@@ -114,6 +143,8 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, const hpml_train
         d->beg[d->nb] = cur_beg;
         d->end[d->nb++] = cur_end;
     }
+    for (int b = 0; b < d->nb; b++)
+        d->slice[b] = (dp_slice_t){.d = d, .beg = d->beg[b]};
     if (hpml_comm_rank(comm) == 0)
         for (int b = 0; b < d->nb; b++)
             HPML_LOG(HPML_LOG_INFO, "nn: gradient bucket %d: params [%zu, %zu), %.2f MiB", b,
@@ -126,7 +157,63 @@ static void dp_free(dp_t *d)
     free(d->beg);
     free(d->end);
     free(d->req);
+    free(d->slice);
     hpml_free(d->wire);
+}
+
+/* Sharded update: the optimizer step for the parameters whose summed gradients `in` this
+ * rank has reduced (offset is within the bucket). */
+static int dp_update(void *ctx, size_t offset, const void *in, void *out, size_t count)
+{
+    dp_slice_t *sl = ctx;
+    size_t at = sl->beg + offset;
+
+    hpml_optim_update(sl->d->o, at, count, sl->d->params + at, in, out, sl->d->lr);
+    return 0;
+}
+
+/* Gathering: the current moments of the parameters this rank updates. */
+static int dp_gather_fn(void *ctx, size_t offset, const void *in, void *out, size_t count)
+{
+    dp_slice_t *sl = ctx;
+    const float *src = sl->state + sl->beg + offset;
+
+    (void)in;
+    if (out != src)
+        memcpy(out, src, count * sizeof(float));
+    return 0;
+}
+
+/* Sharded update: every rank gets every moment (collective; the gradients are free
+ * between steps and serve as the zero input). Uses the same operation as the updates,
+ * so the same partition. */
+static int dp_gather_state(dp_t *d)
+{
+    int err = 0;
+
+    if (!d->sharded)
+        return 0;
+    for (int i = 0; i < hpml_optim_nstate(d->o) && err == 0; i++) {
+        float *st = hpml_optim_state(d->o, i);
+
+        memset(d->grads, 0, d->nparams * sizeof(float));
+        for (int b = 0; b < d->nb && err == 0; b++) {
+            dp_slice_t sl = {.d = d, .beg = d->beg[b], .state = st};
+            size_t n = d->end[b] - d->beg[b];
+            hpml_request_t *req;
+
+            if (d->overlap) {
+                err = hpml_iallreduce_apply(d->grads + d->beg[b], st + d->beg[b], n, HPML_F32,
+                                            HPML_SUM, dp_gather_fn, &sl, d->comm, &req);
+                if (err == 0)
+                    err = hpml_wait(req);
+            } else {
+                err = hpml_allreduce_apply(d->grads + d->beg[b], st + d->beg[b], n, HPML_F32,
+                                           HPML_SUM, dp_gather_fn, &sl, d->comm);
+            }
+        }
+    }
+    return err;
 }
 
 static void dp_start(dp_t *d, int b)
@@ -142,7 +229,13 @@ static void dp_start(dp_t *d, int b)
         hpml_f32_to_bf16_array(d->wire + d->beg[b], d->grads + d->beg[b], n);
         buf = d->wire + d->beg[b];
     }
-    if (d->overlap)
+    if (d->sharded && d->overlap)
+        rc = hpml_iallreduce_apply(buf, d->params + d->beg[b], n, HPML_F32, HPML_SUM, dp_update,
+                                   &d->slice[b], d->comm, &d->req[b]);
+    else if (d->sharded)
+        rc = hpml_allreduce_apply(buf, d->params + d->beg[b], n, HPML_F32, HPML_SUM, dp_update,
+                                  &d->slice[b], d->comm);
+    else if (d->overlap)
         rc = hpml_iallreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm, &d->req[b]);
     else
         rc = hpml_allreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm);
@@ -171,14 +264,25 @@ static void dp_ready(void *ctx, size_t offset)
         dp_start(d, d->next++);
 }
 
-/* After backward: start what is left, wait for everything. */
-static int dp_sync(dp_t *d)
+/* Before backward: the step's optimizer update, when the buckets' allreduces do it. */
+static void dp_begin(dp_t *d, double lr)
+{
+    if (d->sharded) {
+        hpml_optim_begin(d->o);
+        d->lr = lr;
+    }
+}
+
+/* After backward: start what is left, wait for everything; then the optimizer step
+ * (done already by the allreduces when sharded). */
+static int dp_sync(dp_t *d, double lr)
 {
     double t0 = hpml_time();
     int err;
 
     if (d->P == 1) {
         d->next = 0;
+        hpml_optim_step(d->o, d->params, d->grads, lr);
         return 0;
     }
     while (d->next < d->nb)
@@ -196,6 +300,8 @@ static int dp_sync(dp_t *d)
     d->exposed += hpml_time() - t0;
     err = d->err;
     d->err = 0;
+    if (err == 0 && !d->sharded)
+        hpml_optim_step(d->o, d->params, d->grads, lr);
     return err;
 }
 
@@ -419,7 +525,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     total_steps = steps_per_epoch * cfg->epochs;
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, cfg)) != 0)
+        (err = dp_init(&dp, comm, m, o, cfg)) != 0)
         goto out;
     perm = malloc(N * sizeof(uint32_t));
     xb = hpml_malloc(lb_max * in * sizeof(float));
@@ -470,6 +576,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             size_t b0, b1, nl, ok = 0;
             uint64_t key = hpml_rng_u64(&st.rng);
             double lsum = 0, t_step = hpml_time();
+            double lr = hpml_opt_lr(&cfg->opt, (long)st.global_step, total_steps, steps_per_epoch);
             const float *z;
 
             hpml_io_partition(gb, rank, P, &b0, &b1);
@@ -481,6 +588,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
                 yb[j] = train->y[s];
                 ids[j] = train->offset + s;
             }
+            dp_begin(&dp, lr);
             if (nl > 0) {
                 if ((err = hpml_model_forward(m, xb, nl, 1, ids, key, &z)) != 0 ||
                     (err = hpml_model_backward(m, yb, 1.0f / (float)gb, dp_ready, &dp, &lsum,
@@ -489,11 +597,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             } else {
                 memset(m->grads, 0, m->nparams * sizeof(float));
             }
-            if ((err = dp_sync(&dp)) != 0)
+            if ((err = dp_sync(&dp, lr)) != 0)
                 goto out;
-            hpml_optim_step(
-                o, m->params, m->grads,
-                hpml_opt_lr(&cfg->opt, (long)st.global_step, total_steps, steps_per_epoch));
             st.global_step++;
             st.loss_sum += lsum;
             st.correct += (double)ok;
@@ -507,7 +612,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
                 train_state_t s2 = st;
                 s2.step_in_epoch++; /* resume after this step */
                 s2.exposed = dp.exposed;
-                if ((err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+                if ((err = dp_gather_state(&dp)) != 0 ||
+                    (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
                     goto out;
             }
             if (cfg->max_steps > 0 && st.global_step >= cfg->max_steps) {
@@ -550,7 +656,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             train_state_t s2 = st;
             s2.epoch++;
             s2.step_in_epoch = 0;
-            if ((err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+            if ((err = dp_gather_state(&dp)) != 0 ||
+                (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
                 goto out;
         }
     }
@@ -597,7 +704,7 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     if ((err = hpml_model_create(cfg->spec, in_c, in_h, in_w, &m)) != 0 ||
         (err = hpml_model_reserve(m, B)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, cfg)) != 0)
+        (err = dp_init(&dp, comm, m, o, cfg)) != 0)
         goto out;
     in = hpml_model_input_size(m);
     classes = hpml_model_output_size(m);
@@ -626,12 +733,12 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
             t_total = hpml_time();
             cpu0 = cpu_seconds();
         }
+        dp_begin(&dp, cfg->opt.lr * 0.01);
         if ((err = hpml_model_forward(m, x, B, 1, NULL, (uint64_t)it, &z)) != 0 ||
             (err = hpml_model_backward(m, y, 1.0f / (float)(B * (size_t)P), dp_ready, &dp, &l,
                                        &ok)) != 0 ||
-            (err = dp_sync(&dp)) != 0)
+            (err = dp_sync(&dp, cfg->opt.lr * 0.01)) != 0)
             goto out;
-        hpml_optim_step(o, m->params, m->grads, cfg->opt.lr * 0.01);
     }
     t_total = hpml_time() - t_total;
     t_comm = dp.exposed;

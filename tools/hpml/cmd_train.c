@@ -46,6 +46,9 @@ static void usage(void)
         "      --grad-dtype f32|f16|bf16   gradient allreduce precision (default f32)\n"
         "      --bucket-size SIZE   gradient bucket (default 25M); --first-bucket SIZE (1M)\n"
         "      --no-overlap         allreduce after backward instead of during it\n"
+        "      --replicated-update  every rank runs the whole optimizer step (default with\n"
+        "                           f32 gradients and >1 rank: each rank updates the\n"
+        "                           parameters it reduces, inside the allreduce)\n"
         "      --max-steps N        stop after N steps in total\n"
         "Checkpoints and output:\n"
         "      --checkpoint DIR --checkpoint-every STEPS (0: each epoch)  --resume\n"
@@ -170,6 +173,7 @@ int cmd_train(int argc, char **argv)
         O_BUCKET,
         O_FIRST,
         O_NOOVL,
+        O_REPL,
         O_MAXS,
         O_CKPT,
         O_CKEV,
@@ -209,6 +213,7 @@ int cmd_train(int argc, char **argv)
                                          {"bucket-size", required_argument, 0, O_BUCKET},
                                          {"first-bucket", required_argument, 0, O_FIRST},
                                          {"no-overlap", no_argument, 0, O_NOOVL},
+                                         {"replicated-update", no_argument, 0, O_REPL},
                                          {"max-steps", required_argument, 0, O_MAXS},
                                          {"checkpoint", required_argument, 0, O_CKPT},
                                          {"checkpoint-every", required_argument, 0, O_CKEV},
@@ -223,7 +228,7 @@ int cmd_train(int argc, char **argv)
                                          {0, 0, 0, 0}};
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
-    const char *model = "mlp", *save = NULL;
+    const char *model = "mlp", *save = NULL, *upd;
     int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0,
         rc = CLI_EXIT_FAIL;
     long iters = 50, witers = 10, v;
@@ -326,6 +331,7 @@ int cmd_train(int argc, char **argv)
             break;
         }
         case O_NOOVL: cfg.overlap = 0; break;
+        case O_REPL: cfg.sharded_update = 0; break;
         case O_MAXS:
         case O_CKEV:
             if (cli_parse_long(optarg, 0, 1L << 50, &v))
@@ -388,6 +394,9 @@ int cmd_train(int argc, char **argv)
     if ((err = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
         cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
 
+    /* As hpml_train decides it. */
+    upd = cfg.sharded_update && cfg.grad_dtype == HPML_F32 && sc.base.size > 1 ? "sharded"
+                                                                               : "replicated";
     if (synthetic) {
         hpml_synth_result_t r;
         if ((err = hpml_train_synthetic(comm, &cfg, in_c, in_h, in_w, (int)iters, (int)witers,
@@ -397,19 +406,20 @@ int cmd_train(int argc, char **argv)
             if (json) {
                 printf("{\"synthetic\": true, \"model\": ");
                 hpml_json_string(stdout, cfg.spec);
-                printf(", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
-                       "\"overlap\": %s, \"iters\": %ld, \"step_s\": %.6f, \"compute_s\": %.6f, "
-                       "\"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
-                       "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
-                       sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
-                       cfg.overlap ? "true" : "false", iters, r.step_s, r.compute_s,
-                       r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total, r.cpu_s);
+                printf(
+                    ", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
+                    "\"overlap\": %s, \"update\": \"%s\", \"iters\": %ld, \"step_s\": %.6f, "
+                    "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
+                    "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
+                    sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
+                    cfg.overlap ? "true" : "false", upd, iters, r.step_s, r.compute_s,
+                    r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total, r.cpu_s);
             } else {
                 printf("# hpml train --synthetic: %s\n", cfg.spec);
-                printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %ld iters "
-                       "after %ld warm-up\n",
+                printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
+                       "%ld iters after %ld warm-up\n",
                        sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
-                       cfg.overlap ? "overlapped" : "blocking", iters, witers);
+                       cfg.overlap ? "overlapped" : "blocking", upd, iters, witers);
                 /* img/cpu_s: images per second of process CPU time, which on a
                  * loaded machine estimates the unloaded speed of one rank. */
                 printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms",
@@ -483,7 +493,7 @@ int cmd_train(int argc, char **argv)
                    train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
                    hpml_time() - t0);
             printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
-                   "%llu, grad %s %s\n",
+                   "%llu, grad %s %s, %s update\n",
                    sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
                    cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
                    : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
@@ -493,7 +503,7 @@ int cmd_train(int argc, char **argv)
                    : cfg.opt.sched == HPML_SCHED_STEP ? " step"
                                                       : "",
                    cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
-                   cfg.overlap ? "overlapped" : "blocking");
+                   cfg.overlap ? "overlapped" : "blocking", upd);
             printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
                    "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
             fflush(stdout);
@@ -515,10 +525,11 @@ int cmd_train(int argc, char **argv)
                    "\"train_loss\": %.6f, \"train_acc\": %.6f, \"test_loss\": %.6f, "
                    "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
                    "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
-                   "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"saved\": ",
+                   "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
+                   "\"saved\": ",
                    sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
                    r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips, ips / sc.base.size,
-                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype));
+                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd);
             if (save)
                 hpml_json_string(stdout, save);
             else
