@@ -9,7 +9,9 @@
 # 1-rank run made just before it, and the median over the pairs is reported next to
 # each pair. Ranks are bound one per core (BIND=none to leave them free); run it under
 # `chrt -f 1` on an otherwise idle machine. Binary: build/<mpi>/bin/hpml or $HPML;
-# ITERS (default 300) and BATCH (default 128) set the run length and the batch per rank.
+# ITERS (default 300) and BATCH (default 128) set the run length and the batch per rank;
+# EXTRA adds options to every run. VS="options" adds to every pair a second 2-rank run
+# with those options (e.g. VS=--replicated-update), compared with the same 1-rank run.
 set -eu
 mpi=${1:-openmpi}
 model=${2:-mlp}
@@ -31,20 +33,41 @@ case $pairs in '' | *[!0-9]* | 0) echo "$0: pairs must be a positive integer" >&
 # The data line of `hpml train --synthetic`: ranks step_ms compute_ms comm_ms img/s/rank
 # img/s_total img/cpu_s/rank.
 one() {
-    "${run[@]}" -np "$1" "$hpml" train --synthetic --model "$model" --batch "$batch" \
-        --iters "$iters" --no-progress ${EXTRA:-} | tail -1
+    local np=$1
+    shift
+    # shellcheck disable=SC2086 # EXTRA holds several options
+    "${run[@]}" -np "$np" "$hpml" train --synthetic --model "$model" --batch "$batch" \
+        --iters "$iters" --no-progress ${EXTRA:-} "$@" | tail -1
 }
 echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
 echo "# ${run[*]} -np 1|2 $hpml train --synthetic --model $model --batch $batch --iters $iters"
-printf '# %-4s %12s %12s %12s %14s %10s\n' pair "1r img/s" "2r img/s" "2r step_ms" "2r exposed_ms" efficiency
-effs=()
+printf '# %-4s %12s %12s %12s %14s %10s' pair "1r img/s" "2r img/s" "2r step_ms" "2r exposed_ms" efficiency
+[ -n "${VS:-}" ] && printf ' | %12s %12s %14s %10s' "2r VS img/s" "step_ms" "exposed_ms" "efficiency"
+printf '\n'
+eff() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }'; }
+median() { # label, then the values
+    local label=$1
+    shift
+    printf '%s\n' "$@" | sort -n | awk -v l="$label" '{ v[NR] = $1 } END {
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "# median efficiency%s %.1f%% over %d pairs (min %.1f%%, max %.1f%%)\n", l, m, NR,
+            v[1], v[NR] }'
+}
+effs=() vs_effs=()
 for p in $(seq "$pairs"); do
     read -r _ _ _ _ _ t1 _ <<<"$(one 1)"
     read -r _ s2 _ c2 _ t2 _ <<<"$(one 2)"
-    e=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
+    e=$(eff "$t1" "$t2")
     effs+=("$e")
-    printf '  %-4s %12s %12s %12s %14s %9s%%\n' "$p" "$t1" "$t2" "$s2" "$c2" "$e"
+    printf '  %-4s %12s %12s %12s %14s %9s%%' "$p" "$t1" "$t2" "$s2" "$c2" "$e"
+    if [ -n "${VS:-}" ]; then
+        # shellcheck disable=SC2086 # VS holds several options
+        read -r _ s3 _ c3 _ t3 _ <<<"$(one 2 $VS)"
+        vs_effs+=("$(eff "$t1" "$t3")")
+        printf ' | %12s %12s %14s %9s%%' "$t3" "$s3" "$c3" "${vs_effs[-1]}"
+    fi
+    printf '\n'
 done
-printf '%s\n' "${effs[@]}" | sort -n | awk '{ v[NR] = $1 } END {
-    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    printf "# median efficiency %.1f%% over %d pairs (min %.1f%%, max %.1f%%)\n", m, NR, v[1], v[NR] }'
+median "" "${effs[@]}"
+[ -n "${VS:-}" ] && median " with $VS" "${vs_effs[@]}"
+exit 0
