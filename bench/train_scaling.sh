@@ -11,7 +11,8 @@
 # `chrt -f 1` on an otherwise idle machine. Binary: build/<mpi>/bin/hpml or $HPML;
 # ITERS (default 300) and BATCH (default 128) set the run length and the batch per rank;
 # EXTRA adds options to every run. VS="options" adds to every pair a second 2-rank run
-# with those options (e.g. VS=--replicated-update), compared with the same 1-rank run.
+# with those options (e.g. VS=--replicated-update), compared with the same 1-rank run;
+# odd pairs run it after the plain 2-rank run, even pairs before.
 set -eu
 mpi=${1:-openmpi}
 model=${2:-mlp}
@@ -56,13 +57,16 @@ median() { # label, then the values
 effs=() vs_effs=()
 for p in $(seq "$pairs"); do
     read -r _ _ _ _ _ t1 _ <<<"$(one 1)"
+    # With VS, even pairs run the VS variant first, so that neither always runs later.
+    # shellcheck disable=SC2086 # VS holds several options
+    [ -n "${VS:-}" ] && [ $((p % 2)) = 0 ] && read -r _ s3 _ c3 _ t3 _ <<<"$(one 2 $VS)"
     read -r _ s2 _ c2 _ t2 _ <<<"$(one 2)"
+    # shellcheck disable=SC2086
+    [ -n "${VS:-}" ] && [ $((p % 2)) = 1 ] && read -r _ s3 _ c3 _ t3 _ <<<"$(one 2 $VS)"
     e=$(eff "$t1" "$t2")
     effs+=("$e")
     printf '  %-4s %12s %12s %12s %14s %9s%%' "$p" "$t1" "$t2" "$s2" "$c2" "$e"
     if [ -n "${VS:-}" ]; then
-        # shellcheck disable=SC2086 # VS holds several options
-        read -r _ s3 _ c3 _ t3 _ <<<"$(one 2 $VS)"
         vs_effs+=("$(eff "$t1" "$t3")")
         printf ' | %12s %12s %14s %9s%%' "$t3" "$s3" "$c3" "${vs_effs[-1]}"
     fi

@@ -169,29 +169,35 @@ int hpml_test(hpml_request_t *req, int *done);
 /* Called by hpml_allreduce_apply on elements [offset, offset + count) of the reduced
  * vector: `in` holds their reduced values, and fn writes their final values to `out`
  * (which is recvbuf + offset, or memory that is then copied there; it may be the same
- * memory as `in`). Returns 0 or a negative HPML_ERR_* (with hpml_set_error). */
+ * memory as `in`). Returns 0 or a negative HPML_ERR_* (with hpml_set_error). fn must not
+ * call hpml on the same communicator. */
 typedef int (*hpml_apply_fn)(void *ctx, size_t offset, const void *in, void *out, size_t count);
 
 /* recvbuf = fn(allreduce(sendbuf)) on every rank, where each element passes through fn
- * on only some ranks: with the shared-memory algorithm on one rank per node (the rank
- * that reduces it), so work done in fn, such as an optimizer update of the parameters
- * whose gradients are being summed (ZeRO-1 style), is split between the ranks instead of
- * repeated on each. Exceptions: a call (or, above the internal chunk limit, a piece of
- * one) of at most HPML_SHM_SMALL bytes (16 KiB) on one node is reduced and applied by
- * every rank, as the shared-memory allreduce does in one step; so is everything without
- * the node segment. The elements a rank passes to fn depend only on count, dtype, the
- * communicator's layout and the HPML_SHM_* settings, so state that fn keeps per element
- * (optimizer moments) stays current from call to call on the rank that uses it; to
- * gather such state, call again with an fn that writes the state to `out`. Elements of
- * recvbuf that this rank passes to fn keep their old values until fn has been called
- * for them, so fn may read them (an optimizer reads the parameters it updates).
- * Out of place only (sendbuf is not HPML_IN_PLACE and does not overlap recvbuf).
- * Without the node segment (or when it cannot be created) it is the selected allreduce
- * into a temporary buffer, then fn on every element on every rank. Collective. */
+ * on only some ranks: in the shared-memory allreduce, on one rank per node (the rank that
+ * reduces it), so work done in fn, such as an optimizer update of the parameters whose
+ * gradients are being summed (ZeRO-1 style), is split between a node's ranks instead of
+ * repeated on each. A piece of at most HPML_SHM_SMALL bytes (16 KiB) on one node (a
+ * call, or a piece of HPML_MAX_CHUNK_ELEMS elements of a larger one) is reduced and
+ * applied by every rank, as the shared-memory allreduce does in one step.
+ * Which rank applies which element is the same from call to call as long as these are:
+ * count, dtype, the communicator, the form (blocking, or nonblocking: the progress thread
+ * has its own communicator and segment) and the environment (HPML_SHM_*,
+ * HPML_MAX_CHUNK_ELEMS, HPML_PROGRESS). So state that fn keeps per element (optimizer
+ * moments) stays current on the rank that uses it; to gather such state, call in the same
+ * form with an fn that writes the state to `out`. Elements of recvbuf that this rank
+ * passes to fn keep their old values until fn has been called for them, so fn may read
+ * them (an optimizer reads the parameters it updates); on error recvbuf is undefined.
+ * When fn fails on a rank, that rank and the ranks that read its output return an error.
+ * Out of place only (sendbuf is not HPML_IN_PLACE and does not overlap recvbuf). Needs
+ * the node segment (the error of its creation otherwise). Collective. */
 int hpml_allreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                          hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm);
-/* Nonblocking form: fn runs in the progress thread (or, without one, inside
- * hpml_test/hpml_wait on the caller's thread, on every element). */
+/* Nonblocking form. fn runs in the progress thread, concurrently with the caller; without
+ * one (HPML_PROGRESS=mpi, or no MPI_THREAD_MULTIPLE) on every element on every rank,
+ * inside the hpml_test/hpml_wait that completes the request; on one rank inside this
+ * call. ctx, sendbuf and recvbuf are borrowed until completion: the caller must not touch
+ * recvbuf, nor sendbuf's contents, until then. */
 int hpml_iallreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                           hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm,
                           hpml_request_t **req);

@@ -127,7 +127,8 @@ void hpml_optim_step(hpml_optim_t *o, float *params, const float *grads, double 
 /* The same in pieces, for an update split between threads or ranks: begin advances the
  * step counter once per step; update then computes parameters [off, off + count) from
  * their current values `params` (params[i] is parameter off + i) and gradients `grads`
- * into `out` (which may equal params), with the moments of the same parameters. Each
+ * into `out` (which may equal params or grads, element for element; otherwise none
+ * overlap), with the moments of the same parameters. Each
  * parameter gets one update per step; the moments of parameters this process does not
  * update go stale (hpml_train gathers them for checkpoints). */
 void hpml_optim_begin(hpml_optim_t *o);
@@ -207,16 +208,20 @@ typedef struct hpml_train_config {
     size_t bucket_bytes;        /* ~25 MiB */
     size_t first_bucket_bytes;  /* ~1 MiB: the first gradients ready go out early */
     int overlap;                /* 1: nonblocking allreduce during backward */
-    int sharded_update;         /* 1: each rank updates the parameters it reduces (f32) */
     const char *checkpoint_dir; /* NULL: none */
     long checkpoint_every;      /* steps; 0: at the end of each epoch only */
     int resume;
     long max_steps; /* stop after this many steps in total (0: no limit) */
     size_t eval_batch;
-    float mean, std; /* normalisation applied to the data (saved with the model) */
+    float mean, std;    /* normalisation applied to the data (saved with the model) */
+    int sharded_update; /* 1: the gradient allreduce updates the parameters (see below) */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
+/* Does hpml_train update the parameters inside the gradient allreduce on `nranks` ranks
+ * (sharded_update set, f32 gradients, more than one rank)? Each rank then updates the
+ * parameters whose gradients it reduces (ZeRO-1 style; docs/nn.md). */
+int hpml_train_update_is_sharded(const hpml_train_config_t *c, int nranks);
 
 typedef struct hpml_epoch_report {
     int epoch;         /* 1-based */

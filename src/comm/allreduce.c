@@ -1,9 +1,8 @@
 /*
  * hpml_allreduce: argument checks, algorithm choice, chunking of counts too large for
  * one algorithm call (MPI counts are int), and AVG as SUM followed by one division.
- * hpml_allreduce_apply: the shared-memory engine with the caller's function applied by
- * each slice's owner, or the selected allreduce into a temporary buffer and the function
- * on every rank when there is no node segment.
+ * hpml_allreduce_apply: the shared-memory engine (hierarchical across nodes) with the
+ * caller's function applied by each slice's owner.
  */
 #include <stdint.h>
 #include <string.h>
@@ -114,36 +113,18 @@ int hpml__allreduce_apply_run(const void *sendbuf, void *recvbuf, size_t count, 
                               hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm)
 {
     hpml__apply_t ap = {.fn = fn, .ctx = ctx, .op = op, .contributions = comm->size};
-    size_t es = hpml_dtype_size(dtype), maxc, n;
-    hpml_shm_t *s;
-    void *tmp;
+    size_t es = hpml_dtype_size(dtype), maxc = hpml__max_chunk_elems(dtype, comm), n;
     int rc = 0;
 
-    if (count == 0)
-        return 0;
-    if (comm->size == 1 || hpml__shm_get(comm, &s) == 0) {
-        maxc = hpml__max_chunk_elems(dtype, comm);
-        for (size_t off = 0; off < count; off += n) {
-            n = hpml__min(maxc, count - off);
-            ap.base = off;
-            /* After a failure of fn every chunk still runs: the peers take part in all. */
-            int r2 = hpml__allreduce_shm_engine(
-                (const char *)sendbuf + off * es, (char *)recvbuf + off * es, n, dtype,
-                op == HPML_AVG ? HPML_SUM : op, comm, comm->nodes > 1, &ap);
-            rc = rc ? rc : r2;
-        }
-        return rc;
+    for (size_t off = 0; off < count; off += n) {
+        n = hpml__min(maxc, count - off);
+        ap.base = off;
+        /* After a failure of fn every piece still runs: the peers take part in all. */
+        int r2 = hpml__allreduce_shm_engine(
+            (const char *)sendbuf + off * es, (char *)recvbuf + off * es, n, dtype,
+            op == HPML_AVG ? HPML_SUM : op, comm, comm->nodes > 1, &ap);
+        rc = rc ? rc : r2;
     }
-    /* No node segment: every rank applies every element. */
-    HPML_LOG(HPML_LOG_DEBUG, "allreduce_apply: no node segment (%s); applying on every rank",
-             hpml_last_error());
-    hpml_clear_error();
-    if ((tmp = hpml_malloc(count * es)) == NULL)
-        return HPML_ERR_NOMEM;
-    rc = hpml_allreduce(sendbuf, tmp, count, dtype, op, comm);
-    if (rc == 0)
-        rc = fn(ctx, 0, tmp, recvbuf, count);
-    hpml_free(tmp);
     return rc;
 }
 

@@ -118,6 +118,7 @@ typedef struct hpml_shm {
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)256)
+_Static_assert(sizeof(hpml_shm_ctrl_t) <= HPML_SHM_CTRL_BYTES, "control block too large");
 
 /* Create the segment on first use. Collective over comm->local. */
 int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out);

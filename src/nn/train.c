@@ -15,10 +15,11 @@
  * is hpml_iallreduce_apply from the gradients into the parameters, and the optimizer
  * update is its function, so each parameter is updated by the rank that reduces its
  * gradient (in the progress thread, while backward continues) and every rank receives
- * the new parameters. The optimizer work per rank shrinks with the rank count, and the
- * result is the same elementwise update as the replicated one. Each rank's optimizer
- * moments are current only for the parameters it updates; checkpoints gather them with
- * the same partition (an apply whose function returns the moments).
+ * the new parameters. The optimizer work per rank shrinks with the node's rank count,
+ * and the result is the same elementwise update as the replicated one (the same bits on
+ * one node). Each rank's optimizer moments are current only for the parameters it
+ * updates; checkpoints gather them in the same form (an apply whose function returns
+ * the moments).
  *
  * Checkpoints hold everything that determines the rest of the run (parameters,
  * optimizer moments and step, RNG state, epoch, step in epoch, running epoch sums), so a
@@ -54,6 +55,11 @@ void hpml_train_config_default(hpml_train_config_t *c)
     c->eval_batch = 1000;
     c->mean = 0.0f;
     c->std = 1.0f;
+}
+
+int hpml_train_update_is_sharded(const hpml_train_config_t *c, int nranks)
+{
+    return c->sharded_update && c->grad_dtype == HPML_F32 && nranks > 1;
 }
 
 /* ---- gradient buckets --------------------------------------------------------------- */
@@ -99,7 +105,7 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
     d->grads = m->grads;
     d->params = m->params;
     d->o = o;
-    d->sharded = c->sharded_update && c->grad_dtype == HPML_F32 && d->P > 1;
+    d->sharded = hpml_train_update_is_sharded(c, d->P);
     d->nparams = m->nparams;
     d->dt = c->grad_dtype;
     d->overlap = c->overlap;
@@ -496,7 +502,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     size_t in, B = cfg->batch, N = train->n, lb_max;
     long steps_per_epoch, total_steps;
     double t_start;
-    int sharded;
+    int shard_rows;
     int err;
 
     *out = NULL;
@@ -505,7 +511,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     if (B == 0 || N == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
     /* Sharded mode: this rank holds only rows [offset, offset+n) of the file. */
-    sharded = train->total != N || train->offset != 0;
+    shard_rows = train->total != N || train->offset != 0;
     if (N > UINT32_MAX)
         return hpml_set_error(HPML_ERR_RANGE, "train: more than 2^32 samples");
     if ((err = hpml_model_create(cfg->spec, train->c, train->h, train->w, &m)) != 0)
@@ -567,8 +573,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
 
         /* Replicated: one global permutation. Sharded: each rank permutes its own rows
          * (a rank-count-dependent order) and walks them cyclically. */
-        hpml_shuffle(sharded ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1))
-                             : cfg->seed,
+        hpml_shuffle(shard_rows ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1))
+                                : cfg->seed,
                      (long)st.epoch, N, perm);
         for (; st.step_in_epoch < steps_per_epoch; st.step_in_epoch++) {
             const size_t T = train->total;
@@ -582,8 +588,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             hpml_io_partition(gb, rank, P, &b0, &b1);
             nl = b1 - b0;
             for (size_t j = 0; j < nl; j++) {
-                uint32_t s =
-                    sharded ? perm[((size_t)st.step_in_epoch * lb_max + j) % N] : perm[g0 + b0 + j];
+                uint32_t s = shard_rows ? perm[((size_t)st.step_in_epoch * lb_max + j) % N]
+                                        : perm[g0 + b0 + j];
                 memcpy(xb + j * in, train->x + (size_t)s * in, in * sizeof(float));
                 yb[j] = train->y[s];
                 ids[j] = train->offset + s;

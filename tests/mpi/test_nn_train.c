@@ -158,6 +158,23 @@ int main(int argc, char **argv)
             sh && res_rep &&
                 memcmp(hpml_model_params(sh), hpml_model_params(res_rep), n * sizeof(float)) == 0,
             "sharded run resumed replicated differs from the uninterrupted one");
+        /* The same from a checkpoint written at the end of epoch 1 (the other place that
+         * gathers the moments), without overlap (blocking allreduces). */
+        hpml_model_destroy(res_sh);
+        c2.sharded_update = 1;
+        c2.overlap = 0;
+        c2.resume = 0;
+        c2.checkpoint_every = 0;
+        c2.epochs = 1;
+        hpml_model_destroy(run(sliced, &c2, &d));
+        c2.epochs = cfg.epochs;
+        c2.resume = 1;
+        res_sh = run(sliced, &c2, &d);
+        HPMLT_CHECK(
+            sh && res_sh &&
+                memcmp(hpml_model_params(sh), hpml_model_params(res_sh), n * sizeof(float)) == 0,
+            "blocking sharded run resumed from an epoch-end checkpoint differs from the "
+            "uninterrupted overlapped one");
         MPI_Barrier(MPI_COMM_WORLD);
         if (hpmlt_rank() == 0) {
             char path[300];

@@ -394,9 +394,7 @@ int cmd_train(int argc, char **argv)
     if ((err = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
         cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
 
-    /* As hpml_train decides it. */
-    upd = cfg.sharded_update && cfg.grad_dtype == HPML_F32 && sc.base.size > 1 ? "sharded"
-                                                                               : "replicated";
+    upd = hpml_train_update_is_sharded(&cfg, sc.base.size) ? "sharded" : "replicated";
     if (synthetic) {
         hpml_synth_result_t r;
         if ((err = hpml_train_synthetic(comm, &cfg, in_c, in_h, in_w, (int)iters, (int)witers,
