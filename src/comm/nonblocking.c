@@ -327,7 +327,13 @@ static int submit(hpml_comm_t *comm, struct hpml_request *proto, hpml_request_t 
 int hpml_iallreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                     hpml_op_t op, hpml_comm_t *comm, hpml_request_t **req)
 {
-    struct hpml_request proto = {0};
+    struct hpml_request proto = {.kind = HPML__KIND_IALLREDUCE,
+                                 .sendbuf = sendbuf,
+                                 .buf = recvbuf,
+                                 .count = count,
+                                 .dtype = dtype,
+                                 .op = op,
+                                 .root = -1};
     int rc;
 
     if (req == NULL || comm == NULL || (unsigned)dtype >= HPML_DTYPE_COUNT ||
@@ -340,13 +346,6 @@ int hpml_iallreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_IALLREDUCE, count, (int)dtype, (int)op, -1)) != 0)
         return rc;
-    proto.kind = HPML__KIND_IALLREDUCE;
-    proto.sendbuf = sendbuf;
-    proto.buf = recvbuf;
-    proto.count = count;
-    proto.dtype = dtype;
-    proto.op = op;
-    proto.root = -1;
     return submit(comm, &proto, req);
 }
 
@@ -354,7 +353,15 @@ int hpml_iallreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml
                           hpml_op_t op, hpml_apply_fn fn, void *ctx, hpml_comm_t *comm,
                           hpml_request_t **req)
 {
-    struct hpml_request proto = {0};
+    struct hpml_request proto = {.kind = HPML__KIND_IALLREDUCE_APPLY,
+                                 .sendbuf = sendbuf,
+                                 .buf = recvbuf,
+                                 .count = count,
+                                 .dtype = dtype,
+                                 .op = op,
+                                 .root = -1,
+                                 .fn = fn,
+                                 .ctx = ctx};
     int rc;
 
     if (req == NULL)
@@ -366,15 +373,6 @@ int hpml_iallreduce_apply(const void *sendbuf, void *recvbuf, size_t count, hpml
     if (comm->check &&
         (rc = hpml__check(comm, HPML__KIND_IALLREDUCE_APPLY, count, (int)dtype, (int)op, -1)) != 0)
         return rc;
-    proto.kind = HPML__KIND_IALLREDUCE_APPLY;
-    proto.sendbuf = sendbuf;
-    proto.buf = recvbuf;
-    proto.count = count;
-    proto.dtype = dtype;
-    proto.op = op;
-    proto.root = -1;
-    proto.fn = fn;
-    proto.ctx = ctx;
     return submit(comm, &proto, req);
 }
 
