@@ -510,7 +510,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     memset(&st, 0, sizeof(st));
     if (B == 0 || N == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
-    /* Sharded mode: this rank holds only rows [offset, offset+n) of the file. */
+    /* Row-sharded data (--shard-data): this rank holds only rows [offset, offset+n). */
     shard_rows = train->total != N || train->offset != 0;
     if (N > UINT32_MAX)
         return hpml_set_error(HPML_ERR_RANGE, "train: more than 2^32 samples");
@@ -571,7 +571,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
         hpml_epoch_report_t r;
         int stop = 0;
 
-        /* Replicated: one global permutation. Sharded: each rank permutes its own rows
+        /* Replicated data: one global permutation. Row-sharded: each rank permutes its rows
          * (a rank-count-dependent order) and walks them cyclically. */
         hpml_shuffle(shard_rows ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1))
                                 : cfg->seed,
