@@ -68,6 +68,8 @@ typedef struct hpml_shm_win {
 /* Control block at the start of each local rank's part of the node segment. Counters
  * only grow; each sits on its own cache line so that a rank spinning on a peer's counter
  * does not steal the line the peer writes its data descriptors into. */
+#define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
+
 typedef struct hpml_shm_ctrl {
     _Atomic uint64_t arrived; /* steps whose input this rank has published */
     char pad0[64 - sizeof(uint64_t)];
@@ -89,9 +91,11 @@ typedef struct hpml_shm_ctrl {
      * first step reports the failure too. */
     _Atomic uint64_t failed;
     char pad3[64 - 5 * sizeof(int64_t)];
+    /* This rank's measured seconds per byte of plain [0] and streaming [1] stores per
+     * size class (hpml__shm_mode_pick: the local ranks choose from their sum). */
+    _Atomic float mode_cost[HPML_SHM_MODE_CLASSES][2];
+    char pad4[64 - HPML_SHM_MODE_CLASSES * 2 * sizeof(float)];
 } hpml_shm_ctrl_t;
-
-#define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
 
 /* The node segment used by the shared-memory algorithms (allreduce_shm.c and comm B's
  * bcast_shm.c/reduce_shm.c). Protocol shared by all of them: steps are numbered by
@@ -113,11 +117,13 @@ typedef struct hpml_shm {
     /* Measured seconds per byte of plain [0] and streaming [1] operations, and calls, per
      * size class (hpml__shm_mode_pick). */
     double mode_cost[HPML_SHM_MODE_CLASSES][2];
+    double mode_warm[HPML_SHM_MODE_CLASSES][2][3]; /* the first samples of each mode */
+    int local_size, local_rank;                    /* of the communicator that made it */
     unsigned mode_calls[HPML_SHM_MODE_CLASSES];
     int mode_last[HPML_SHM_MODE_CLASSES]; /* mode of the last call + 1 (0: none yet) */
 } hpml_shm_t;
 
-#define HPML_SHM_CTRL_BYTES ((size_t)256)
+#define HPML_SHM_CTRL_BYTES ((size_t)320)
 _Static_assert(sizeof(hpml_shm_ctrl_t) <= HPML_SHM_CTRL_BYTES, "control block too large");
 
 /* Create the segment on first use. Collective over comm->local. */

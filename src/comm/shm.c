@@ -221,12 +221,37 @@ static void copy_nt(char *dst, const char *src, size_t n)
  * states). Timing the copies alone favours streaming even when it loses on the reading
  * side, so a rank times whole operations: per size class it keeps a moving average of
  * seconds per byte in each mode, runs the faster one, and tries the other one every
- * MODE_PROBE calls to follow the machine. Every local rank makes the same calls in the
+ * MODE_PROBE calls to follow the machine. The first MODE_WARM calls of a class alternate
+ * the modes in pairs and start each average at the median of its 3 counted samples: a
+ * single first sample per mode (one page fault, one descheduled peer) used to choose the
+ * mode for the next 128 calls, which for `hpml bench`-style runs of 20-30 calls of a size
+ * was all of them. The local ranks publish their averages in their control blocks and
+ * all choose from the sums, so they agree (each choosing alone, near a tie they could
+ * split, with every rank then paying for the other's mode); streaming is chosen only
+ * when it is clearly faster (MODE_BIAS), because where plain stores win they win by
+ * 1.4-2x (4 MiB: 340-430 µs against 720-900 µs) while where streaming wins it wins by
+ * 4-5x, so a near tie is noise. Every local rank makes the same calls in the
  * same order, so they probe together. The mode changes no result. HPML_SHM_NT=0 or 1
  * fixes it.
  */
 #define MODE_MIN   ((size_t)64 << 10) /* smaller operations use plain stores */
 #define MODE_PROBE 128u
+#define MODE_WARM  12u /* P P N N P P N N P P N N: 3 counted samples of each mode */
+#define MODE_BIAS  0.8 /* streaming when its cost is below this fraction of plain's */
+
+/* My cost of mode m in class c, for the peers' choices. */
+static void publish(hpml_shm_t *s, int c, int m, double v)
+{
+    atomic_store_explicit(&hpml__shm_ctrl(s, s->local_rank)->mode_cost[c][m], (float)v,
+                          memory_order_relaxed);
+}
+
+static double median3(const double *v)
+{
+    double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+
+    return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+}
 
 static int mode_class(size_t bytes)
 {
@@ -250,9 +275,23 @@ int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes)
     c = mode_class(bytes);
     cost = s->mode_cost[c];
     n = s->mode_calls[c]++;
-    if (cost[0] == 0 || cost[1] == 0)
-        return cost[0] == 0 ? 0 : 1; /* measure each mode first */
-    best = cost[1] < cost[0];
+    if (n < MODE_WARM)
+        return (int)((n >> 1) & 1u);
+    {
+        double sum[2] = {0, 0};
+        int all = 1;
+
+        for (int k = 0; k < s->local_size && all; k++)
+            for (int m = 0; m < 2; m++) {
+                float v = atomic_load_explicit(&hpml__shm_ctrl(s, k)->mode_cost[c][m],
+                                               memory_order_relaxed);
+                all &= v > 0;
+                sum[m] += v;
+            }
+        if (!all) /* a peer has not published this class yet */
+            sum[0] = cost[0], sum[1] = cost[1];
+        best = sum[1] < MODE_BIAS * sum[0];
+    }
     /* Two calls of the other mode every MODE_PROBE: the first pays for the change of
      * mode (lines left in the other state) and is not counted. */
     return n % MODE_PROBE < 2 ? !best : best;
@@ -272,12 +311,28 @@ void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds)
         s->mode_last[c] = nt + 1; /* the first call after a change of mode */
         return;
     }
-    /* The mode in use follows a moving average; a probe of the other one replaces its
-     * figure, which is many calls old. */
-    if (cost[nt] == 0 || nt != (cost[1] < cost[0]))
+    if (s->mode_calls[c] <= MODE_WARM) {
+        /* Warm-up call n = mode_calls - 1 (odd: the second of its pair) is sample n / 4
+         * of its mode; after the last one both averages start at their medians. */
+        unsigned k = (s->mode_calls[c] - 1) / 4;
+
+        if (k < 3)
+            s->mode_warm[c][nt][k] = v;
+        if (s->mode_calls[c] == MODE_WARM)
+            for (int m = 0; m < 2; m++) {
+                cost[m] = median3(s->mode_warm[c][m]);
+                publish(s, c, m, cost[m]);
+            }
+        return;
+    }
+    /* The mode in use follows a moving average; a probe of the other one (the second
+     * call of a probe pair: the first is not counted) replaces its figure, which is many
+     * calls old. */
+    if ((s->mode_calls[c] - 1) % MODE_PROBE < 2)
         cost[nt] = v;
     else
         cost[nt] = 0.75 * cost[nt] + 0.25 * v;
+    publish(s, c, nt, cost[nt]);
 }
 
 void hpml__shm_copy(void *dst, const void *src, size_t n, int nt)
@@ -301,6 +356,8 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     if (s == NULL)
         return HPML_ERR_NOMEM;
     /* Same environment on every rank, so the same sizes. */
+    s->local_size = comm->local_size;
+    s->local_rank = comm->local_rank;
     s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
     s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
     s->small_bytes = env_size("HPML_SHM_SMALL", DEFAULT_SMALL);
