@@ -179,7 +179,7 @@ static int apply_range(eng_t *e, size_t c, size_t lo, size_t hi, char *in, char 
 
         if (in == NULL)
             rc = reduce_range(e, c, a, b, tmp);
-        if (rc == 0)
+        if (rc == 0 && ap->op == HPML_AVG)
             rc = hpml_reduce_finish(src, n, e->dt, ap->op, ap->contributions);
         t = hpml_time();
         if (rc == 0)

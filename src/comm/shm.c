@@ -229,7 +229,7 @@ static void copy_nt(char *dst, const char *src, size_t n)
  * all choose from the sums, so they agree (each choosing alone, near a tie they could
  * split, with every rank then paying for the other's mode); streaming is chosen only
  * when it is clearly faster (MODE_BIAS), because where plain stores win they win by
- * 1.4-2x (4 MiB: 340-430 µs against 720-900 µs) while where streaming wins it wins by
+ * about 2x (1 MiB: 75-120 µs against 143-169 µs) while where streaming wins it wins by
  * 4-5x, so a near tie is noise. Every local rank makes the same calls in the
  * same order, so they probe together. The mode changes no result. HPML_SHM_NT=0 or 1
  * fixes it.

@@ -190,9 +190,24 @@ static int dp_gather_fn(void *ctx, size_t offset, const void *in, void *out, siz
     return 0;
 }
 
+/* Sharded update: the apply of bucket b from `send` into `recv`, nonblocking (*req set)
+ * or, without overlap, blocking (*req NULL). The updates and the gathering both go
+ * through here, so they use the same form and so the same partition. */
+static int dp_apply(dp_t *d, int b, const float *send, float *recv, hpml_apply_fn fn, void *ctx,
+                    hpml_request_t **req)
+{
+    size_t n = d->end[b] - d->beg[b];
+
+    *req = NULL;
+    if (d->overlap)
+        return hpml_iallreduce_apply(send + d->beg[b], recv + d->beg[b], n, HPML_F32, HPML_SUM, fn,
+                                     ctx, d->comm, req);
+    return hpml_allreduce_apply(send + d->beg[b], recv + d->beg[b], n, HPML_F32, HPML_SUM, fn, ctx,
+                                d->comm);
+}
+
 /* Sharded update: every rank gets every moment (collective; the gradients are free
- * between steps and serve as the zero input). Uses the same operation as the updates,
- * so the same partition. */
+ * between steps and serve as the zero input). */
 static int dp_gather_state(dp_t *d)
 {
     int err = 0;
@@ -205,18 +220,11 @@ static int dp_gather_state(dp_t *d)
         memset(d->grads, 0, d->nparams * sizeof(float));
         for (int b = 0; b < d->nb && err == 0; b++) {
             dp_slice_t sl = {.d = d, .beg = d->beg[b], .state = st};
-            size_t n = d->end[b] - d->beg[b];
             hpml_request_t *req;
 
-            if (d->overlap) {
-                err = hpml_iallreduce_apply(d->grads + d->beg[b], st + d->beg[b], n, HPML_F32,
-                                            HPML_SUM, dp_gather_fn, &sl, d->comm, &req);
-                if (err == 0)
-                    err = hpml_wait(req);
-            } else {
-                err = hpml_allreduce_apply(d->grads + d->beg[b], st + d->beg[b], n, HPML_F32,
-                                           HPML_SUM, dp_gather_fn, &sl, d->comm);
-            }
+            err = dp_apply(d, b, d->grads, st, dp_gather_fn, &sl, &req);
+            if (err == 0 && req != NULL)
+                err = hpml_wait(req);
         }
     }
     return err;
@@ -235,12 +243,8 @@ static void dp_start(dp_t *d, int b)
         hpml_f32_to_bf16_array(d->wire + d->beg[b], d->grads + d->beg[b], n);
         buf = d->wire + d->beg[b];
     }
-    if (d->sharded && d->overlap)
-        rc = hpml_iallreduce_apply(buf, d->params + d->beg[b], n, HPML_F32, HPML_SUM, dp_update,
-                                   &d->slice[b], d->comm, &d->req[b]);
-    else if (d->sharded)
-        rc = hpml_allreduce_apply(buf, d->params + d->beg[b], n, HPML_F32, HPML_SUM, dp_update,
-                                  &d->slice[b], d->comm);
+    if (d->sharded)
+        rc = dp_apply(d, b, d->grads, d->params, dp_update, &d->slice[b], &d->req[b]);
     else if (d->overlap)
         rc = hpml_iallreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm, &d->req[b]);
     else

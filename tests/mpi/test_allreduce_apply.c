@@ -215,6 +215,16 @@ static void call_free(call_t *k)
     k->a.hits = NULL;
 }
 
+/* The call's per-element hits, kept (the caller frees them) as the reference for a later
+ * call with the same count. */
+static int *take_hits(call_t *k)
+{
+    int *h = k->a.hits;
+
+    k->a.hits = NULL;
+    return h;
+}
+
 static int call_blocking(hpml_comm_t *c, call_t *k)
 {
     k->rc = hpml_allreduce_apply(k->send, k->recv, k->n, k->dt, k->op, apply, &k->a, c);
@@ -340,10 +350,8 @@ static void blocking(hpml_comm_t *c, char *regbuf, const char *label, int cover,
                     call_init(&k, dt, op, n, r ? regbuf : NULL, 0);
                     call_blocking(c, &k);
                     call_verify(&k, want, cover, first, what);
-                    if (r == 0) {
-                        first = k.a.hits;
-                        k.a.hits = NULL;
-                    }
+                    if (r == 0)
+                        first = take_hits(&k);
                     call_free(&k);
                 }
                 free(first);
@@ -483,10 +491,8 @@ static void state(hpml_comm_t *c, const char *label, hpml_dtype_t dt, size_t n, 
             call_blocking(c, &k);
         }
         call_verify(&k, want, cover, first, what);
-        if (it == 0) {
-            first = k.a.hits;
-            k.a.hits = NULL;
-        }
+        if (it == 0)
+            first = take_hits(&k);
         call_free(&k);
     }
     free(first);
