@@ -107,9 +107,10 @@ void hpml_optim_begin(hpml_optim_t *o)
     o->t++;
 }
 
-/* The update loops. Inlined twice by hpml_optim_update, once with out == w, so that
- * each copy vectorizes: a loop writing out[i] from w[i] through pointers that may
- * overlap runs scalar when they do. */
+/* The update loops. Inlined three times by hpml_optim_update, with out == w, with
+ * out == g (apply's hierarchical path hands fn the same memory as in and out) and with
+ * neither, so that each copy vectorizes: a loop writing out[i] from w[i] and g[i] through
+ * pointers that may overlap runs scalar when they do. */
 static inline void update(hpml_optim_t *o, size_t off, size_t n, const float *w, const float *g,
                           float *out, double lr_d)
 {
@@ -154,6 +155,8 @@ void hpml_optim_update(hpml_optim_t *o, size_t off, size_t n, const float *w, co
 {
     if (out == w)
         update(o, off, n, out, g, out, lr);
+    else if (out == g)
+        update(o, off, n, w, out, out, lr);
     else
         update(o, off, n, w, g, out, lr);
 }
