@@ -107,6 +107,10 @@ enum {
 const char *const *hpml_bench_cases(void);
 /* 1 if `name` is a case. */
 int hpml_bench_case_exists(const char *name);
+/* The largest message size a case sweeps when -m gives none (OMB's: 1 MiB for
+ * collectives, 4 MiB point-to-point); 0 for barrier, which has no sizes, and for a name
+ * that is not a case. */
+size_t hpml_bench_default_max_size(const char *name);
 /* Set OMB's defaults for the options (not the case name). */
 void hpml_bench_opts_init(hpml_bench_opts_t *o);
 

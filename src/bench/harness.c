@@ -56,6 +56,21 @@ int hpml_bench_case_exists(const char *name)
     return hpml__bench_case_find(name) != NULL;
 }
 
+static size_t default_max_size(const bench_case_t *bc)
+{
+    if (bc->kind == HPML_BENCH_KIND_BARRIER)
+        return 0;
+    return bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_NBC ? (size_t)1 << 20
+                                                                               : (size_t)4 << 20;
+}
+
+size_t hpml_bench_default_max_size(const char *name)
+{
+    const bench_case_t *bc = hpml__bench_case_find(name);
+
+    return bc ? default_max_size(bc) : 0;
+}
+
 void hpml_bench_opts_init(hpml_bench_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
@@ -584,8 +599,11 @@ static int check_opts(const bench_case_t *bc, const hpml_bench_opts_t *o, int p)
         return hpml_set_error(HPML_ERR_INVAL, "root %d out of range (0..%d)", o->root, p - 1);
     if (o->window < 1 || o->npct < 0 || o->npct > HPML_BENCH_MAX_PCT || o->test_calls < 0)
         return hpml_set_error(HPML_ERR_INVAL, "bad option value");
-    if (o->min_size > (o->max_size ? o->max_size : o->min_size))
-        return hpml_set_error(HPML_ERR_INVAL, "minimum size above maximum size");
+    /* Against the default maximum too: a minimum above it would sweep no size at all. */
+    if (bc->kind != HPML_BENCH_KIND_BARRIER &&
+        o->min_size > (o->max_size ? o->max_size : default_max_size(bc)))
+        return hpml_set_error(HPML_ERR_INVAL, "minimum size %zu above the maximum size %zu",
+                              o->min_size, o->max_size ? o->max_size : default_max_size(bc));
     return 0;
 }
 
@@ -627,10 +645,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
         rc = HPML_ERR_NOMEM;
         goto out;
     }
-    max = o->max_size ? o->max_size
-                      : (bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_NBC
-                             ? (size_t)1 << 20
-                             : (size_t)4 << 20);
+    max = o->max_size ? o->max_size : default_max_size(bc);
     nsizes = make_sizes(bc, &c, o, max, sizes, sizeof(sizes) / sizeof(sizes[0]), r->note,
                         sizeof(r->note));
     for (size_t i = 0; i < nsizes; i++) {

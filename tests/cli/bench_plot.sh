@@ -16,6 +16,15 @@ for im in mpi hpml hpml:ring hpml:recursive_doubling hpml:rabenseifner; do
 done
 grep -q 'Latency (us)' "$tmp/ar.svg" && grep -q 'Bus bandwidth' "$tmp/ar.svg" || fail "axis labels"
 grep -qE '^# Size' "$out" || fail "text table not printed with --plot"
+ls "$tmp" | grep -q '\.tmp\.' && fail "temporary plot file left behind"
+# An unwritable plot path: one line and exit 1 before the benchmark runs; gnuplot's SVG
+# never reaches stdout.
+bench 2 allreduce -m 64 -i 5 -x 1 --plot "$tmp/no/such/dir/p.svg"
+[ $rc -eq 1 ] || fail "unwritable --plot: exit $rc, expected 1"
+[ "$(grep -c '^hpml bench:.*cannot create' "$err")" -eq 1 ] ||
+    fail "unwritable --plot: expected one 'cannot create' line: $(head -3 "$err")"
+grep -q '<svg' "$out" && fail "unwritable --plot: SVG written to stdout"
+grep -q '^# Size' "$out" && fail "unwritable --plot: the benchmark ran anyway"
 bench 2 bw -m 64K -i 4 -x 1 --plot "$tmp/bw.png"
 [ $rc -eq 0 ] || fail "png: exit $rc: $(head -3 "$err")"
 [ "$(head -c 4 "$tmp/bw.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "not a PNG"

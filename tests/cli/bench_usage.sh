@@ -43,6 +43,13 @@ expect_usage "needs a value" allreduce -m
 expect_usage "hpml has no alltoall" alltoall --impl hpml
 expect_usage "bad --impl" allreduce --impl nccl
 expect_usage "--plot wants" allreduce --plot out.pdf
+# MAX 0 would mean "the default" and silently run the whole sweep; a MIN above the default
+# maximum would sweep nothing and exit 0.
+expect_usage "bad -m '0:0'" allreduce -m 0:0
+expect_usage "bad -m '0'" allreduce -m 0
+expect_usage "default maximum 1048576" allreduce -m 8M:
+expect_usage "default maximum 4194304" latency -m 8M:
+expect_usage "cannot be combined" allreduce --csv --json
 $MPIRUN -np 1 "$HPML" bench allreduce >"$tmp/o1" 2>"$tmp/e1"
 [ $? -eq 2 ] && grep -q 'at least 2 ranks' "$tmp/e1" || fail "1 rank: $(cat "$tmp/e1")"
 bench 2 --help

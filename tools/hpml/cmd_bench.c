@@ -3,12 +3,14 @@
  * native MPI with hpml's algorithms. Parses options (OMB's letters and meanings), runs
  * hpml_bench_run, prints text/CSV/JSON on rank 0 and optionally plots with gnuplot.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -27,7 +29,8 @@ static void usage(void)
         printf(" %s", names[i]);
     printf("\n\nOptions (OMB's meaning and defaults):\n"
            "  -m, --message-size [MIN:]MAX  sizes in bytes, powers of two (4K, 1M accepted;\n"
-           "                      default 0:1M collectives, 0:4M point-to-point; 0 is kept)\n"
+           "                      default 0:1M collectives, 0:4M point-to-point; 0 is kept;\n"
+           "                      MAX >= 1; MIN: keeps the default maximum)\n"
            "  -i, --iterations N  timed iterations for sizes <= 8 KiB (default 1000\n"
            "                      collectives, 10000 latency, 100 bandwidth); larger sizes\n"
            "                      use OMB's smaller share (1/10, bandwidth 1/5)\n"
@@ -45,7 +48,7 @@ static void usage(void)
            "hpml's additions:\n"
            "      --impl LIST     mpi (default), hpml, hpml:<algorithm>, all; comma list\n"
            "      --csv           CSV instead of text (one row per implementation and size)\n"
-           "      --json          JSON instead of text\n"
+           "      --json          JSON instead of text (not with --csv)\n"
            "      --plot FILE     latency and bandwidth against size through gnuplot\n"
            "                      (FILE.svg or FILE.png), one line per implementation\n"
            "      --progress      progress line on stderr even when it is not a terminal\n"
@@ -74,6 +77,8 @@ static int parse_pcts(const char *s, hpml_bench_opts_t *o)
     return o->npct > 0 ? 0 : -1;
 }
 
+/* "[MIN:]MAX" into o; 0, or -1 for a malformed range. An explicit MAX of 0 is refused:
+ * max_size 0 means "the case's default", so it would silently run the whole sweep. */
 static int parse_range(const char *s, hpml_bench_opts_t *o)
 {
     const char *colon = strchr(s, ':');
@@ -81,7 +86,7 @@ static int parse_range(const char *s, hpml_bench_opts_t *o)
 
     if (colon == NULL) {
         o->min_size = 0;
-        return cli_parse_size(s, &o->max_size);
+        return cli_parse_size(s, &o->max_size) || o->max_size == 0 ? -1 : 0;
     }
     if ((size_t)(colon - s) >= sizeof(lo))
         return -1;
@@ -91,7 +96,9 @@ static int parse_range(const char *s, hpml_bench_opts_t *o)
         return -1;
     if (colon[1] == '\0') /* "MIN:" keeps the default maximum */
         return 0;
-    return cli_parse_size(colon + 1, &o->max_size) || o->max_size < o->min_size ? -1 : 0;
+    return cli_parse_size(colon + 1, &o->max_size) || o->max_size == 0 || o->max_size < o->min_size
+               ? -1
+               : 0;
 }
 
 static int parse_root(const char *s, hpml_bench_opts_t *o)
@@ -120,7 +127,7 @@ static void progress(void *arg, const char *impl, size_t size, int done, int tot
 
 /* One gnuplot script with the data inline: latency (left) and bandwidth (right) against
  * size, log-log, one line per implementation. Returns 0 or -1 with a message printed. */
-static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
+static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *res, int nres)
 {
     const hpml_bench_result_t *r = res[0];
     const char *ext = strrchr(file, '.');
@@ -151,7 +158,9 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
         bwcol = 3;
         break;
     }
-    g = popen("gnuplot", "w");
+    /* gnuplot writes the plot to its stdout when it cannot open the output: never into
+     * hpml's results. */
+    g = popen("gnuplot >/dev/null", "w");
     if (g == NULL) {
         fprintf(stderr, "hpml bench: cannot run gnuplot\n");
         return -1;
@@ -160,7 +169,7 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
      * subscripts. */
     fprintf(g, "set terminal %s size 1200,560 noenhanced %s\n", png ? "pngcairo" : "svg",
             png ? "font ',10'" : "dynamic");
-    fprintf(g, "set output '%s'\n", file);
+    fprintf(g, "set output '%s'\n", tmp); /* renamed to `file` when complete */
     for (int d = 0; d < nres; d++)
         for (int i = 0; i < r->nimpls; i++) {
             fprintf(g, "$D%d_%d << EOD\n", d, i);
@@ -216,6 +225,32 @@ static int plot(const char *file, hpml_bench_result_t *const *res, int nres)
         fprintf(stderr, "hpml bench: gnuplot failed (status %d)\n", rc);
         return -1;
     }
+    if (rename(tmp, file) != 0) {
+        fprintf(stderr, "hpml bench: cannot rename %s to %s: %s\n", tmp, file, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The plot's temporary file next to FILE, made on rank 0 before the benchmark runs, so an
+ * unwritable path fails at once. 0, or -1 with the message printed. */
+static int plot_tmp(const char *file, char *tmp, size_t len)
+{
+    int fd;
+
+    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", file) >= len) {
+        fprintf(stderr, "hpml bench: --plot file name too long\n");
+        return -1;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "hpml bench: --plot %s: cannot create a file there: %s\n", file,
+                strerror(errno));
+        tmp[0] = '\0';
+        return -1;
+    }
+    fchmod(fd, 0644);
+    close(fd);
     return 0;
 }
 
@@ -246,7 +281,7 @@ int cmd_bench(int argc, char **argv)
     const char *labels[3] = {NULL, NULL, NULL};
     const char *impl = "mpi", *plotfile = NULL, *case_name = NULL;
     hpml_bench_result_t *res[3] = {NULL, NULL, NULL};
-    char note[200];
+    char note[200], ptmp[4200] = "";
     int ndt = 1, fmt = 0, opt, status = CLI_EXIT_OK, rank = cli_rank(), force_progress = 0;
     long v;
 
@@ -259,7 +294,7 @@ int cmd_bench(int argc, char **argv)
         switch (opt) {
         case 'm':
             if (parse_range(optarg, &o) != 0)
-                return cli_usage_error(CMD, "bad -m '%s' (want [MIN:]MAX bytes)", optarg);
+                return cli_usage_error(CMD, "bad -m '%s' (want [MIN:]MAX bytes, MAX >= 1)", optarg);
             break;
         case 'i':
             if (cli_parse_long(optarg, 1, 100000000, &v) != 0)
@@ -314,8 +349,12 @@ int cmd_bench(int argc, char **argv)
             o.test_calls = (int)v;
             break;
         case 'I': impl = optarg; break;
-        case 'C': fmt = 1; break;
-        case 'J': fmt = 2; break;
+        case 'C':
+        case 'J':
+            if (fmt != 0 && fmt != (opt == 'C' ? 1 : 2))
+                return cli_usage_error(CMD, "--csv and --json cannot be combined");
+            fmt = opt == 'C' ? 1 : 2;
+            break;
         case 'P': plotfile = optarg; break;
         case 'G': force_progress = 1; break;
         case 'h':
@@ -336,6 +375,10 @@ int cmd_bench(int argc, char **argv)
     o.case_name = case_name;
     if (hpml_bench_parse_impls(case_name, impl, &o, note, sizeof(note)) != 0)
         return cli_usage_error(CMD, "%s", hpml_last_error());
+    if (o.max_size == 0 && hpml_bench_default_max_size(case_name) != 0 &&
+        o.min_size > hpml_bench_default_max_size(case_name))
+        return cli_usage_error(CMD, "-m %zu: above %s's default maximum %zu (give -m MIN:MAX)",
+                               o.min_size, case_name, hpml_bench_default_max_size(case_name));
     if (plotfile != NULL) {
         const char *ext = strrchr(plotfile, '.');
 
@@ -364,6 +407,13 @@ int cmd_bench(int argc, char **argv)
      * Neither Open MPI's nor MPICH's launcher gives the ranks a terminal on stderr (Open
      * MPI gives stdout a pty even when it is redirected, so that is no hint either):
      * --progress asks for the line explicitly. */
+    if (plotfile != NULL) {
+        int ok = rank != 0 || plot_tmp(plotfile, ptmp, sizeof(ptmp)) == 0;
+
+        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!ok)
+            return CLI_EXIT_FAIL;
+    }
     if (rank == 0 && (isatty(STDERR_FILENO) || force_progress)) {
         o.progress = progress;
         o.progress_arg = (void *)case_name;
@@ -379,8 +429,11 @@ int cmd_bench(int argc, char **argv)
             fprintf(stderr, "\r\033[K");
             fflush(stderr);
         }
-        if (rc != 0)
+        if (rc != 0) {
+            if (ptmp[0] != '\0')
+                unlink(ptmp);
             cli_fatal(CMD, "%s: %s", hpml_strerror(rc), hpml_last_error());
+        }
         if (note[0] && res[d]->note[0] == '\0')
             snprintf(res[d]->note, sizeof(res[d]->note), "%s", note);
         if (rank != 0)
@@ -413,8 +466,10 @@ int cmd_bench(int argc, char **argv)
     for (int d = 0; d < ndt; d++)
         if (hpml_bench_failures(res[d]) > 0)
             status = CLI_EXIT_FAIL;
-    if (rank == 0 && plotfile != NULL && plot(plotfile, res, ndt) != 0)
+    if (rank == 0 && plotfile != NULL && plot(plotfile, ptmp, res, ndt) != 0) {
+        unlink(ptmp);
         status = CLI_EXIT_FAIL;
+    }
     for (int d = 0; d < ndt; d++)
         hpml_bench_result_free(res[d]);
     return status;
