@@ -135,6 +135,25 @@ out:
     return rc;
 }
 
+/* 1 when v[0..n) holds no NaN or Inf. */
+static int all_finite(const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    return 1;
+}
+
+/* Data whose squares overflow double precision make a covariance of Inf/NaN, from which
+ * LAPACK returns garbage (seen: all-zero variances): an error instead. The matrix is
+ * allreduced, so every rank decides alike. */
+static int overflow_error(void)
+{
+    return hpml_set_error(HPML_ERR_NUMERIC,
+                          "pca: the covariance overflows double precision (values too large "
+                          "to square; scale the data)");
+}
+
 /* Top-k eigenpairs of the allreduced Gram/covariance matrix of xc. */
 static int fit_full(hpml_comm_t *comm, const double *xc, size_t rows, size_t d, size_t k,
                     double *components, double *lambda)
@@ -156,6 +175,10 @@ static int fit_full(hpml_comm_t *comm, const double *xc, size_t rows, size_t d, 
             c[i * d + j] = c[j * d + i];
     if ((rc = hpml_allreduce(HPML_IN_PLACE, c, d * d, HPML_F64, HPML_SUM, comm)) != 0)
         goto out;
+    if (!all_finite(c, d * d)) {
+        rc = overflow_error();
+        goto out;
+    }
     if (LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', (lapack_int)d, c, (lapack_int)d, 0, 0,
                        (lapack_int)(d - k + 1), (lapack_int)d, 0.0, &m, w, z, (lapack_int)k,
                        isuppz) != 0 ||
@@ -234,6 +257,10 @@ static int fit_randomized(hpml_comm_t *comm, const double *xc, size_t rows, size
                     (int)l, xc, (int)d, 0.0, b, (int)d);
     if ((rc = hpml_allreduce(HPML_IN_PLACE, b, l * d, HPML_F64, HPML_SUM, comm)) != 0)
         goto out;
+    if (!all_finite(b, l * d)) {
+        rc = overflow_error();
+        goto out;
+    }
     if (LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (lapack_int)l, (lapack_int)d, b, (lapack_int)d, s, u,
                        (lapack_int)l, vt, (lapack_int)d) != 0) {
         rc = hpml_set_error(HPML_ERR_NUMERIC, "pca: the SVD of the projected matrix failed");
@@ -362,6 +389,10 @@ int hpml_pca_fit(hpml_comm_t *comm, const double *x, size_t rows, size_t d,
             total += colvar[j];
         /* PCA divides by n-1 (sklearn's ddof=1); TruncatedSVD uses np.var (ddof=0). */
         total /= cfg->center ? (double)(n - 1) : (double)n;
+        if (!isfinite(total) || !all_finite(tsq, k)) {
+            rc = overflow_error();
+            goto out;
+        }
         p->total_variance = total;
         for (size_t j = 0; j < k; j++) {
             p->singular_values[j] = sqrt(lambda[j]);

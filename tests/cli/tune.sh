@@ -27,13 +27,24 @@ check '! grep -vqE "^(allreduce|bcast) +2 1 ([0-9]+|inf) [a-z_]+$" <<<"$rules"' 
 check '[ "$(grep -c " inf " <<<"$rules")" = 2 ]' "expected one open-ended rule per collective"
 check '! grep -q "^reduce " <<<"$rules"' "untuned collective written"
 
-# Usage errors: exit status 2 with a one-line message.
-for args in "--coll nope" "--max 12Q" "--samples 0" "--min 1M --max 4K" "extra"; do
+# Usage errors: exit status 2 with a one-line message. --max below the default --min and
+# --min above the default --max are usage errors too, not a failed run.
+for args in "--coll nope" "--max 12Q" "--samples 0" "--min 1M --max 4K" "extra" "--max 4" \
+    "--min 32M"; do
     $MPIRUN -np 2 "$HPML" tune $args -o "$dir/u.txt" >"$dir/err" 2>&1
     rc=$?
     check '[ $rc = 2 ]' "hpml tune $args: exit $rc, expected 2"
     check 'grep -q "hpml tune:" "$dir/err"' "hpml tune $args: no message"
 done
 check '[ ! -e "$dir/u.txt" ]' "usage error still wrote a file"
+check '[ -z "$(ls "$dir" | grep "tmp")" ]' "a failed run left a temporary file behind"
+# An unwritable output: one line, exit 1 on every rank, before any timing; no abort.
+$MPIRUN -np 2 "$HPML" tune --max 64 -s 1 -q -o "$dir/no/such/dir/t.txt" >"$dir/out" 2>"$dir/err"
+rc=$?
+check '[ $rc = 1 ]' "unwritable output: exit $rc, expected 1"
+check '[ "$(grep -c "^hpml tune:.*cannot create" "$dir/err")" = 1 ]' \
+    "unwritable output: expected one 'cannot create' line: $(head -3 "$dir/err")"
+check '! grep -qi "MPI_ABORT" "$dir/err"' "unwritable output aborted the job"
+check '[ ! -s "$dir/out" ]' "unwritable output: the timing table was printed anyway"
 $MPIRUN -np 1 "$HPML" tune --help | grep -q "HPML_TUNING_FILE" || { echo "FAIL: --help"; fail=1; }
 exit $fail

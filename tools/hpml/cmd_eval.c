@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mlcli.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
 #include "hpml/nn.h"
@@ -20,10 +21,11 @@ static void usage(void)
                "Accuracy and mean cross-entropy of a model saved by 'hpml train --save'.\n\n"
                "  -f, --model-file FILE  the model\n"
                "      --data DIR         MNIST-style folder: its t10k set (default %s)\n"
-               "      --images F --labels F   any IDX/.npy images and labels instead\n"
+               "      --images F --labels F   any IDX/.npy images and labels instead (both)\n"
                "      --limit N          only the first N rows\n"
                "      --batch N          evaluation batch (default 1000)\n"
-               "      --json             one JSON object instead of text\n",
+               "      --json             one JSON object instead of text\n"
+               "  -h, --help             this text\n",
                HPML_NN_DEFAULT_DATA);
 }
 
@@ -39,56 +41,85 @@ int cmd_eval(int argc, char **argv)
                                          {"json", no_argument, 0, 'j'},
                                          {0, 0, 0, 0}};
     hpml_data_paths_t dp;
-    const char *file = NULL;
-    size_t limit = SIZE_MAX, batch = 1000, rows, cols, b0, b1;
+    const char *file = NULL, *data = NULL, *images = NULL, *labels = NULL;
+    size_t limit = SIZE_MAX, batch = 1000, rows = 0, cols = 0, b0, b1, outs;
     hpml_dtype_t dt;
-    int json = 0, opt, err;
+    int json = 0, opt, rc, status = CLI_EXIT_FAIL;
     long v;
-    float mean, sd;
+    float mean = 0, sd = 1;
     hpml_model_t *m = NULL;
     hpml_comm_t *comm = NULL;
     hpml_dataset_t d = {0};
-    double loss, acc;
+    double loss = 0, acc = 0;
 
-    hpml_data_paths(HPML_NN_DEFAULT_DATA, &dp);
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "hf:", opts, NULL)) != -1) {
+    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
+    while ((opt = getopt_long(argc, argv, ":hf:", opts, NULL)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'f': file = optarg; break;
-        case 'd': hpml_data_paths(optarg, &dp); break;
-        case 'i': snprintf(dp.test_images, sizeof(dp.test_images), "%s", optarg); break;
-        case 'l': snprintf(dp.test_labels, sizeof(dp.test_labels), "%s", optarg); break;
+        case 'd': data = optarg; break;
+        case 'i': images = optarg; break;
+        case 'l': labels = optarg; break;
         case 'n':
         case 'b':
             if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "expected a positive integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s must be an integer >= 1 (got '%s')",
+                                       opt == 'n' ? "--limit" : "--batch", optarg);
             *(opt == 'n' ? &limit : &batch) = (size_t)v;
             break;
         case 'j': json = 1; break;
-        default:
-            return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (file == NULL)
         return cli_usage_error(CMD, "--model-file FILE is required");
+    /* Images without their labels would be scored against the default set's labels. */
+    if ((images != NULL) != (labels != NULL))
+        return cli_usage_error(CMD, "--images and --labels go together (got only %s)",
+                               images != NULL ? "--images" : "--labels");
+    if (data != NULL && images != NULL)
+        return cli_usage_error(CMD, "give --data DIR or --images/--labels, not both");
+    hpml_data_paths(data != NULL ? data : HPML_NN_DEFAULT_DATA, &dp);
+    if (images != NULL) {
+        snprintf(dp.test_images, sizeof(dp.test_images), "%s", images);
+        snprintf(dp.test_labels, sizeof(dp.test_labels), "%s", labels);
+    }
     hpml_blas_set_threads(1);
-    if ((err = hpml_model_load(file, &m, &mean, &sd)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
-    if ((err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
-    if (cols != hpml_model_input_size(m))
-        cli_fatal(CMD, "%s has %zu values per row but the model expects %zu", dp.test_images, cols,
-                  hpml_model_input_size(m));
+    if (mlcli_comm_create(CMD, &comm) != 0)
+        return CLI_EXIT_FAIL;
+
+    /* Every failure below is agreed across ranks: one line, exit 1, no MPI_Abort. */
+    rc = hpml_model_load(file, &m, &mean, &sd);
+    if (mlcli_check(CMD, comm, rc))
+        goto out;
+    rc = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &rows, &cols, &dt);
+    if (mlcli_check(CMD, comm, rc) ||
+        mlcli_agree(CMD, comm, cols != hpml_model_input_size(m),
+                    "%s has %zu values per row but the model expects %zu", dp.test_images, cols,
+                    hpml_model_input_size(m)) ||
+        mlcli_agree(CMD, comm, rows == 0, "%s has no rows to evaluate", dp.test_images))
+        goto out;
     if (rows > limit)
         rows = limit;
     hpml_io_partition(rows, cli_rank(), cli_size(), &b0, &b1);
-    if ((err = hpml_dataset_load(dp.test_images, dp.test_labels, b0, b1, -1.0f, mean, sd, &d)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
-    if ((err = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0 ||
-        (err = hpml_evaluate(comm, m, &d, batch, &loss, &acc)) != 0)
-        cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+    rc = hpml_dataset_load(dp.test_images, dp.test_labels, b0, b1, -1.0f, mean, sd, &d);
+    if (mlcli_check(CMD, comm, rc))
+        goto out;
+    /* Labels the model has no output for, checked here: hpml_evaluate would fail on the
+     * ranks holding them only, before its allreduce. */
+    outs = hpml_model_output_size(m);
+    if (mlcli_agree(CMD, comm, d.n > 0 && (size_t)d.classes > outs,
+                    "%s: label %d is out of range: the model has %zu outputs (labels 0..%zu)",
+                    dp.test_labels, d.classes - 1, outs, outs - 1))
+        goto out;
+    rc = hpml_evaluate(comm, m, &d, batch, &loss, &acc);
+    if (rc != 0) /* a rank-local failure inside a collective: only an abort is safe */
+        cli_fatal(CMD, "%s", mlcli_errtext(rc));
     if (cli_rank() == 0) {
         if (json) {
             printf("{\"model\": ");
@@ -99,8 +130,10 @@ int cmd_eval(int argc, char **argv)
             printf("rows %zu  loss %.4f  accuracy %.2f%%\n", rows, loss, 100 * acc);
         }
     }
+    status = CLI_EXIT_OK;
+out:
     hpml_dataset_free(&d);
     hpml_model_destroy(m);
     hpml_comm_destroy(comm);
-    return CLI_EXIT_OK;
+    return status;
 }

@@ -54,6 +54,12 @@ typedef struct opts {
     int json, verbose, threads, have_k;
 } opts_t;
 
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
 static int parse(int argc, char **argv, opts_t *o)
 {
     enum {
@@ -177,6 +183,13 @@ static int parse(int argc, char **argv, opts_t *o)
     if (o->predict != NULL) {
         if (o->init_file || o->p.init != HPML_KMEANS_INIT_KMEANSPP)
             return cli_usage_error(CMD, "--predict and --init cannot be combined");
+        /* --out FILE.npy names the centroids, which --predict does not write: without
+         * this check the run would succeed and write nothing. */
+        if (o->out != NULL && ends_with(o->out, ".npy"))
+            return cli_usage_error(CMD,
+                                   "--predict writes no centroids: --out '%s' would write "
+                                   "nothing; use --labels FILE or --out PREFIX",
+                                   o->out);
     } else if (!o->have_k && o->init_file == NULL) {
         return cli_usage_error(CMD, "-k K is required (or --init FILE.npy)");
     }
@@ -235,12 +248,6 @@ out:
     return rc;
 }
 
-static int ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static int write_labels(const char *path, const int32_t *labels, size_t n)
 {
     if (ends_with(path, ".csv"))
@@ -279,8 +286,8 @@ int cmd_kmeans(int argc, char **argv)
     rc = parse(argc, argv, &o);
     if (rc != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "cannot create the communicator: %s", mlcli_errtext(rc));
+    if (mlcli_comm_create(CMD, &comm) != 0)
+        return CLI_EXIT_FAIL;
     rank = hpml_comm_rank(comm);
     hpml_blas_set_threads(o.threads);
     if (!(isatty(2) || o.verbose) || rank != 0)
@@ -387,6 +394,10 @@ int cmd_kmeans(int argc, char **argv)
                            : o.init_file ? o.init_file
                                          : hpml_kmeans_init_name(o.p.init);
         double per_iter = res.total_iter ? res.iter_seconds / res.total_iter : 0.0;
+        /* Given centroids make one run whatever --n-init says; text and JSON agree. */
+        int runs = o.p.init == HPML_KMEANS_INIT_ARRAY ? 1
+                   : o.p.n_init                       ? o.p.n_init
+                                : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1);
         if (o.json) {
             printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ", mode);
             hpml_json_string(stdout, o.data);
@@ -402,9 +413,9 @@ int cmd_kmeans(int argc, char **argv)
                        "\"lloyd_seconds\": %.6f, \"iterations\": %d, "
                        "\"lloyd_iter_seconds\": %.6f, \"seconds_per_iter\": %.6f",
                        res.n_iter, res.converged ? "true" : "false", res.strict ? "true" : "false",
-                       o.p.n_init ? o.p.n_init : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
-                       res.best_run, res.total_iter, res.relocated, res.empty, res.init_seconds,
-                       res.lloyd_seconds, res.total_iter, res.iter_seconds, per_iter);
+                       runs, res.best_run, res.total_iter, res.relocated, res.empty,
+                       res.init_seconds, res.lloyd_seconds, res.total_iter, res.iter_seconds,
+                       per_iter);
             printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ", t_read,
                    t_fit);
             if (cpath[0])
@@ -427,11 +438,8 @@ int cmd_kmeans(int argc, char **argv)
                        res.strict      ? "converged: labels unchanged"
                        : res.converged ? "converged: centre shift within tol"
                                        : "max-iter reached");
-                printf("  runs         %d (best %d), %d iterations in all\n",
-                       o.p.init == HPML_KMEANS_INIT_ARRAY ? 1
-                       : o.p.n_init                       ? o.p.n_init
-                                    : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1),
-                       res.best_run, res.total_iter);
+                printf("  runs         %d (best %d), %d iterations in all\n", runs, res.best_run,
+                       res.total_iter);
                 if (res.relocated || res.empty)
                     printf("  empty        %zu refilled, %zu left empty\n", res.relocated,
                            res.empty);

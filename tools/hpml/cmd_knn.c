@@ -29,7 +29,7 @@ static const char *usage_text =
     "  --pred-out FILE      write the predicted labels (int64 .npy, or .csv)\n"
     "  --threads N          BLAS threads per rank (default 1)\n"
     "  --json               print the summary as JSON\n"
-    "  -v, --verbose        progress on stderr\n"
+    "  -v, --verbose        progress on stderr (default: only when stderr is a terminal)\n"
     "  -h, --help           this text\n";
 
 typedef struct {
@@ -115,7 +115,8 @@ int cmd_knn(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    comm = mlcli_start(CMD, &o.co);
+    if ((comm = mlcli_start(CMD, &o.co)) == NULL)
+        return CLI_EXIT_FAIL;
 
     t0 = hpml_time();
     lt.file = o.labels;

@@ -37,7 +37,7 @@ static const char *usage_text =
     "                      of features only is not scored\n"
     "  --threads N         BLAS threads per rank (default 1)\n"
     "  --json              print the summary as JSON\n"
-    "  -v, --verbose       progress on stderr\n"
+    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
     "  -h, --help          this text\n\n"
     "A singular X'X (a constant or collinear feature column, columns counted from 0 after\n"
     "removing a --target-col) is an error: drop the column or use --alpha.\n";
@@ -186,7 +186,8 @@ int cmd_linreg(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    comm = mlcli_start(CMD, &o.co);
+    if ((comm = mlcli_start(CMD, &o.co)) == NULL)
+        return CLI_EXIT_FAIL;
     if (o.model != NULL) {
         status = run_predict(&o, comm);
         goto out;

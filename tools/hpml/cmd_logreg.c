@@ -313,7 +313,8 @@ int cmd_logreg(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    comm = mlcli_start(CMD, &o.co);
+    if ((comm = mlcli_start(CMD, &o.co)) == NULL)
+        return CLI_EXIT_FAIL;
     if (o.model != NULL) {
         status = run_predict(&o, comm);
         goto out;

@@ -32,7 +32,7 @@ static const char *usage_text =
     "  --transform-out FILE  write the data projected on the components (n x k)\n"
     "  --threads N           BLAS threads per rank (default 1)\n"
     "  --json                print the summary as JSON\n"
-    "  -v, --verbose         progress on stderr\n"
+    "  -v, --verbose         progress on stderr (default: only when stderr is a terminal)\n"
     "  -h, --help            this text\n";
 
 typedef struct {
@@ -118,7 +118,8 @@ int cmd_pca(int argc, char **argv)
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    comm = mlcli_start(CMD, &o.co);
+    if ((comm = mlcli_start(CMD, &o.co)) == NULL)
+        return CLI_EXIT_FAIL;
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, NULL, &X, NULL))

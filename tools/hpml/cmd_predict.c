@@ -23,7 +23,16 @@ static void usage(void)
                "  -i, --images FILE      the inputs\n"
                "      --limit N          only the first N rows\n"
                "  -o, --output FILE      write int32 labels to FILE (.npy or .csv) instead of "
-               "stdout\n");
+               "stdout\n"
+               "  -h, --help             this text\n");
+}
+
+/* Rank 0 alone works, so a failure is its own: one line and exit 1, no MPI_Abort (whose
+ * banner would bury the line). */
+static int fail(const char *msg)
+{
+    fprintf(stderr, "%s %s: %s\n", cli_prog, CMD, msg);
+    return CLI_EXIT_FAIL;
 }
 
 int cmd_predict(int argc, char **argv)
@@ -39,12 +48,13 @@ int cmd_predict(int argc, char **argv)
     hpml_model_t *m = NULL;
     int32_t *pred = NULL;
     float mean, sd;
-    int opt, err;
+    int opt, err, status = CLI_EXIT_FAIL;
     long v;
 
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "hf:i:o:", opts, NULL)) != -1) {
+    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
+    while ((opt = getopt_long(argc, argv, ":hf:i:o:", opts, NULL)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'f': file = optarg; break;
@@ -52,33 +62,46 @@ int cmd_predict(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'n':
             if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "--limit: expected a positive integer, got '%s'",
-                                       optarg);
+                return cli_usage_error(CMD, "--limit must be an integer >= 1 (got '%s')", optarg);
             limit = (size_t)v;
             break;
-        default:
-            return cli_usage_error(CMD, "unknown option or missing value '%s'", argv[optind - 1]);
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (file == NULL || images == NULL)
         return cli_usage_error(CMD, "--model-file and --images are required");
     if (cli_rank() != 0)
         return CLI_EXIT_OK;
     hpml_blas_set_threads(1);
     if ((err = hpml_model_load(file, &m, &mean, &sd)) != 0 ||
-        (err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
+        (err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0) {
+        status = fail(hpml_last_error());
+        goto out;
+    }
     in = hpml_model_input_size(m);
     C = hpml_model_output_size(m);
-    if (cols != in)
-        cli_fatal(CMD, "%s has %zu values per row but the model expects %zu", images, cols, in);
+    if (cols != in) {
+        char msg[1200];
+
+        snprintf(msg, sizeof(msg), "%s has %zu values per row but the model expects %zu", images,
+                 cols, in);
+        status = fail(msg);
+        goto out;
+    }
     if (rows > limit)
         rows = limit;
-    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
+    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0) {
+        status = fail(hpml_last_error());
+        goto out;
+    }
     pred = malloc((rows + 1) * sizeof(int32_t));
-    if (pred == NULL)
-        cli_fatal(CMD, "out of memory");
+    if (pred == NULL) {
+        status = fail("out of memory");
+        goto out;
+    }
     {
         float *x = a.data, s = dt == HPML_U8 ? 1.0f / 255.0f : 1.0f;
         for (size_t i = 0; i < rows * in; i++)
@@ -86,8 +109,10 @@ int cmd_predict(int argc, char **argv)
         for (size_t i = 0; i < rows; i += 1000) {
             size_t nb = rows - i < 1000 ? rows - i : 1000;
             const float *z;
-            if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0)
-                cli_fatal(CMD, "%s", hpml_last_error());
+            if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0) {
+                status = fail(hpml_last_error());
+                goto out;
+            }
             for (size_t s2 = 0; s2 < nb; s2++) {
                 size_t am = 0;
                 for (size_t j = 1; j < C; j++)
@@ -103,14 +128,18 @@ int cmd_predict(int argc, char **argv)
             err = hpml_csv_write(output, pred, HPML_I32, rows, 1, "label");
         else
             err = hpml_npy_write(output, pred, HPML_I32, rows, 1);
-        if (err)
-            cli_fatal(CMD, "%s", hpml_last_error());
+        if (err) {
+            status = fail(hpml_last_error());
+            goto out;
+        }
     } else {
         for (size_t i = 0; i < rows; i++)
             printf("%d\n", (int)pred[i]);
     }
+    status = CLI_EXIT_OK;
+out:
     free(pred);
     hpml_array_free(&a);
     hpml_model_destroy(m);
-    return CLI_EXIT_OK;
+    return status;
 }

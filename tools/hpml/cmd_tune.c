@@ -8,7 +8,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mlcli.h"
 #include "hpml/comm.h"
+
+/* hpml_tune's defaults for --min and --max (hpml/comm.h: 0 means these). */
+#define TUNE_MIN ((size_t)8)
+#define TUNE_MAX ((size_t)16 << 20)
 
 static const char *usage_text =
     "Usage: mpirun -np N hpml tune [options]\n\n"
@@ -62,7 +67,7 @@ int cmd_tune(int argc, char **argv)
     hpml_comm_t *comm = NULL;
     FILE *f = NULL;
     long v;
-    int quiet = 0, c, rc;
+    int quiet = 0, c, rc, status = CLI_EXIT_FAIL;
 
     opterr = 0;
     optind = 0;
@@ -97,38 +102,70 @@ int cmd_tune(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("tune", "unexpected argument '%s'", argv[optind]);
-    if (o.max_bytes != 0 && o.min_bytes > (o.max_bytes ? o.max_bytes : 0))
-        return cli_usage_error("tune", "--min is larger than --max");
+    /* Against the defaults too (hpml_tune's: 8 bytes, 16M), so that '--max 4' or
+     * '--min 32M' is a usage error before anything is created. */
+    if ((o.min_bytes ? o.min_bytes : TUNE_MIN) > (o.max_bytes ? o.max_bytes : TUNE_MAX))
+        return cli_usage_error("tune", "--min (%zu) is larger than --max (%zu)",
+                               o.min_bytes ? o.min_bytes : TUNE_MIN,
+                               o.max_bytes ? o.max_bytes : TUNE_MAX);
 
     /* Tune the built-in choices, not an earlier tuning file's. */
     unsetenv("HPML_TUNING_FILE");
-    rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm);
-    if (rc != 0)
-        cli_fatal("tune", "%s: %s", hpml_strerror(rc), hpml_last_error());
+    if (mlcli_comm_create("tune", &comm) != 0)
+        return CLI_EXIT_FAIL;
 
+    /* Rank 0 opens the output before the (long) timing run; every rank learns whether it
+     * could, so an unwritable path is one line and exit 1 on every rank. */
+    rc = 0;
     if (cli_rank() == 0) {
         if (strcmp(path, "-") == 0) {
             f = stdout;
         } else {
             /* Written under a temporary name, renamed when complete. */
             tmp = malloc(strlen(path) + 16);
-            if (tmp == NULL)
-                cli_fatal("tune", "out of memory");
-            sprintf(tmp, "%s.tmp%d", path, (int)getpid());
-            f = fopen(tmp, "w");
-            if (f == NULL)
-                cli_fatal("tune", "%s: %s", tmp, strerror(errno));
+            if (tmp == NULL) {
+                rc = HPML_ERR_NOMEM;
+            } else {
+                sprintf(tmp, "%s.tmp%d", path, (int)getpid());
+                f = fopen(tmp, "w");
+                if (f == NULL)
+                    rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp,
+                                        strerror(errno));
+            }
         }
     }
+    if (mlcli_check("tune", comm, rc) != 0)
+        goto out;
     rc = hpml_tune(comm, &o, f, quiet || f == stdout ? NULL : stdout);
-    if (rc != 0)
-        cli_fatal("tune", "%s: %s", hpml_strerror(rc), hpml_last_error());
-    if (cli_rank() == 0 && f != stdout) {
-        if (fclose(f) != 0 || rename(tmp, path) != 0)
-            cli_fatal("tune", "%s: %s", path, strerror(errno));
-        fprintf(stderr, "hpml tune: wrote %s (use HPML_TUNING_FILE=%s)\n", path, path);
+    if (rc != 0) {
+        /* A failure inside the timing run may be this rank's alone, with the others inside
+         * a collective: only an abort is safe. The temporary file goes first. */
+        if (f != NULL && f != stdout)
+            fclose(f);
+        if (tmp != NULL)
+            unlink(tmp);
+        cli_fatal("tune", "%s", mlcli_errtext(rc));
     }
+    rc = 0;
+    if (f != NULL && f != stdout) {
+        int closed = fclose(f);
+
+        f = NULL;
+        if (closed != 0 || rename(tmp, path) != 0)
+            rc = hpml_set_error(HPML_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (mlcli_check("tune", comm, rc) != 0)
+        goto out;
+    if (cli_rank() == 0 && tmp != NULL)
+        fprintf(stderr, "hpml tune: wrote %s (use HPML_TUNING_FILE=%s)\n", path, path);
+    status = CLI_EXIT_OK;
+out:
+    /* A failed run leaves no temporary file behind. */
+    if (f != NULL && f != stdout)
+        fclose(f);
+    if (status != CLI_EXIT_OK && tmp != NULL)
+        unlink(tmp);
     free(tmp);
     hpml_comm_destroy(comm);
-    return CLI_EXIT_OK;
+    return status;
 }

@@ -105,13 +105,34 @@ int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what
     return 0;
 }
 
+int mlcli_comm_create(const char *cmd, hpml_comm_t **comm)
+{
+    int rank = cli_rank(), size = cli_size(), rc, who;
+
+    *comm = NULL;
+    rc = hpml_comm_create(MPI_COMM_WORLD, NULL, comm);
+    /* Without hpml's communicator (on some rank) the agreement goes through MPI's own. */
+    who = rc != 0 ? rank : size;
+    if (MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        cli_fatal(cmd, "MPI_Allreduce failed");
+    if (who == size)
+        return 0;
+    if (who == rank) {
+        fprintf(stderr, "%s %s: cannot create the communicator: %s\n", cli_prog, cmd,
+                mlcli_errtext(rc));
+        fflush(stderr);
+    }
+    hpml_comm_destroy(*comm);
+    *comm = NULL;
+    return CLI_EXIT_FAIL;
+}
+
 hpml_comm_t *mlcli_start(const char *cmd, mlcli_opts_t *co)
 {
     hpml_comm_t *comm = NULL;
-    int rc;
 
-    if ((rc = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(cmd, "cannot create the communicator: %s", mlcli_errtext(rc));
+    if (mlcli_comm_create(cmd, &comm) != 0)
+        return NULL;
     hpml_blas_set_threads(co->threads);
     co->verbose = mlcli_progress_on(comm, co->verbose);
     return comm;
@@ -242,13 +263,22 @@ int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *pre
 int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, const char *what,
                      hpml_dtype_t dtype, char *path, size_t size, hpml_array_t *a)
 {
+    const char *why = "";
+    size_t n;
     int rc;
 
     memset(a, 0, sizeof(*a));
     mlcli_out_path(path, size, prefix, what, 0);
     /* Every rank reads the whole (small) file: the model is replicated. */
     rc = hpml_io_read_block(path, HPML_FMT_NPY, dtype, 0, 1, dtype == HPML_F64, a);
-    if (mlcli_agree(cmd, comm, rc, "model file %s: %s", path, mlcli_errtext(rc)))
+    if (rc != 0) {
+        /* The io error text starts with the path already: name the file once. */
+        why = mlcli_errtext(rc);
+        n = strlen(path);
+        if (strncmp(why, path, n) == 0 && strncmp(why + n, ": ", 2) == 0)
+            why += n + 2;
+    }
+    if (mlcli_agree(cmd, comm, rc, "model file %s: %s", path, why))
         return CLI_EXIT_FAIL;
     return mlcli_agree(cmd, comm, a->rows == 0 || a->cols == 0, "model file %s is empty", path);
 }

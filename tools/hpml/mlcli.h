@@ -90,8 +90,15 @@ int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
  * target in the message ("target", "label"). 0 or CLI_EXIT_USAGE. */
 int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what);
 
-/* Create the communicator (or abort the job: nothing can be agreed without it), set the
- * BLAS threads and resolve co->verbose with mlcli_progress_on. Collective. */
+/* Create hpml's communicator over MPI_COMM_WORLD. A failure (a malformed HPML_TUNING_FILE,
+ * a bad HPML_ALGO_* or HPML_RANKS_PER_NODE) is agreed over MPI_COMM_WORLD: the lowest failing
+ * rank prints "hpml <cmd>: cannot create the communicator: <why>" (one line) and every rank
+ * gets NULL and CLI_EXIT_FAIL, without aborting the job. Collective; 0 or CLI_EXIT_FAIL. */
+int mlcli_comm_create(const char *cmd, hpml_comm_t **comm);
+
+/* mlcli_comm_create, then set the BLAS threads and resolve co->verbose with
+ * mlcli_progress_on. NULL (the error printed once) when the communicator cannot be made:
+ * return CLI_EXIT_FAIL. Collective. */
 hpml_comm_t *mlcli_start(const char *cmd, mlcli_opts_t *co);
 
 /*
