@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Malformed model specs and options: exit status 2 and a message naming the column and
-# what was expected, on every rank count (no hang).
+# what was expected, on every rank count (no hang). Bad options name the option; an
+# unwritable --save or --checkpoint fails before training (one line, exit 1).
 # hpml-test: timeout=120
 set -u
 : "${HPML:?}" "${MPIRUN:?}"
@@ -25,4 +26,30 @@ out=$($MPIRUN -np 2 "$HPML" train --grad-dtype f64 2>&1 >/dev/null) && fail=1
 grep -q "grad-dtype" <<<"$out" || { echo "FAIL: --grad-dtype f64 accepted"; fail=1; }
 out=$($MPIRUN -np 1 "$HPML" train --model "dense 3" --epochs 1 --train-limit 100 --no-progress 2>&1 >/dev/null) && fail=1
 grep -q "last layer should be 'dense 10'" <<<"$out" || { echo "FAIL: 3 outputs for 10 classes: $out"; fail=1; }
+opt_error() { # expected-status expected-substring args...
+    local want=$1 msg=$2 out rc
+    shift 2
+    out=$($MPIRUN -np 2 "$HPML" train --no-progress "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne "$want" ] || ! grep -qF -- "$msg" <<<"$out" || grep -qi "MPI_ABORT" <<<"$out"; then
+        echo "FAIL: train $* (exit $rc, want $want): expected '$msg' in:"; echo "$out" | head -4; fail=1
+    else
+        echo "ok: $* -> $(grep -m1 'hpml train:' <<<"$out")"
+    fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+opt_error 2 "option '--epochs' needs a value" --epochs
+opt_error 2 "--lr: expected a non-negative number, got 'x'" --lr x
+opt_error 2 "--max-steps: expected a non-negative integer" --max-steps -3
+opt_error 2 "--momentum: expected a number in [0, 1)" --momentum 5
+opt_error 2 "--input: expected CxHxW" --synthetic --input 1x28x28junk
+opt_error 2 "--checkpoint-every needs --checkpoint DIR" --checkpoint-every 3
+opt_error 2 "--train-images and --train-labels go together" --train-images "$tmp/x.npy"
+opt_error 2 "not both" --data "$tmp" --test-images a --test-labels b
+opt_error 1 "--save $tmp: is a directory" --save "$tmp" --epochs 1
+opt_error 1 "cannot create a file there" --save "$tmp/no/m.hpml" --epochs 1
+opt_error 1 "cannot create the folder" --checkpoint "$tmp/no/ck" --epochs 1
+opt_error 1 "--resume: checkpoint folder" --checkpoint "$tmp/none" --resume
+opt_error 1 "cannot open" --data "$tmp/none" --epochs 1
 exit $fail

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoint/restart through the CLI: a run stopped after 10 steps and resumed from its
 # checkpoint saves a model byte-identical to the uninterrupted run (dropout included);
-# a corrupt or truncated checkpoint is a clear error, not a crash.
+# a corrupt or truncated checkpoint is a clear error (one line, exit 1, no MPI_Abort),
+# not a crash.
 # hpml-test: timeout=240
 set -eu
 : "${HPML:?}" "${MPIRUN:?}"
@@ -27,6 +28,8 @@ if $MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume >"$t
     echo "corrupt checkpoint accepted"; exit 1
 fi
 grep -q "checksum mismatch" "$tmp/e" || { cat "$tmp/e"; echo "no clear message"; exit 1; }
+[ "$(grep -c '^hpml train:' "$tmp/e")" = 1 ] || { cat "$tmp/e"; echo "not one line"; exit 1; }
+! grep -qi "MPI_ABORT" "$tmp/e" || { cat "$tmp/e"; echo "an error every rank saw aborted the job"; exit 1; }
 # Truncated.
 head -c 1000 "$tmp/good.hpml" >"$tmp/ck/checkpoint.hpml"
 if $MPIRUN -np 2 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume >"$tmp/o" 2>"$tmp/e"; then

@@ -3,14 +3,17 @@
  * default) or any IDX/.npy image data set, or a synthetic throughput benchmark.
  * Parses options, loads the data, calls hpml_train and prints the per-epoch report.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "mlcli.h"
 #include "hpml/io.h"
 #include "hpml/comm.h"
 #include "hpml/nn.h"
@@ -30,7 +33,8 @@ static void usage(void)
         "                           or a preset: mlp, lenet, cnn (default mlp)\n"
         "Data (default: Fashion-MNIST in %s):\n"
         "      --data DIR           folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
-        "      --train-images F --train-labels F --test-images F --test-labels F  (IDX or .npy)\n"
+        "      --train-images F --train-labels F   any IDX or .npy files instead (both; no\n"
+        "                           test set unless --test-images F --test-labels F too)\n"
         "      --train-limit N      use the first N training samples (--test-limit too)\n"
         "      --no-normalize       only scale pixels to [0,1] (default: also standardise)\n"
         "      --shard-data         each rank loads only its block of the training rows and\n"
@@ -40,7 +44,7 @@ static void usage(void)
         "  -e, --epochs N           (default 5)\n"
         "  -b, --batch N            global batch, split across ranks (default 128)\n"
         "      --optimizer sgd|adam|adamw  (default sgd)   --lr X (default 0.05 sgd, 0.001 adam)\n"
-        "      --momentum X (0.9)   --weight-decay X (0)\n"
+        "      --momentum X (0.9, below 1)   --weight-decay X (0)\n"
         "      --schedule const|step|cosine  --step-every N --step-gamma X  --warmup STEPS\n"
         "      --seed N             (default 1): initialisation, shuffling, dropout\n"
         "      --grad-dtype f32|f16|bf16   gradient allreduce precision (default f32)\n"
@@ -51,13 +55,15 @@ static void usage(void)
         "                           parameters it reduces, inside the allreduce)\n"
         "      --max-steps N        stop after N steps in total\n"
         "Checkpoints and output:\n"
-        "      --checkpoint DIR --checkpoint-every STEPS (0: each epoch)  --resume\n"
+        "      --checkpoint DIR     write checkpoints there (created if missing)\n"
+        "      --checkpoint-every STEPS   (default 0: at the end of each epoch)  --resume\n"
         "      --save FILE          save the trained model (for hpml eval / hpml predict)\n"
         "      --json               print a JSON summary instead of the table\n"
         "      --no-progress        no progress bar (it is only drawn when stderr is a terminal)\n"
         "Synthetic benchmark (Horovod-style, random data):\n"
         "      --synthetic          --batch is then per rank (default 128)\n"
-        "      --iters N (50) --warmup-iters N (10) --input CxHxW (1x28x28)\n",
+        "      --iters N (50) --warmup-iters N (10) --input CxHxW (1x28x28)\n"
+        "  -h, --help               this text\n",
         HPML_NN_DEFAULT_DATA);
 }
 
@@ -131,22 +137,99 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
 }
 
 /*
- * hpml_train failed. Errors such as a corrupt checkpoint are seen by every rank; rank 0
- * reports (it has the most precise message) and every rank waits a moment before
- * MPI_Abort: an immediate abort can tear the job down before the launcher has forwarded
- * the message (seen with MPICH's Hydra). The abort still ends a rank-local failure that
- * left other ranks waiting in a collective.
+ * hpml_train failed with err. Errors such as a corrupt checkpoint are seen by every rank:
+ * then the ranks meet in a nonblocking allreduce, rank 0 reports (it has the most precise
+ * message) and the command ends normally with exit 1. A rank-local failure leaves the
+ * other ranks inside a collective, so the meeting does not complete within a few
+ * seconds: each failing rank then reports its own error and ends the job with MPI_Abort,
+ * after a moment, since an immediate abort can tear the job down before the launcher
+ * has forwarded the message (seen with MPICH's Hydra). Returns CLI_EXIT_FAIL.
  */
-static void train_fail(int err) __attribute__((noreturn));
-static void train_fail(int err)
+static int train_fail(int err)
 {
-    if (cli_rank() == 0) {
-        fprintf(stderr, "%s %s: %s: %s\n", cli_prog, CMD, hpml_strerror(err), hpml_last_error());
+    MPI_Request req;
+    int one = 1, all = 0, done = 0;
+    double t0 = hpml_time();
+
+    MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+    while (!done && hpml_time() - t0 < 5.0) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            usleep(1000);
+    }
+    if (!done || cli_rank() == 0) {
+        if (done)
+            fprintf(stderr, "%s %s: %s: %s\n", cli_prog, CMD, hpml_strerror(err),
+                    hpml_last_error());
+        else
+            fprintf(stderr, "%s %s: rank %d: %s: %s\n", cli_prog, CMD, cli_rank(),
+                    hpml_strerror(err), hpml_last_error());
         fflush(stderr);
     }
+    if (done)
+        return CLI_EXIT_FAIL;
     usleep(500000);
     MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-    exit(CLI_EXIT_FAIL); /* not reached */
+    return CLI_EXIT_FAIL; /* not reached */
+}
+
+/* "--name" of the long option whose getopt value is `val`. */
+static const char *long_name(const struct option *opts, int val)
+{
+    static char name[40];
+
+    for (; opts->name != NULL; opts++)
+        if (opts->val == val) {
+            snprintf(name, sizeof(name), "--%s", opts->name);
+            return name;
+        }
+    return "option";
+}
+
+/* Can `path` be written as a file, as the model and checkpoint writers do (a temporary
+ * name next to it, then a rename)? Rank 0 checks before a long run: 0, or -1 with the
+ * reason in why (a directory, a missing or read-only folder). */
+static int can_create(const char *opt, const char *path, char *why, size_t len)
+{
+    struct stat st;
+    char tmp[1100];
+    int fd;
+
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s %s: is a directory", opt, path);
+        return -1;
+    }
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp)) {
+        snprintf(why, len, "%s %s: name too long", opt, path);
+        return -1;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, len, "%s %s: cannot create a file there: %s", opt, path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+/* Rank 0 makes the checkpoint folder when it is missing (not for --resume, which needs
+ * it) and checks that it can write the checkpoint there. */
+static int checkpoint_ok(const char *dir, int resume, char *why, size_t len)
+{
+    struct stat st;
+    char file[1100];
+
+    if (resume && stat(dir, &st) != 0) {
+        snprintf(why, len, "--resume: checkpoint folder %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(why, len, "--checkpoint %s: cannot create the folder: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(file, sizeof(file), "%s/checkpoint.hpml", dir);
+    return can_create("--checkpoint", file, why, len);
 }
 
 int cmd_train(int argc, char **argv)
@@ -229,8 +312,8 @@ int cmd_train(int argc, char **argv)
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
     const char *model = "mlp", *save = NULL, *upd;
-    int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0,
-        rc = CLI_EXIT_FAIL;
+    int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0, ckev_set = 0,
+        data_set = 0, files = 0, rc = CLI_EXIT_FAIL;
     long iters = 50, witers = 10, v;
     int in_c = 1, in_h = 28, in_w = 28;
     size_t train_limit = SIZE_MAX, test_limit = SIZE_MAX;
@@ -245,7 +328,8 @@ int cmd_train(int argc, char **argv)
     hpml_data_paths(HPML_NN_DEFAULT_DATA, &dp);
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "hm:e:b:", opts, NULL)) != -1) {
+    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
+    while ((opt = getopt_long(argc, argv, ":hm:e:b:", opts, NULL)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'm': model = optarg; break;
@@ -261,11 +345,22 @@ int cmd_train(int argc, char **argv)
                                        optarg);
             cfg.batch = (size_t)v;
             break;
-        case O_DATA: hpml_data_paths(optarg, &dp); break;
-        case O_TRI: snprintf(dp.train_images, sizeof(dp.train_images), "%s", optarg); break;
-        case O_TRL: snprintf(dp.train_labels, sizeof(dp.train_labels), "%s", optarg); break;
-        case O_TEI: snprintf(dp.test_images, sizeof(dp.test_images), "%s", optarg); break;
-        case O_TEL: snprintf(dp.test_labels, sizeof(dp.test_labels), "%s", optarg); break;
+        case O_DATA:
+            hpml_data_paths(optarg, &dp);
+            data_set = 1;
+            break;
+        case O_TRI:
+        case O_TRL:
+        case O_TEI:
+        case O_TEL: {
+            char *path = opt == O_TRI   ? dp.train_images
+                         : opt == O_TRL ? dp.train_labels
+                         : opt == O_TEI ? dp.test_images
+                                        : dp.test_labels;
+            snprintf(path, sizeof(dp.train_images), "%s", optarg);
+            files |= 1 << (opt - O_TRI);
+            break;
+        }
         case O_TRLIM:
         case O_TELIM:
             if (cli_parse_long(optarg, 1, 1L << 40, &v))
@@ -284,7 +379,11 @@ int cmd_train(int argc, char **argv)
         case O_WD:
         case O_STEPG:
             if (cli_parse_double(optarg, &d) || d < 0)
-                return cli_usage_error(CMD, "expected a non-negative number, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s: expected a non-negative number, got '%s'",
+                                       long_name(opts, opt), optarg);
+            if (opt == O_MOM && d >= 1) /* the velocity would grow without bound */
+                return cli_usage_error(CMD, "--momentum: expected a number in [0, 1), got '%s'",
+                                       optarg);
             if (opt == O_LR) {
                 cfg.opt.lr = d;
                 lr_set = 1;
@@ -303,7 +402,8 @@ int cmd_train(int argc, char **argv)
         case O_STEPEV:
         case O_WARM:
             if (cli_parse_long(optarg, 0, 1L << 30, &v))
-                return cli_usage_error(CMD, "expected a non-negative integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s: expected a non-negative integer, got '%s'",
+                                       long_name(opts, opt), optarg);
             if (opt == O_STEPEV)
                 cfg.opt.step_every = (int)v;
             else
@@ -326,7 +426,8 @@ int cmd_train(int argc, char **argv)
         case O_FIRST: {
             size_t sz;
             if (cli_parse_size(optarg, &sz) || (opt == O_BUCKET && sz == 0))
-                return cli_usage_error(CMD, "expected a size like 25M, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s: expected a size like 25M, got '%s'",
+                                       long_name(opts, opt), optarg);
             *(opt == O_BUCKET ? &cfg.bucket_bytes : &cfg.first_bucket_bytes) = sz;
             break;
         }
@@ -335,8 +436,10 @@ int cmd_train(int argc, char **argv)
         case O_MAXS:
         case O_CKEV:
             if (cli_parse_long(optarg, 0, 1L << 50, &v))
-                return cli_usage_error(CMD, "expected a non-negative integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s: expected a non-negative integer, got '%s'",
+                                       long_name(opts, opt), optarg);
             *(opt == O_MAXS ? &cfg.max_steps : &cfg.checkpoint_every) = v;
+            ckev_set |= opt == O_CKEV;
             break;
         case O_CKPT: cfg.checkpoint_dir = optarg; break;
         case O_RESUME: cfg.resume = 1; break;
@@ -347,15 +450,18 @@ int cmd_train(int argc, char **argv)
         case O_ITERS:
         case O_WITERS:
             if (cli_parse_long(optarg, opt == O_ITERS ? 1 : 0, 1L << 30, &v))
-                return cli_usage_error(CMD, "expected an integer, got '%s'", optarg);
+                return cli_usage_error(CMD, "%s: expected an integer >= %d, got '%s'",
+                                       long_name(opts, opt), opt == O_ITERS, optarg);
             *(opt == O_ITERS ? &iters : &witers) = v;
             break;
-        case O_INPUT:
-            if (sscanf(optarg, "%dx%dx%d", &in_c, &in_h, &in_w) != 3 || in_c <= 0 || in_h <= 0 ||
-                in_w <= 0)
+        case O_INPUT: {
+            char extra;
+            if (sscanf(optarg, "%dx%dx%d%c", &in_c, &in_h, &in_w, &extra) != 3 || in_c <= 0 ||
+                in_h <= 0 || in_w <= 0)
                 return cli_usage_error(CMD, "--input: expected CxHxW like 1x28x28, got '%s'",
                                        optarg);
             break;
+        }
         case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
@@ -364,6 +470,18 @@ int cmd_train(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (cfg.resume && cfg.checkpoint_dir == NULL)
         return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
+    if (ckev_set && cfg.checkpoint_dir == NULL)
+        return cli_usage_error(CMD, "--checkpoint-every needs --checkpoint DIR");
+    /* Files come in pairs (images alone would be paired with the default set's labels),
+     * and replace --data rather than mixing with it in option order. */
+    if (data_set && files != 0)
+        return cli_usage_error(CMD, "give --data DIR or --train-*/--test-* files, not both");
+    if ((files & 3) == 1 || (files & 3) == 2)
+        return cli_usage_error(CMD, "--train-images and --train-labels go together");
+    if ((files & 12) == 4 || (files & 12) == 8)
+        return cli_usage_error(CMD, "--test-images and --test-labels go together");
+    if (files == 3) /* training files of their own: no test set unless given one */
+        dp.test_images[0] = dp.test_labels[0] = '\0';
     if (!lr_set && cfg.opt.kind != HPML_OPT_SGD)
         cfg.opt.lr = 0.001;
     cfg.spec = hpml_model_preset(model);
@@ -391,8 +509,20 @@ int cmd_train(int argc, char **argv)
     sc.base.last_drawn = -1;
     hpml_blas_set_threads(1);
 
-    if ((err = hpml_comm_create(MPI_COMM_WORLD, NULL, &comm)) != 0)
-        cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+    if (mlcli_comm_create(CMD, &comm) != 0)
+        return CLI_EXIT_FAIL;
+    /* Where the results go is checked before the run, not after it. */
+    {
+        char why[1200] = "";
+        int bad = 0;
+
+        if (sc.base.rank == 0)
+            bad = (save != NULL && can_create("--save", save, why, sizeof(why)) != 0) ||
+                  (cfg.checkpoint_dir != NULL &&
+                   checkpoint_ok(cfg.checkpoint_dir, cfg.resume, why, sizeof(why)) != 0);
+        if (mlcli_agree(CMD, comm, bad, "%s", why))
+            goto out;
+    }
 
     upd = hpml_train_update_is_sharded(&cfg, sc.base.size) ? "sharded" : "replicated";
     if (synthetic) {
@@ -441,15 +571,17 @@ int cmd_train(int argc, char **argv)
         if (shard) { /* this rank's block of the (limited) rows only */
             size_t cols;
             hpml_dtype_t sdt;
-            if ((err = hpml_io_shape(dp.train_images, HPML_FMT_AUTO, &total, &cols, &sdt)) != 0)
-                cli_fatal(CMD, "%s", hpml_last_error());
+            err = hpml_io_shape(dp.train_images, HPML_FMT_AUTO, &total, &cols, &sdt);
+            if (mlcli_check(CMD, comm, err))
+                goto out;
             if (total > train_limit)
                 total = train_limit;
             hpml_io_partition(total, sc.base.rank, sc.base.size, &r0, &r1);
         }
-        if ((err = hpml_dataset_load(dp.train_images, dp.train_labels, r0, r1, -1.0f, 0.0f, 1.0f,
-                                     &train)) != 0)
-            cli_fatal(CMD, "%s", hpml_last_error());
+        err =
+            hpml_dataset_load(dp.train_images, dp.train_labels, r0, r1, -1.0f, 0.0f, 1.0f, &train);
+        if (mlcli_check(CMD, comm, err))
+            goto out;
         if (normalize) {
             hpml_dataset_stats(&train, &mean, &sd);
             if (shard) { /* combine the shards' moments */
@@ -475,14 +607,16 @@ int cmd_train(int argc, char **argv)
         if (dp.test_images[0] && dp.test_labels[0]) {
             size_t trows = 0, tcols;
             hpml_dtype_t tdt;
-            if ((err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &trows, &tcols, &tdt)) != 0)
-                cli_fatal(CMD, "%s", hpml_last_error());
+            err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &trows, &tcols, &tdt);
+            if (mlcli_check(CMD, comm, err))
+                goto out;
             if (trows > test_limit)
                 trows = test_limit;
             hpml_io_partition(trows, sc.base.rank, sc.base.size, &tb, &te);
-            if ((err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f, (float)mean,
-                                         (float)sd, &test)) != 0)
-                cli_fatal(CMD, "%s", hpml_last_error());
+            err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f, (float)mean,
+                                    (float)sd, &test);
+            if (mlcli_check(CMD, comm, err))
+                goto out;
         }
         if (sc.base.rank == 0 && !json) {
             printf("# hpml train: %s\n", cfg.spec);
@@ -509,10 +643,13 @@ int cmd_train(int argc, char **argv)
     }
     sc.base.batch = cfg.batch;
     if ((err = hpml_train(comm, &cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
-                          &m)) != 0)
-        train_fail(err);
-    if (save && sc.base.rank == 0 && (err = hpml_model_save(m, cfg.mean, cfg.std, save)) != 0)
-        cli_fatal(CMD, "%s", hpml_last_error());
+                          &m)) != 0) {
+        rc = train_fail(err);
+        goto out;
+    }
+    err = save && sc.base.rank == 0 ? hpml_model_save(m, cfg.mean, cfg.std, save) : 0;
+    if (save && mlcli_check(CMD, comm, err))
+        goto out;
     if (sc.base.rank == 0) {
         const hpml_epoch_report_t *r = &sc.last;
         double ips = sc.total_train_s > 0 ? sc.img_total / sc.total_train_s : 0;
