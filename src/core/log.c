@@ -25,6 +25,11 @@ static int parse_level(const char *s)
         return HPML_LOG_WARN;
     if (s[0] >= '0' && s[0] <= '3' && s[1] == '\0')
         return s[0] - '0';
+    /* Said once, directly: the logger is what is being configured. */
+    fprintf(stderr,
+            "[hpml] warn: HPML_LOG_LEVEL='%s' is not error, warn, info, debug or 0-3; "
+            "using warn\n",
+            s);
     return HPML_LOG_WARN;
 }
 

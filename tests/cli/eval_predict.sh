@@ -81,6 +81,10 @@ run 2 eval -f "$m" --images "$tmp/im.npy" --labels "$tmp/lab.npy" --json
 [ $rc -eq 0 ] && grep -q '"rows": 30' "$tmp/out" || bad "eval: exit $rc: $(cat "$tmp/err")"
 run 1 predict -f "$m" -i "$tmp/im.npy" --limit 7
 [ $rc -eq 0 ] && [ "$(grep -cE '^[0-9]$' "$tmp/out")" = 7 ] || bad "predict: exit $rc"
+# An output named .CSV is CSV, as the readers take it (it used to get .npy bytes).
+run 1 predict -f "$m" -i "$tmp/im.npy" --limit 7 -o "$tmp/pred.CSV"
+[ $rc -eq 0 ] && [ "$(grep -cE '^[0-9]$' "$tmp/pred.CSV")" = 7 ] ||
+    bad "predict -o pred.CSV: exit $rc, not 7 CSV lines: $(head -c 60 "$tmp/pred.CSV" | od -c | head -2)"
 # A failed predict leaves an existing output as it was.
 echo keep >"$tmp/keep.csv"
 run 1 predict -f "$tmp/nope.hpml" -i "$tmp/im.npy" -o "$tmp/keep.csv"

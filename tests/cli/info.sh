@@ -22,6 +22,9 @@ check 'grep -q "shared memory:  works" <<<"$out"' "shared memory not reported wo
 check 'grep -qE "online cores: +$cores$" <<<"$out"' "core count is not $cores"
 check 'grep -q "OpenBLAS" <<<"$out"' "BLAS is not OpenBLAS"
 check 'grep -qE "^  allreduce +0\.\." <<<"$out"' "selection table for allreduce missing"
+# A log level that is not one says so (it used to be ignored without a word).
+lvl=$(HPML_LOG_LEVEL=bogus "$HPML" info 2>&1 >/dev/null)
+check 'grep -q "HPML_LOG_LEVEL=.bogus. is not" <<<"$lvl"' "HPML_LOG_LEVEL=bogus gives no warning"
 forced=$(HPML_ALGO_ALLREDUCE=ring $MPIRUN -np 2 "$HPML" info)
 check 'grep -qE "^  allreduce .*ring" <<<"$forced"' "HPML_ALGO_ALLREDUCE=ring not shown by info"
 for f in avx2 f16c fma; do

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -54,10 +55,11 @@ typedef struct opts {
     int json, verbose, threads, have_k;
 } opts_t;
 
+/* Does s end with suf, in either case (as the readers match names)? */
 static int ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
+    return a >= b && strcasecmp(s + a - b, suf) == 0;
 }
 
 static int parse(int argc, char **argv, opts_t *o)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "hpml/io.h"
@@ -124,7 +125,7 @@ int cmd_predict(int argc, char **argv)
     }
     if (output) {
         size_t len = strlen(output);
-        if (len > 4 && strcmp(output + len - 4, ".csv") == 0)
+        if (len > 4 && strcasecmp(output + len - 4, ".csv") == 0)
             err = hpml_csv_write(output, pred, HPML_I32, rows, 1, "label");
         else
             err = hpml_npy_write(output, pred, HPML_I32, rows, 1);

@@ -38,6 +38,10 @@ int main(int argc, char **argv)
      * library provides less. */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* Read HPML_LOG_LEVEL now, so that a bad value is said once, at the start (the other
+     * ranks read it when they first log). */
+    if (rank == 0)
+        (void)hpml_log_level();
 
     if (argc < 2) {
         cli_usage_error(NULL, "missing command");

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -338,7 +339,7 @@ int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void
     if (n == 0)
         return 0;
     if (hpml_comm_rank(comm) == 0) {
-        if (n >= 4 && strcmp(path + n - 4, ".csv") == 0)
+        if (n >= 4 && strcasecmp(path + n - 4, ".csv") == 0)
             rc = hpml_csv_write(path, data, dtype, rows, cols, NULL);
         else
             rc = hpml_npy_write(path, data, dtype, rows, cols);
