@@ -25,18 +25,21 @@ static int parse_level(const char *s)
         return HPML_LOG_WARN;
     if (s[0] >= '0' && s[0] <= '3' && s[1] == '\0')
         return s[0] - '0';
-    /* Said once, directly: the logger is what is being configured. */
-    fprintf(stderr,
-            "[hpml] warn: HPML_LOG_LEVEL='%s' is not error, warn, info, debug or 0-3; "
-            "using warn\n",
-            s);
-    return HPML_LOG_WARN;
+    return -1;
 }
 
 hpml_log_level_t hpml_log_level(void)
 {
-    if (level_cache < 0)
-        level_cache = parse_level(getenv("HPML_LOG_LEVEL"));
+    if (level_cache < 0) {
+        const char *s = getenv("HPML_LOG_LEVEL");
+        int v = parse_level(s);
+
+        level_cache = v < 0 ? HPML_LOG_WARN : v; /* set before logging through it */
+        if (v < 0)
+            hpml_log_write(HPML_LOG_WARN,
+                           "HPML_LOG_LEVEL='%s' is not error, warn, info, debug or 0-3; using warn",
+                           s);
+    }
     return (hpml_log_level_t)level_cache;
 }
 
