@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -142,5 +144,21 @@ int cli_parse_size(const char *s, size_t *out)
     if (*end != '\0' || v > SIZE_MAX / mult)
         return -1;
     *out = (size_t)(v * mult);
+    return 0;
+}
+
+int cli_tmp_next_to(const char *path, char *tmp, size_t len)
+{
+    int fd;
+
+    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", path) >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0)
+        return -1;
+    fchmod(fd, 0644);
+    close(fd);
     return 0;
 }

@@ -32,6 +32,12 @@ int cli_parse_double(const char *s, double *out);
 /* Sizes: "4096", "4K", "16M", "1G" (powers of 1024; "k"/"m"/"g" too). */
 int cli_parse_size(const char *s, size_t *out);
 
+/* Create an empty file next to `path`, named "<path>.tmp." and six random characters (the
+ * template mkstemp fills in), mode 0644, for results that are renamed to `path` once
+ * complete; its name goes to tmp[len]. 0, or -1 with errno set (ENAMETOOLONG when the
+ * name does not fit). */
+int cli_tmp_next_to(const char *path, char *tmp, size_t len);
+
 /* The command to use in messages: "hpml" (argv[0] basename). */
 extern const char *cli_prog;
 

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -236,21 +235,12 @@ static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *r
  * unwritable path fails at once. 0, or -1 with the message printed. */
 static int plot_tmp(const char *file, char *tmp, size_t len)
 {
-    int fd;
-
-    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", file) >= len) {
-        fprintf(stderr, "hpml bench: --plot file name too long\n");
-        return -1;
-    }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
+    if (cli_tmp_next_to(file, tmp, len) != 0) {
         fprintf(stderr, "hpml bench: --plot %s: cannot create a file there: %s\n", file,
                 strerror(errno));
         tmp[0] = '\0';
         return -1;
     }
-    fchmod(fd, 0644);
-    close(fd);
     return 0;
 }
 

@@ -193,22 +193,15 @@ static int can_create(const char *opt, const char *path, char *why, size_t len)
 {
     struct stat st;
     char tmp[1100];
-    int fd;
 
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(why, len, "%s %s: is a directory", opt, path);
         return -1;
     }
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp)) {
-        snprintf(why, len, "%s %s: name too long", opt, path);
-        return -1;
-    }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
+    if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
         snprintf(why, len, "%s %s: cannot create a file there: %s", opt, path, strerror(errno));
         return -1;
     }
-    close(fd);
     unlink(tmp);
     return 0;
 }
