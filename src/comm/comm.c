@@ -59,6 +59,120 @@ static long env_long(const char *name)
     return v;
 }
 
+/* Settings that change the protocol of the collectives: ranks that read different values
+ * would run different algorithms or cut messages differently, and hang or mix up data.
+ * hpml_comm_create refuses to start unless every rank has the same value. (HPML_SHM_NT,
+ * HPML_SHM_SPIN and HPML_SHM_CMA may differ: they change only how a rank copies or
+ * waits, and CMA is agreed on when the segment is created.) */
+static const char *const agreed_env[] = {
+    "HPML_MAX_MSG_BYTES", "HPML_BCAST_CHUNK", "HPML_BCAST_SHM_CHUNK", "HPML_SHM_CHUNK",
+    "HPML_SHM_NBUF",      "HPML_SHM_SMALL",   "HPML_PROGRESS",
+};
+#define N_AGREED_ENV (sizeof(agreed_env) / sizeof(agreed_env[0]))
+/* Items compared across ranks: the failure flag, the effective HPML_CHECK,
+ * HPML_RANKS_PER_NODE and HPML_MAX_CHUNK_ELEMS, the selection table (HPML_TUNING_FILE's
+ * rules and HPML_ALGO_*), then agreed_env. */
+enum { AG_FAILED, AG_CHECK, AG_RPN, AG_CHUNK, AG_SELECT, AG_ENV, AG_COUNT = AG_ENV + N_AGREED_ENV };
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211u;
+    return h;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    /* Unset and empty are the same to every reader. */
+    return s == NULL ? 0 : fnv1a(1469598103934665603u, s, strlen(s));
+}
+
+/* What item i is on this rank, in words, for the message naming a disagreement. */
+static void describe_item(const hpml_comm_t *c, int i, char *buf, size_t size)
+{
+    const char *v;
+
+    switch (i) {
+    case AG_CHECK: snprintf(buf, size, "%d", c->check); break;
+    case AG_RPN: snprintf(buf, size, "%d", c->ranks_per_node); break;
+    case AG_CHUNK: snprintf(buf, size, "%zu", c->max_chunk_elems); break;
+    case AG_SELECT: hpml__select_source(c, buf, size); break;
+    default:
+        v = getenv(agreed_env[i - AG_ENV]);
+        if (v == NULL || *v == '\0')
+            snprintf(buf, size, "no value");
+        else
+            snprintf(buf, size, "'%s'", v);
+    }
+}
+
+static const char *item_name(int i)
+{
+    switch (i) {
+    case AG_CHECK: return "HPML_CHECK (hpml_comm_config_t.check)";
+    case AG_RPN: return "HPML_RANKS_PER_NODE (hpml_comm_config_t.ranks_per_node)";
+    case AG_CHUNK: return "HPML_MAX_CHUNK_ELEMS";
+    case AG_SELECT: return "the algorithm selection (HPML_TUNING_FILE's rules, HPML_ALGO_*)";
+    default: return agreed_env[i - AG_ENV];
+    }
+}
+
+/* Collective over c->comm: every rank learns whether any rank failed to read its
+ * settings (rc), and whether the ranks' protocol settings agree. A rank that failed keeps
+ * its own error; the others report the lowest failing rank's message, so that all ranks
+ * return an error together rather than some of them waiting in the next collective. */
+static int agree_settings(hpml_comm_t *c, int local_rc)
+{
+    uint64_t mine[AG_COUNT], lo[AG_COUNT], hi[AG_COUNT], ref;
+    char msg[512], other[200];
+    int rc = 0, first, cand, code, i;
+
+    mine[AG_FAILED] = local_rc != 0;
+    mine[AG_CHECK] = (uint64_t)c->check;
+    mine[AG_RPN] = (uint64_t)c->ranks_per_node;
+    mine[AG_CHUNK] = (uint64_t)c->max_chunk_elems;
+    mine[AG_SELECT] = local_rc == 0 ? hpml__select_digest(c) : 0;
+    for (size_t k = 0; k < N_AGREED_ENV; k++) {
+        const char *v = getenv(agreed_env[k]);
+
+        mine[AG_ENV + k] = hash_str(v != NULL && *v != '\0' ? v : NULL);
+    }
+    HPML__MPI(MPI_Allreduce(mine, lo, AG_COUNT, MPI_UINT64_T, MPI_MIN, c->comm));
+    HPML__MPI(MPI_Allreduce(mine, hi, AG_COUNT, MPI_UINT64_T, MPI_MAX, c->comm));
+
+    if (hi[AG_FAILED] != 0) {
+        /* The lowest failing rank's message and code, to everyone. */
+        cand = local_rc != 0 ? c->rank : c->size;
+        HPML__MPI(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, c->comm));
+        snprintf(msg, sizeof(msg), "%s", local_rc != 0 ? hpml_last_error() : "");
+        code = local_rc;
+        HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, first, c->comm));
+        HPML__MPI(MPI_Bcast(&code, 1, MPI_INT, first, c->comm));
+        return local_rc != 0 ? local_rc : hpml_set_error(code, "rank %d: %s", first, msg);
+    }
+    for (i = AG_CHECK; i < AG_COUNT && lo[i] == hi[i]; i++)
+        ;
+    if (i == AG_COUNT)
+        return 0;
+    /* Rank 0's value against the lowest rank whose value differs from it. */
+    ref = mine[i];
+    HPML__MPI(MPI_Bcast(&ref, 1, MPI_UINT64_T, 0, c->comm));
+    cand = mine[i] != ref ? c->rank : c->size;
+    HPML__MPI(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, c->comm));
+    describe_item(c, i, msg, sizeof(msg));
+    describe_item(c, i, other, sizeof(other));
+    HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, 0, c->comm));
+    HPML__MPI(MPI_Bcast(other, (int)sizeof(other), MPI_CHAR, first, c->comm));
+    rc = hpml_set_error(HPML_ERR_INVAL,
+                        "hpml_comm_create: the ranks disagree on %s: rank 0 has %s, rank %d has "
+                        "%s; it must be the same on every rank",
+                        item_name(i), msg, first, other);
+out:
+    return rc;
+}
+
 int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t **out)
 {
     hpml_comm_t *c = NULL;
@@ -79,6 +193,7 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
     HPML__MPI(MPI_Comm_rank(c->comm, &c->rank));
     HPML__MPI(MPI_Comm_size(c->comm, &c->size));
 
+    /* Read every setting first, without leaving: agree_settings is collective. */
     if (cfg != NULL) {
         c->check = cfg->check;
         c->ranks_per_node = cfg->ranks_per_node > 0 ? cfg->ranks_per_node : 0;
@@ -86,15 +201,22 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
         v = env_long("HPML_CHECK");
         c->check = v > 0;
         v = env_long("HPML_RANKS_PER_NODE");
-        if (v == -2) {
-            /* Every rank sees the same environment, so every rank fails here. */
+        if (v == -2)
             rc = hpml_set_error(HPML_ERR_INVAL,
                                 "HPML_RANKS_PER_NODE='%s' is not a non-negative integer",
                                 getenv("HPML_RANKS_PER_NODE"));
-            goto out;
-        }
         c->ranks_per_node = v > 0 ? (int)v : 0;
     }
+    v = env_long("HPML_MAX_CHUNK_ELEMS");
+    if (rc == 0 && (v == -2 || v == 0))
+        rc = hpml_set_error(HPML_ERR_INVAL, "HPML_MAX_CHUNK_ELEMS='%s' is not a positive integer",
+                            getenv("HPML_MAX_CHUNK_ELEMS"));
+    c->max_chunk_elems = v > 0 ? (size_t)v : 0;
+    if (rc == 0)
+        rc = hpml__select_init(c);
+    rc = agree_settings(c, rc);
+    if (rc != 0)
+        goto out;
 
     /* Real shared-memory domain, then virtual nodes inside it: a virtual node never
      * spans two real nodes, so its ranks can always share memory. */
@@ -126,17 +248,6 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
     HPML__MPI(MPI_Allreduce(&ints[1], &maxes[1], 1, MPI_INT, MPI_SUM, c->comm));
     c->real_nodes = maxes[1];
 
-    v = env_long("HPML_MAX_CHUNK_ELEMS");
-    if (v == -2 || v == 0) {
-        rc = hpml_set_error(HPML_ERR_INVAL, "HPML_MAX_CHUNK_ELEMS='%s' is not a positive integer",
-                            getenv("HPML_MAX_CHUNK_ELEMS"));
-        goto out;
-    }
-    c->max_chunk_elems = v > 0 ? (size_t)v : 0;
-
-    rc = hpml__select_init(c);
-    if (rc != 0)
-        goto out;
     *out = c;
     c = NULL;
 out:

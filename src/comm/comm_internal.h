@@ -302,6 +302,10 @@ size_t hpml__max_chunk_elems(hpml_dtype_t dt, const hpml_comm_t *comm);
 /* Load HPML_TUNING_FILE (if set) and HPML_ALGO_<COLL>; called by hpml_comm_create. */
 int hpml__select_init(hpml_comm_t *comm);
 void hpml__select_destroy(hpml_comm_t *comm);
+/* A fingerprint of the rules and forced algorithms (equal: the same choices), and where
+ * they come from in words; hpml_comm_create compares them across ranks. */
+uint64_t hpml__select_digest(const hpml_comm_t *comm);
+void hpml__select_source(const hpml_comm_t *comm, char *buf, size_t size);
 /* The algorithm to run for `coll` with `bytes` of payload (never AUTO). */
 hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes);
 /* Parse a tuning file; errors as HPML_ERR_FORMAT / HPML_ERR_IO with a message naming the

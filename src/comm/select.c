@@ -384,6 +384,54 @@ int hpml__select_init(hpml_comm_t *comm)
     return 0;
 }
 
+/* A fingerprint of what the table selects: the rules (not the file's path or layout)
+ * and the forced algorithms. Ranks with equal fingerprints choose alike. */
+uint64_t hpml__select_digest(const hpml_comm_t *comm)
+{
+    const struct hpml_select *s = comm->select;
+    uint64_t h = 1469598103934665603u;
+    uint64_t v[5];
+
+    if (s == NULL)
+        return 0;
+    for (int c = 0; c < HPML_COLL_COUNT; c++) {
+        v[0] = (uint64_t)s->forced[c];
+        h = (h ^ v[0]) * 1099511628211u;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        v[0] = (uint64_t)s->rules[i].coll;
+        v[1] = (uint64_t)s->rules[i].ranks;
+        v[2] = (uint64_t)s->rules[i].nodes;
+        v[3] = (uint64_t)s->rules[i].max_bytes;
+        v[4] = (uint64_t)s->rules[i].algo;
+        for (int k = 0; k < 5; k++)
+            h = (h ^ v[k]) * 1099511628211u;
+    }
+    return h;
+}
+
+/* Where this rank's table comes from, in words: the tuning file and the forced
+ * algorithms. */
+void hpml__select_source(const hpml_comm_t *comm, char *buf, size_t size)
+{
+    const struct hpml_select *s = comm->select;
+    size_t len;
+
+    if (s == NULL) {
+        snprintf(buf, size, "no table");
+        return;
+    }
+    if (s->path != NULL)
+        snprintf(buf, size, "%zu rule%s from '%s'", s->n, s->n == 1 ? "" : "s", s->path);
+    else
+        snprintf(buf, size, "the built-in table");
+    for (int c = 0; c < HPML_COLL_COUNT; c++) {
+        len = strlen(buf);
+        if (s->forced[c] != HPML_ALGO_AUTO && len < size)
+            snprintf(buf + len, size - len, ", %s=%s", env_names[c], algo_names[s->forced[c]]);
+    }
+}
+
 void hpml__select_destroy(hpml_comm_t *comm)
 {
     hpml__select_free(comm->select);

@@ -2,7 +2,9 @@
  * The communicator and the selection table: accessors and virtual nodes, barrier,
  * algorithm names, HPML_ALGO_<COLL> forcing, tuning files (valid ones change the choice,
  * malformed ones fail hpml_comm_create with HPML_ERR_FORMAT naming the file and line),
- * hpml_select_describe, and create/destroy with a registered buffer still allocated.
+ * hpml_select_describe, create/destroy with a registered buffer still allocated, and
+ * ranks whose settings disagree (every rank fails hpml_comm_create with one message
+ * naming the setting and two ranks, instead of hanging in a later collective).
  *
  * hpml-test: ranks=1 2 3
  * hpml-test: mpich-ranks=1 2
@@ -213,6 +215,76 @@ static void tuning_files(void)
     unsetenv("HPML_TUNING_FILE");
 }
 
+/* hpml_comm_create must fail on every rank with `code` and a message containing both
+ * needles (NULL: not checked); nobody hangs. Environment changes are made and undone by
+ * the caller. */
+static void expect_disagree(const char *what, const hpml_comm_config_t *cfg, int code,
+                            const char *n1, const char *n2)
+{
+    hpml_comm_t *c = NULL;
+    int rc = hpml_comm_create(MPI_COMM_WORLD, cfg, &c);
+    const char *msg = hpml_last_error();
+
+    HPMLT_CHECK(rc == code && c == NULL, "%s: rc=%d, expected %d ('%s')", what, rc, code, msg);
+    HPMLT_CHECK((n1 == NULL || strstr(msg, n1)) && (n2 == NULL || strstr(msg, n2)),
+                "%s: message '%s' lacks '%s' or '%s'", what, msg, n1 ? n1 : "", n2 ? n2 : "");
+    if (c != NULL)
+        hpml_comm_destroy(c);
+}
+
+static void disagreement(void)
+{
+    hpml_comm_config_t cfg = {0, 0};
+    char needle[64];
+    hpml_comm_t *c = NULL;
+
+    if (size < 2)
+        return;
+    /* A protocol setting on the last rank only. */
+    if (rank == size - 1)
+        setenv("HPML_SHM_CHUNK", "65536", 1);
+    snprintf(needle, sizeof(needle), "rank %d has '65536'", size - 1);
+    expect_disagree("HPML_SHM_CHUNK on one rank", NULL, HPML_ERR_INVAL, "HPML_SHM_CHUNK", needle);
+    /* The same value everywhere is fine. */
+    setenv("HPML_SHM_CHUNK", "65536", 1);
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+    hpml_comm_destroy(c);
+    c = NULL;
+    unsetenv("HPML_SHM_CHUNK");
+
+    /* A forced algorithm on rank 0 only. */
+    if (rank == 0)
+        setenv("HPML_ALGO_ALLREDUCE", "ring", 1);
+    expect_disagree("HPML_ALGO_ALLREDUCE on rank 0", NULL, HPML_ERR_INVAL,
+                    "HPML_ALGO_ALLREDUCE=ring", "rank 1 has the built-in table");
+    unsetenv("HPML_ALGO_ALLREDUCE");
+
+    /* Configurations that differ. */
+    cfg.check = rank == 1;
+    expect_disagree("check on rank 1", &cfg, HPML_ERR_INVAL, "HPML_CHECK", "rank 1 has 1");
+    cfg.check = 0;
+
+    /* A malformed value on the last rank only: that rank's error reaches everyone. */
+    if (rank == size - 1)
+        setenv("HPML_RANKS_PER_NODE", "two", 1);
+    snprintf(needle, sizeof(needle), "rank %d: HPML_RANKS_PER_NODE", size - 1);
+    expect_disagree("bad HPML_RANKS_PER_NODE on one rank", NULL, HPML_ERR_INVAL,
+                    rank == size - 1 ? "HPML_RANKS_PER_NODE='two'" : needle, NULL);
+    unsetenv("HPML_RANKS_PER_NODE");
+
+    /* A tuning file only rank 0 cannot read. */
+    if (rank == 0)
+        setenv("HPML_TUNING_FILE", "/nonexistent/hpml-tuning.txt", 1);
+    expect_disagree("unreadable tuning file on rank 0", NULL, HPML_ERR_IO,
+                    "/nonexistent/hpml-tuning.txt", rank == 0 ? NULL : "rank 0: ");
+    unsetenv("HPML_TUNING_FILE");
+
+    /* After all that, a plain communicator still works. */
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+    HPMLT_CALL(hpml_barrier(c));
+    hpml_comm_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     int pid;
@@ -230,6 +302,7 @@ int main(int argc, char **argv)
     names();
     forcing();
     tuning_files();
+    disagreement();
     if (rank == 0)
         unlink(path);
     return hpmlt_finish();
