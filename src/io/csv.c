@@ -1,7 +1,9 @@
 /*
  * CSV: numeric tables, one row per line. The first non-blank, non-comment line decides
  * the delimiter (tab, ';', ',' in that order, else runs of spaces as np.savetxt writes)
- * and whether it is a header (any field that is not a number). Blank lines and lines
+ * and whether it is a header: a header when none of its fields is a number, data when all
+ * are, an error when some are and some are not (a data row with a typo is not silently
+ * dropped as a header). Blank lines and lines
  * starting with '#' are skipped. Fields may be double-quoted; quoted newlines are not
  * supported (the row scan is line based).
  *
@@ -195,7 +197,7 @@ static int scan(const char *path, FILE *f, scan_t *sc)
     }
     {
         char *copy = strdup(line), **fs = NULL;
-        size_t *fl = NULL, k;
+        size_t *fl = NULL, k, nums = 0, bad;
         double v;
         if (copy == NULL) {
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
@@ -214,12 +216,31 @@ static int scan(const char *path, FILE *f, scan_t *sc)
         }
         split(copy, sc->delim, fs, fl, nf);
         sc->cols = nf;
-        for (k = 0; k < nf; k++)
-            if (!parse_num(fs[k], fl[k], &v))
-                sc->has_header = 1;
+        bad = nf;
+        /* A number is what a data row accepts (parse_num: nan and inf too); an empty field
+         * is not one, so a header may have unnamed columns (",a,b"). */
+        for (k = 0; k < nf; k++) {
+            if (parse_num(fs[k], fl[k], &v))
+                nums++;
+            else if (bad == nf)
+                bad = k;
+        }
+        sc->has_header = nums == 0;
+        if (nums > 0 && bad < nf && fl[bad] == 0)
+            rc = hpml_set_error(HPML_ERR_FORMAT,
+                                "%s:%zu: field %zu is empty (a header row must have no numeric "
+                                "fields)",
+                                path, lineno, bad + 1);
+        else if (nums > 0 && bad < nf)
+            rc = hpml_set_error(HPML_ERR_FORMAT,
+                                "%s:%zu: field %zu '%.*s' is not a number (a header row must "
+                                "have no numeric fields)",
+                                path, lineno, bad + 1, (int)(fl[bad] > 40 ? 40 : fl[bad]), fs[bad]);
         free(copy);
         free(fs);
         free(fl);
+        if (rc != 0)
+            goto out;
     }
     if (!sc->has_header) {
         if ((rc = add_checkpoint(sc, path, off, lineno)) != 0)

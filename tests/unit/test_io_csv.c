@@ -1,5 +1,6 @@
-/* io: CSV reader and writer: round trips at 1-3 ranks, header and delimiter detection,
- * blank and comment lines, NumPy savetxt files, line-numbered errors. */
+/* io: CSV reader and writer: round trips at 1-3 ranks, header and delimiter detection
+ * (a mixed first row is an error), blank and comment lines, NumPy savetxt files, line-numbered
+ * errors. */
 #include <math.h>
 
 #include "test_io_util.h"
@@ -129,6 +130,63 @@ static void test_dialects(void **state)
     hpml_array_free(&a);
 }
 
+/* The first content line is a header when none of its fields is a number, data when all
+ * are, and an error when it mixes the two (a data row with a typo is not a header). */
+static void test_header(void **state)
+{
+    static const char *headers[][2] = {
+        {"names.csv", "x1,x2,label\n1,2,3\n4,5,6\n"},
+        {"unnamed.csv", ",a,b\n1,2,3\n4,5,6\n"},
+        {"qnames.csv", "\"x 1\";\"x2\";y\n1;2;3\n4;5;6\n"},
+        {"late.csv", "# comment\n\nx1,x2,label\n1,2,3\n4,5,6\n"},
+    };
+    static const char *data[][2] = {
+        {"num.csv", "1,2,3\n4,5,6\n"},
+        {"exp.csv", "1e0,2.0,0x3p0\n4,5,6\n"},
+        {"nonfin.csv", "nan,-inf,3\n4,5,6\n"},
+    };
+    size_t k, rows, cols;
+    hpml_array_t a;
+    double got[6];
+
+    (void)state;
+    for (k = 0; k < sizeof(headers) / sizeof(headers[0]); k++) {
+        write_text(tp(headers[k][0]), headers[k][1]);
+        read_all_blocks_f64(tp(headers[k][0]), 2, got, &rows, &cols);
+        if (rows != 2 || cols != 3)
+            print_error("%s: %zu x %zu\n", headers[k][0], rows, cols);
+        assert_int_equal(rows, 2);
+        assert_int_equal(cols, 3);
+        for (size_t i = 0; i < 6; i++)
+            assert_true(got[i] == (double)(i + 1));
+    }
+    /* A first row of numbers (nan and inf count, as in data rows) is data. */
+    for (k = 0; k < sizeof(data) / sizeof(data[0]); k++) {
+        write_text(tp(data[k][0]), data[k][1]);
+        read_all_blocks_f64(tp(data[k][0]), 1, got, &rows, &cols);
+        assert_int_equal(rows, 2);
+        assert_int_equal(cols, 3);
+        assert_true(got[2] == 3.0 && got[5] == 6.0);
+    }
+    assert_true(isnan(got[0]) && isinf(got[1]) && got[1] < 0);
+    /* Mixed: an error on every call and every rank, naming line and field. */
+    write_text(tp("typo.csv"), "1.5,abc,3\n4,5,6\n7,8,9\n");
+    expect_error(hpml_io_shape(tp("typo.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "typo.csv:1: field 2 'abc' is not a number (a header row must have no numeric "
+                 "fields)");
+    for (int r = 0; r < 2; r++) {
+        expect_error(hpml_io_read_block(tp("typo.csv"), HPML_FMT_AUTO, HPML_F64, r, 2, 0, &a),
+                     HPML_ERR_FORMAT, "typo.csv:1: field 2 'abc' is not a number");
+        assert_null(a.data);
+    }
+    write_text(tp("typo2.csv"), "# x\n\nx1,2,label\n1,2,3\n");
+    expect_error(hpml_io_shape(tp("typo2.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "typo2.csv:3: field 1 'x1' is not a number (a header row");
+    write_text(tp("hole.csv"), "1.5,,3\n4,5,6\n");
+    expect_error(hpml_io_shape(tp("hole.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "hole.csv:1: field 2 is empty (a header row must have no");
+}
+
 /* np.savetxt files (default: spaces and %.18e; with delimiter and a '# ' header). */
 static void test_numpy_savetxt(void **state)
 {
@@ -254,7 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_dialects),
         cmocka_unit_test(test_numpy_savetxt), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_fuzz),          cmocka_unit_test(test_header),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }
