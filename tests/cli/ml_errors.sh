@@ -4,7 +4,8 @@
 # every rank, never an MPI_Abort; kmeans --predict with --out FILE.npy (which would write
 # nothing) is a usage error; --init FILE reports one run in JSON as in text; a missing
 # model file is named once; PCA of data whose squares overflow is an error, not zeros;
-# --help states the -v default.
+# a run whose outputs cannot all be written changes none of them; --help states the -v
+# default.
 # Env (from tests/run.sh): HPML, MPIRUN.
 # hpml-test: timeout=240
 set -u
@@ -73,6 +74,101 @@ for solver in full randomized; do
     [ $rc -eq 1 ] || bad "pca $solver overflow: exit $rc, expected 1: $(head -3 "$tmp/out")"
     one_line "pca $solver overflow" pca "overflows"
 done
+
+# Output sets: a run writes all of its files or none. One output of each command cannot
+# be written (a directory in its place, or a folder that does not exist): exit 1, one line
+# naming it, every old output byte for byte as it was, no temporaries left; the bad path
+# is found before the computation (-v shows no progress past reading). Then the same run
+# with good paths replaces every file, and a replaced file keeps its mode.
+olds() { # files...: fill each with a line naming it
+    local f
+    for f; do printf 'old %s\n' "$f" >"$f"; done
+}
+kept() { # what files...: each still holds its old line, byte for byte; no temporary left
+    local what=$1 f
+    shift
+    for f; do
+        printf 'old %s\n' "$f" | cmp -s - "$f" || bad "$what: $f was changed"
+    done
+    [ -z "$(find "$tmp" -name '*.tmp*')" ] || bad "$what: left $(find "$tmp" -name '*.tmp*')"
+}
+fails_on() { # what cmd path: exit 1 and one line naming path
+    [ $rc -eq 1 ] || bad "$1: exit $rc, expected 1: $(head -3 "$tmp/err")"
+    one_line "$1" "$2" "$3"
+}
+load="import numpy as np, sys; [np.load(f) for f in sys.argv[1:]]" # every file is .npy
+mkdir "$tmp/o"
+o=$tmp/o
+sv=$o/pa.singular_values.npy
+P="$o/pa.components.npy $o/pa.explained_variance.npy $o/pa.explained_variance_ratio.npy"
+P="$P $o/pa.mean.npy $o/pa.t.npy" # and $sv
+# shellcheck disable=SC2086
+olds $P
+mkdir "$sv"
+run 2 pca --data "$tmp/X.npy" -k 2 --out "$o/pa" --transform-out "$o/pa.t.npy" -v
+fails_on "pca, 4th output a directory" pca "pa.singular_values.npy: is a directory"
+grep -q "fitted" "$tmp/err" && bad "pca, 4th output a directory: found only after the fit"
+# shellcheck disable=SC2086
+kept "pca, 4th output a directory" $P
+rmdir "$sv"
+# shellcheck disable=SC2086
+olds $P "$sv"
+run 2 pca --data "$tmp/X.npy" -k 2 --out "$o/pa" --transform-out "$o/nodir/t.npy"
+fails_on "pca, --transform-out in a missing folder" pca "nodir/t.npy: cannot create a file there"
+# shellcheck disable=SC2086
+kept "pca, --transform-out in a missing folder" $P "$sv"
+chmod 600 "$o/pa.mean.npy"
+run 2 pca --data "$tmp/X.npy" -k 2 --out "$o/pa" --transform-out "$o/pa.t.npy"
+# shellcheck disable=SC2086
+[ $rc -eq 0 ] && $PY -c "$load" $P "$sv" ||
+    bad "pca with good outputs: exit $rc: $(head -3 "$tmp/err")"
+[ "$(stat -c %a "$o/pa.mean.npy")" = 600 ] || bad "pca: a replaced file lost its mode"
+
+L="$o/lr.pred.npy $o/lr.proba.npy $o/lr.coef.npy $o/lr.intercept.npy $o/lr.multinomial.npy"
+# shellcheck disable=SC2086
+olds $L
+mkdir "$o/lr.classes.npy"
+run 2 logreg --data "$tmp/X.npy" --target "$tmp/y.npy" --out "$o/lr" \
+    --pred-out "$o/lr.pred.npy" --proba-out "$o/lr.proba.npy"
+fails_on "logreg, classes a directory" logreg "lr.classes.npy: is a directory"
+# shellcheck disable=SC2086
+kept "logreg, classes a directory" $L
+rmdir "$o/lr.classes.npy"
+run 2 logreg --data "$tmp/X.npy" --target "$tmp/y.npy" --out "$o/lr" \
+    --pred-out "$o/lr.pred.npy" --proba-out "$o/lr.pred.npy"
+fails_on "logreg, one file for two outputs" logreg "lr.pred.npy is named for two outputs"
+# shellcheck disable=SC2086
+kept "logreg, one file for two outputs" $L
+run 2 logreg --data "$tmp/X.npy" --target "$tmp/y.npy" --out "$o/lr" \
+    --pred-out "$o/lr.pred.npy" --proba-out "$o/lr.proba.npy"
+# shellcheck disable=SC2086
+[ $rc -eq 0 ] && $PY -c "$load" $L "$o/lr.classes.npy" || bad "logreg with good outputs: exit $rc"
+olds "$o/lr.pred.npy"
+run 2 logreg --predict "$o/lr" --data "$tmp/X.npy" --pred-out "$o/lr.pred.npy" \
+    --proba-out "$o/nodir/p.npy"
+fails_on "logreg --predict, --proba-out in a missing folder" logreg "nodir/p.npy"
+kept "logreg --predict, --proba-out in a missing folder" "$o/lr.pred.npy"
+
+olds "$o/li.coef.npy" "$o/li.pred.npy"
+mkdir "$o/li.intercept.npy"
+run 2 linreg --data "$tmp/X.npy" --target "$tmp/t.npy" --out "$o/li" --pred-out "$o/li.pred.npy"
+fails_on "linreg, intercept a directory" linreg "li.intercept.npy: is a directory"
+kept "linreg, intercept a directory" "$o/li.coef.npy" "$o/li.pred.npy"
+rmdir "$o/li.intercept.npy"
+
+olds "$o/km.centroids.npy"
+run 2 kmeans --data "$tmp/X.npy" -k 2 --out "$o/km" --labels "$o/nodir/l.csv"
+fails_on "kmeans, --labels in a missing folder" kmeans "nodir/l.csv: cannot create a file there"
+kept "kmeans, --labels in a missing folder" "$o/km.centroids.npy"
+run 2 kmeans --data "$tmp/X.npy" -k 2 --out "$o/km" --labels "$o/km.l.csv"
+[ $rc -eq 0 ] && $PY -c "$load" "$o/km.centroids.npy" && [ "$(head -1 "$o/km.l.csv")" = label ] &&
+    [ "$(wc -l <"$o/km.l.csv")" -eq 41 ] || bad "kmeans with good outputs: exit $rc"
+
+olds "$o/kn.indices.npy" "$o/kn.distances.npy"
+mkdir "$o/kn.predictions.npy"
+run 2 knn --data "$tmp/X.npy" -k 2 --labels "$tmp/y.npy" --out "$o/kn"
+fails_on "knn, predictions a directory" knn "kn.predictions.npy: is a directory"
+kept "knn, predictions a directory" "$o/kn.indices.npy" "$o/kn.distances.npy"
 
 # --help tells the -v default (progress is on whenever stderr is a terminal).
 for cmd in kmeans knn pca linreg logreg; do

@@ -205,58 +205,6 @@ static void progress(const hpml_kmeans_progress_t *p, void *user)
             p->run, p->iter, p->inertia, p->shift, p->changed, p->seconds * 1e3);
 }
 
-/* All labels at rank 0 (others get NULL): hpml_allgather of blocks padded to the largest
- * rank's row count (comm has no gatherv; the blocks differ by at most one row). */
-static int gather_labels(hpml_comm_t *comm, const int32_t *mine, size_t rows, int32_t **out)
-{
-    int P = hpml_comm_size(comm);
-    int64_t me = (int64_t)rows, *cnt = hpml_malloc((size_t)P * sizeof(int64_t));
-    int32_t *pad = NULL, *all = NULL;
-    size_t maxr = 0, total = 0;
-    int rc = HPML_ERR_NOMEM;
-
-    *out = NULL;
-    if (cnt == NULL)
-        goto out;
-    if ((rc = hpml_allgather(&me, cnt, 1, HPML_I64, comm)) != 0)
-        goto out;
-    for (int q = 0; q < P; q++) {
-        total += (size_t)cnt[q];
-        if ((size_t)cnt[q] > maxr)
-            maxr = (size_t)cnt[q];
-    }
-    rc = HPML_ERR_NOMEM;
-    pad = hpml_calloc(maxr ? maxr : 1, sizeof(int32_t));
-    all = hpml_malloc(((size_t)P * maxr + 1) * sizeof(int32_t));
-    if (pad == NULL || all == NULL)
-        goto out;
-    memcpy(pad, mine, rows * sizeof(int32_t));
-    if ((rc = hpml_allgather(pad, all, maxr, HPML_I32, comm)) != 0)
-        goto out;
-    if (hpml_comm_rank(comm) == 0) {
-        size_t at = 0;
-        for (int q = 0; q < P; q++) {
-            memmove(all + at, all + (size_t)q * maxr, (size_t)cnt[q] * sizeof(int32_t));
-            at += (size_t)cnt[q];
-        }
-        *out = all;
-        all = NULL;
-    }
-    rc = 0;
-out:
-    hpml_free(cnt);
-    hpml_free(pad);
-    hpml_free(all);
-    return rc;
-}
-
-static int write_labels(const char *path, const int32_t *labels, size_t n)
-{
-    if (ends_with(path, ".csv"))
-        return hpml_csv_write(path, labels, HPML_I32, n, 1, "label");
-    return hpml_npy_write(path, labels, HPML_I32, n, 1);
-}
-
 /* Read a whole small array (centroids) on every rank. */
 static int read_all(const char *path, hpml_dtype_t dt, hpml_array_t *a)
 {
@@ -276,8 +224,9 @@ int cmd_kmeans(int argc, char **argv)
     hpml_comm_t *comm = NULL;
     hpml_array_t X, C0;
     hpml_kmeans_result_t res;
-    int32_t *all_labels = NULL, *plabels = NULL;
+    int32_t *plabels = NULL;
     char cpath[4096] = "", lpath[4096] = "";
+    mlcli_outset_t os;
     double t0, t_read, t_fit = 0.0, inertia = 0.0, tmax[4];
     int rc, status = CLI_EXIT_FAIL, rank;
     size_t k;
@@ -310,6 +259,12 @@ int cmd_kmeans(int argc, char **argv)
         snprintf(lpath, sizeof(lpath), "%s", o.labels);
     if (o.predict != NULL)
         cpath[0] = '\0'; /* nothing fitted to write */
+    /* The outputs are one set: checked now, replaced together after the run. */
+    mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_add(&os, cpath, NULL);
+    mlcli_outset_add(&os, lpath, "label");
+    if ((status = mlcli_outset_check(&os)) != 0)
+        goto out;
 
     /* Centroids given in a file (--init FILE or --predict FILE): every rank reads them. */
     if (o.init_file || o.predict) {
@@ -377,17 +332,9 @@ int cmd_kmeans(int argc, char **argv)
             goto out;
     }
 
-    if (lpath[0] != '\0') {
-        rc = gather_labels(comm, plabels, X.rows, &all_labels);
-        if ((status = mlcli_agree(CMD, comm, rc, "gathering labels: %s", mlcli_errtext(rc))) != 0)
-            goto out;
-    }
-    rc = 0;
-    if (rank == 0 && cpath[0] != '\0')
-        rc = hpml_npy_write(cpath, res.centroids, o.dtype, k, X.cols);
-    if (rank == 0 && rc == 0 && lpath[0] != '\0')
-        rc = write_labels(lpath, all_labels, X.total_rows);
-    if ((status = mlcli_check(CMD, comm, rc)) != 0)
+    if ((status = mlcli_outset_write(&os, cpath, res.centroids, o.dtype, k, X.cols)) != 0 ||
+        (status = mlcli_outset_write_rows(&os, lpath, plabels, HPML_I32, X.rows, 1)) != 0 ||
+        (status = mlcli_outset_commit(&os)) != 0)
         goto out;
 
     if (rank == 0) {
@@ -460,9 +407,9 @@ int cmd_kmeans(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     if (plabels != res.labels)
         hpml_free(plabels);
-    hpml_free(all_labels);
     hpml_kmeans_result_free(&res);
     hpml_array_free(&X);
     hpml_array_free(&C0);

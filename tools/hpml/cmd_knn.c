@@ -41,16 +41,31 @@ typedef struct {
 /* This command's own long options; the shared ones come from mlcli. */
 enum { O_QUERY = 256, O_LABELS, O_QLABELS, O_PRED };
 
+/* The option a code of own_opt stands for, for messages. */
+static const char *own_name(int c)
+{
+    switch (c) {
+    case O_QUERY: return "--query";
+    case O_LABELS: return "--labels";
+    case O_QLABELS: return "--query-labels";
+    case O_PRED: return "--pred-out";
+    default: return "-k";
+    }
+}
+
 static int own_opt(void *ctx, int c, const char *arg)
 {
     opts_t *o = ctx;
     long v;
 
+    /* Every value of this command's own is a file name (or -k's number): "" names none. */
+    if (arg != NULL && *arg == '\0')
+        return cli_usage_error(CMD, "option '%s' has an empty value", own_name(c));
     switch (c) {
     case O_QUERY: o->query = arg; break;
     case 'k':
-        if (cli_parse_long(arg, 1, 1L << 20, &v) != 0)
-            return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", arg);
+        if (cli_opt_long(CMD, "-k", arg, 1, 1L << 20, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->k = (size_t)v;
         break;
     case O_LABELS: o->labels = arg; break;
@@ -76,6 +91,10 @@ static int parse(int argc, char **argv, opts_t *o)
     o->k = 5;
     if ((rc = mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o)) != 0)
         return rc;
+    /* mlcli_parse lets "--out ''" through (it would write hidden ".indices.npy" files). */
+    if (*o->co.data == '\0' || (o->co.out != NULL && *o->co.out == '\0'))
+        return cli_usage_error(CMD, "option '%s' has an empty value",
+                               *o->co.data == '\0' ? "--data" : "--out");
     if ((o->qlabels || o->pred_out) && o->labels == NULL)
         return cli_usage_error(CMD, "%s needs --labels (the reference labels)",
                                o->qlabels ? "--query-labels" : "--pred-out");
@@ -112,11 +131,24 @@ int cmd_knn(int argc, char **argv)
     int rc, status = CLI_EXIT_FAIL;
     const hpml_array_t *q;
     progress_t pg;
+    mlcli_outset_t os;
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((comm = mlcli_start(CMD, &o.co)) == NULL)
         return CLI_EXIT_FAIL;
+    /* The outputs are one set: checked now, replaced together after the search. */
+    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "indices", 1);
+    mlcli_out_path(dpath, sizeof(dpath), o.co.out, "distances", 0);
+    mlcli_out_path(ppath, sizeof(ppath), o.labels ? o.co.out : NULL, "predictions", 0);
+    if (o.pred_out != NULL)
+        snprintf(ppath, sizeof(ppath), "%s", o.pred_out);
+    mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_add(&os, ipath, NULL);
+    mlcli_outset_add(&os, dpath, NULL);
+    mlcli_outset_add(&os, ppath, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
 
     t0 = hpml_time();
     lt.file = o.labels;
@@ -182,14 +214,9 @@ int cmd_knn(int argc, char **argv)
             goto out;
     }
 
-    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "indices", 1);
-    mlcli_out_path(dpath, sizeof(dpath), o.co.out, "distances", 0);
-    mlcli_out_path(ppath, sizeof(ppath), o.labels ? o.co.out : NULL, "predictions", 0);
-    if (o.pred_out != NULL)
-        snprintf(ppath, sizeof(ppath), "%s", o.pred_out);
-    if (mlcli_write_rows(CMD, comm, ipath, idx, HPML_I64, q->rows, o.k) ||
-        mlcli_write_rows(CMD, comm, dpath, dist, HPML_F64, q->rows, o.k) ||
-        mlcli_write_rows(CMD, comm, ppath, pred, HPML_I64, q->rows, 1))
+    if (mlcli_outset_write_rows(&os, ipath, idx, HPML_I64, q->rows, o.k) ||
+        mlcli_outset_write_rows(&os, dpath, dist, HPML_F64, q->rows, o.k) ||
+        mlcli_outset_write_rows(&os, ppath, pred, HPML_I64, q->rows, 1) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -221,6 +248,7 @@ int cmd_knn(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_free(rlab);
     hpml_free(qlab);
     hpml_free(idx);

@@ -107,7 +107,12 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     char cpath[4096], ipath[4096];
     int rc, status = CLI_EXIT_FAIL, have_y = 0;
     size_t d, t;
+    mlcli_outset_t os;
 
+    mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_add(&os, o->pred_out, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
     t0 = hpml_time();
     if (mlcli_read_model(CMD, comm, o->model, "coef", HPML_F64, cpath, sizeof(cpath), &C) ||
         mlcli_read_model(CMD, comm, o->model, "intercept", HPML_F64, ipath, sizeof(ipath), &I))
@@ -137,7 +142,8 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
         rc = hpml_r2_score(comm, Y.data, pred, X.rows, t, &r2);
     t_pred = hpml_time() - t0;
     if (mlcli_check(CMD, comm, rc) ||
-        mlcli_write_rows(CMD, comm, o->pred_out, pred, HPML_F64, X.rows, t))
+        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_F64, X.rows, t) ||
+        mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -164,6 +170,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_free(pred);
     hpml_array_free(&C);
     hpml_array_free(&I);
@@ -183,15 +190,25 @@ int cmd_linreg(int argc, char **argv)
     char cpath[4096], ipath[4096];
     int rc, status = CLI_EXIT_FAIL, have_test_y = 0;
     size_t d, t;
+    mlcli_outset_t os;
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((comm = mlcli_start(CMD, &o.co)) == NULL)
         return CLI_EXIT_FAIL;
+    mlcli_outset_init(&os, CMD, comm);
     if (o.model != NULL) {
         status = run_predict(&o, comm);
         goto out;
     }
+    /* The outputs are one set: checked now, replaced together after the fit. */
+    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
+    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
+    mlcli_outset_add(&os, o.pred_out, NULL);
+    mlcli_outset_add(&os, cpath, NULL);
+    mlcli_outset_add(&os, ipath, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, &o.co.tgt, &X, &Y))
@@ -229,13 +246,10 @@ int cmd_linreg(int argc, char **argv)
         if (mlcli_check(CMD, comm, rc))
             goto out;
     }
-    if (mlcli_write_rows(CMD, comm, o.pred_out, tpred ? tpred : pred, HPML_F64,
-                         tpred ? TX.rows : X.rows, t))
-        goto out;
-    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
-    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
-    if (mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, t, d) ||
-        mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, t, 1))
+    if (mlcli_outset_write_rows(&os, o.pred_out, tpred ? tpred : pred, HPML_F64,
+                                tpred ? TX.rows : X.rows, t) ||
+        mlcli_outset_write(&os, cpath, m->coef, HPML_F64, t, d) ||
+        mlcli_outset_write(&os, ipath, m->intercept, HPML_F64, t, 1) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -279,6 +293,7 @@ int cmd_linreg(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_linreg_destroy(m);
     hpml_free(pred);
     hpml_free(tpred);

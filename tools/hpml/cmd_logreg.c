@@ -168,9 +168,9 @@ static int score(hpml_comm_t *comm, const hpml_logreg_t *m, const double *x, con
     return 0;
 }
 
-/* Write the probabilities of x (rows) under m to path (nothing for NULL). Collective;
- * 0 or CLI_EXIT_FAIL. */
-static int write_proba(hpml_comm_t *comm, const char *path, const hpml_logreg_t *m,
+/* Write the probabilities of x (rows) under m to path (nothing for NULL), a file of the
+ * output set os. Collective; 0 or CLI_EXIT_FAIL. */
+static int write_proba(mlcli_outset_t *os, const char *path, const hpml_logreg_t *m,
                        const hpml_array_t *x)
 {
     double *proba = NULL;
@@ -180,8 +180,8 @@ static int write_proba(hpml_comm_t *comm, const char *path, const hpml_logreg_t 
         return 0;
     proba = hpml_malloc((x->rows ? x->rows : 1) * m->n_classes * sizeof(double));
     rc = proba == NULL ? HPML_ERR_NOMEM : hpml_logreg_predict_proba(m, x->data, x->rows, proba);
-    status = mlcli_check(CMD, comm, rc) ||
-             mlcli_write_rows(CMD, comm, path, proba, HPML_F64, x->rows, m->n_classes);
+    status = mlcli_check(CMD, os->comm, rc) ||
+             mlcli_outset_write_rows(os, path, proba, HPML_F64, x->rows, m->n_classes);
     hpml_free(proba);
     return status ? CLI_EXIT_FAIL : 0;
 }
@@ -214,7 +214,13 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     char cpath[4096], ipath[4096], kpath[4096], mpath[4096];
     int rc, status = CLI_EXIT_FAIL, have_y = 0;
     size_t d;
+    mlcli_outset_t os;
 
+    mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_add(&os, o->pred_out, NULL);
+    mlcli_outset_add(&os, o->proba_out, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
     t0 = hpml_time();
     if (mlcli_read_model(CMD, comm, o->model, "coef", HPML_F64, cpath, sizeof(cpath), &C) ||
         mlcli_read_model(CMD, comm, o->model, "intercept", HPML_F64, ipath, sizeof(ipath), &I) ||
@@ -248,8 +254,8 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
         rc = score(comm, &m, X.data, y, X.rows, pred, &acc, &ll);
     t_pred = hpml_time() - t0;
     if (mlcli_check(CMD, comm, rc) ||
-        mlcli_write_rows(CMD, comm, o->pred_out, pred, HPML_I64, X.rows, 1) ||
-        write_proba(comm, o->proba_out, &m, &X))
+        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_I64, X.rows, 1) ||
+        write_proba(&os, o->proba_out, &m, &X) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -283,6 +289,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_free(y);
     hpml_free(pred);
     hpml_array_free(&C);
@@ -310,15 +317,30 @@ int cmd_logreg(int argc, char **argv)
     size_t d;
     const hpml_array_t *px;
     const int64_t *ppred;
+    mlcli_outset_t os;
 
     if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((comm = mlcli_start(CMD, &o.co)) == NULL)
         return CLI_EXIT_FAIL;
+    mlcli_outset_init(&os, CMD, comm);
     if (o.model != NULL) {
         status = run_predict(&o, comm);
         goto out;
     }
+    /* The outputs are one set: checked now, replaced together after the fit. */
+    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
+    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
+    mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
+    mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
+    mlcli_outset_add(&os, o.pred_out, NULL);
+    mlcli_outset_add(&os, o.proba_out, NULL);
+    mlcli_outset_add(&os, cpath, NULL);
+    mlcli_outset_add(&os, ipath, NULL);
+    mlcli_outset_add(&os, kpath, NULL);
+    mlcli_outset_add(&os, mpath, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, &o.co.tgt, &X, &Y) ||
@@ -364,19 +386,13 @@ int cmd_logreg(int argc, char **argv)
         px = &TX;
         ppred = tpred;
     }
-    if (mlcli_write_rows(CMD, comm, o.pred_out, ppred, HPML_I64, px->rows, 1))
-        goto out;
-    if (write_proba(comm, o.proba_out, m, px))
-        goto out;
-    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
-    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
-    mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
-    mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
     multi = m->multinomial;
-    if (mlcli_write(CMD, comm, cpath, m->coef, HPML_F64, m->n_rows, d) ||
-        mlcli_write(CMD, comm, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
-        mlcli_write(CMD, comm, kpath, m->classes, HPML_I64, m->n_classes, 1) ||
-        mlcli_write(CMD, comm, mpath, &multi, HPML_I64, 1, 1))
+    if (mlcli_outset_write_rows(&os, o.pred_out, ppred, HPML_I64, px->rows, 1) ||
+        write_proba(&os, o.proba_out, m, px) ||
+        mlcli_outset_write(&os, cpath, m->coef, HPML_F64, m->n_rows, d) ||
+        mlcli_outset_write(&os, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
+        mlcli_outset_write(&os, kpath, m->classes, HPML_I64, m->n_classes, 1) ||
+        mlcli_outset_write(&os, mpath, &multi, HPML_I64, 1, 1) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -422,6 +438,7 @@ int cmd_logreg(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_logreg_destroy(m);
     hpml_free(y);
     hpml_free(ty);

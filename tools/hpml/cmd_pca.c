@@ -113,6 +113,7 @@ int cmd_pca(int argc, char **argv)
     hpml_pca_t *p = NULL;
     double *tr = NULL, t0, t_read, t_fit;
     char path[5][4096];
+    mlcli_outset_t os;
     int rc, status = CLI_EXIT_FAIL;
     size_t k, d, n;
 
@@ -120,6 +121,15 @@ int cmd_pca(int argc, char **argv)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((comm = mlcli_start(CMD, &o.co)) == NULL)
         return CLI_EXIT_FAIL;
+    /* The outputs are one set: checked now, replaced together after the fit. */
+    mlcli_outset_init(&os, CMD, comm);
+    for (int i = 0; i < 5; i++) {
+        mlcli_out_path(path[i], sizeof(path[i]), o.co.out, names[i], i == 0);
+        mlcli_outset_add(&os, path[i], NULL);
+    }
+    mlcli_outset_add(&os, o.transform_out, NULL);
+    if (mlcli_outset_check(&os))
+        goto out;
 
     t0 = hpml_time();
     if (mlcli_load(CMD, comm, o.co.data, NULL, &X, NULL))
@@ -143,21 +153,21 @@ int cmd_pca(int argc, char **argv)
     if (o.co.verbose)
         fprintf(stderr, "[pca] fitted in %.3f s\n", t_fit);
 
-    for (int i = 0; i < 5; i++)
-        mlcli_out_path(path[i], sizeof(path[i]), o.co.out, names[i], i == 0);
-    if (mlcli_write(CMD, comm, path[0], p->components, HPML_F64, k, d) ||
-        mlcli_write(CMD, comm, path[1], p->explained_variance, HPML_F64, k, 1) ||
-        mlcli_write(CMD, comm, path[2], p->explained_variance_ratio, HPML_F64, k, 1) ||
-        mlcli_write(CMD, comm, path[3], p->singular_values, HPML_F64, k, 1) ||
-        mlcli_write(CMD, comm, path[4], p->mean, HPML_F64, 1, d))
+    if (mlcli_outset_write(&os, path[0], p->components, HPML_F64, k, d) ||
+        mlcli_outset_write(&os, path[1], p->explained_variance, HPML_F64, k, 1) ||
+        mlcli_outset_write(&os, path[2], p->explained_variance_ratio, HPML_F64, k, 1) ||
+        mlcli_outset_write(&os, path[3], p->singular_values, HPML_F64, k, 1) ||
+        mlcli_outset_write(&os, path[4], p->mean, HPML_F64, 1, d))
         goto out;
     if (o.transform_out != NULL) {
         tr = hpml_malloc((X.rows ? X.rows : 1) * k * sizeof(double));
         rc = tr == NULL ? HPML_ERR_NOMEM : hpml_pca_transform(p, X.data, X.rows, tr);
         if (mlcli_check(CMD, comm, rc) ||
-            mlcli_write_rows(CMD, comm, o.transform_out, tr, HPML_F64, X.rows, k))
+            mlcli_outset_write_rows(&os, o.transform_out, tr, HPML_F64, X.rows, k))
             goto out;
     }
+    if (mlcli_outset_commit(&os))
+        goto out;
 
     if (hpml_comm_rank(comm) == 0) {
         double cum = 0.0;
@@ -201,6 +211,7 @@ int cmd_pca(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:
+    mlcli_outset_abort(&os);
     hpml_pca_destroy(p);
     hpml_free(tr);
     hpml_array_free(&X);

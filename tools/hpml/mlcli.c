@@ -1,8 +1,14 @@
-/* Helpers shared by the knn, pca, linreg and logreg commands (see mlcli.h). */
+/* Helpers shared by the ML commands (see mlcli.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -284,11 +290,200 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
     return mlcli_agree(cmd, comm, a->rows == 0 || a->cols == 0, "model file %s is empty", path);
 }
 
-int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
-                     hpml_dtype_t dtype, size_t rows, size_t cols)
+/* ---- output sets ---------------------------------------------------------------- */
+
+/*
+ * Each file is written into a temporary folder next to its target rather than to a
+ * temporary file: the io writers themselves write through "<name>.tmp.XXXXXX" next to the
+ * name they are given, and inside a folder that name is short, so a target name that the
+ * single-file writers accept is accepted here too. The folder is on the target's file
+ * system (same parent), so the final rename is atomic per file.
+ */
+#define OUT_NAME "out"
+#define TMP_LEN  sizeof(((mlcli_outset_t *)NULL)->f[0].tmp)
+
+void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm)
 {
-    int P = hpml_comm_size(comm), rc;
-    size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0;
+    memset(os, 0, sizeof(*os));
+    os->cmd = cmd;
+    os->comm = comm;
+}
+
+void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header)
+{
+    if (path == NULL || *path == '\0')
+        return;
+    if (os->n == MLCLI_OUTSET_MAX) {
+        os->too_many = 1;
+        return;
+    }
+    os->f[os->n].path = path;
+    os->f[os->n].header = csv_header;
+    os->f[os->n].tmp[0] = '\0';
+    os->n++;
+}
+
+/* Make the temporary folder "<path>.tmp.XXXXXX" in tmp[len]. 0, or -1 with errno. */
+static int make_tmpdir(const char *path, char *tmp, size_t len)
+{
+    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", path) >= len) {
+        errno = ENAMETOOLONG;
+        tmp[0] = '\0';
+        return -1;
+    }
+    if (mkdtemp(tmp) == NULL) {
+        tmp[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Remove a temporary folder and whatever the writers left in it. */
+static void remove_tmpdir(const char *dir)
+{
+    char name[TMP_LEN + 256];
+    struct dirent *e;
+    DIR *d = opendir(dir);
+
+    if (d != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(name, sizeof(name), "%s/%s", dir, e->d_name);
+            unlink(name);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+void mlcli_outset_abort(mlcli_outset_t *os)
+{
+    if (os == NULL)
+        return;
+    for (size_t i = 0; i < os->n; i++)
+        if (os->f[i].tmp[0] != '\0') {
+            remove_tmpdir(os->f[i].tmp);
+            os->f[i].tmp[0] = '\0';
+        }
+}
+
+/* Agree on rank 0's verdict `bad` (message in why); abort the set on failure. */
+static int outset_agree(mlcli_outset_t *os, int bad, const char *why)
+{
+    if (mlcli_agree(os->cmd, os->comm, bad, "%s", why) == 0)
+        return 0;
+    mlcli_outset_abort(os);
+    return CLI_EXIT_FAIL;
+}
+
+int mlcli_outset_check(mlcli_outset_t *os)
+{
+    char why[1024] = "", tmp[TMP_LEN];
+    int bad = 0;
+
+    if (hpml_comm_rank(os->comm) == 0) {
+        if (os->too_many) {
+            snprintf(why, sizeof(why), "internal error: more than %d output files",
+                     MLCLI_OUTSET_MAX);
+            bad = 1;
+        }
+        for (size_t i = 0; i < os->n && !bad; i++) {
+            const char *path = os->f[i].path;
+
+            for (size_t j = 0; j < i && !bad; j++)
+                if (strcmp(os->f[j].path, path) == 0) {
+                    snprintf(why, sizeof(why), "%s is named for two outputs", path);
+                    bad = 1;
+                }
+            if (bad)
+                break;
+            if (is_dir(path)) {
+                snprintf(why, sizeof(why), "%s: is a directory", path);
+                bad = 1;
+            } else if (make_tmpdir(path, tmp, sizeof(tmp)) != 0) {
+                snprintf(why, sizeof(why), "%s: cannot create a file there: %s", path,
+                         strerror(errno));
+                bad = 1;
+            } else {
+                rmdir(tmp);
+            }
+        }
+    }
+    return outset_agree(os, bad, why);
+}
+
+/* Rank 0: write one file of the set into its temporary folder. 0, or -1 with why. */
+static int write_tmp(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
+                     size_t rows, size_t cols, char *why, size_t len)
+{
+    char file[TMP_LEN + sizeof(OUT_NAME) + 1];
+    const char *msg;
+    struct stat st;
+    size_t i, n = strlen(path);
+    int rc;
+
+    for (i = 0; i < os->n && strcmp(os->f[i].path, path) != 0; i++)
+        ;
+    if (i == os->n || os->f[i].tmp[0] != '\0') {
+        snprintf(why, len, "internal error: %s is %s", path,
+                 i == os->n ? "not in the output set" : "written twice");
+        return -1;
+    }
+    if (is_dir(path)) {
+        snprintf(why, len, "%s: is a directory", path);
+        return -1;
+    }
+    if (make_tmpdir(path, os->f[i].tmp, sizeof(os->f[i].tmp)) != 0) {
+        snprintf(why, len, "%s: cannot create a file there: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(file, sizeof(file), "%s/" OUT_NAME, os->f[i].tmp);
+    if (n >= 4 && strcasecmp(path + n - 4, ".csv") == 0)
+        rc = hpml_csv_write(file, data, dtype, rows, cols, os->f[i].header);
+    else
+        rc = hpml_npy_write(file, data, dtype, rows, cols);
+    if (rc != 0) {
+        /* The io message starts with the temporary's name: name the output instead. */
+        msg = mlcli_errtext(rc);
+        n = strlen(file);
+        if (strncmp(msg, file, n) == 0 && strncmp(msg + n, ": ", 2) == 0)
+            msg += n + 2;
+        snprintf(why, len, "%s: %s", path, msg);
+        return -1;
+    }
+    /* As the io writers do: a replaced file keeps its mode (a new one has 0644). */
+    if (stat(path, &st) == 0)
+        chmod(file, st.st_mode & 07777);
+    return 0;
+}
+
+int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
+                       size_t rows, size_t cols)
+{
+    char why[1024] = "";
+    int bad = 0;
+
+    if (path == NULL || *path == '\0')
+        return 0;
+    if (hpml_comm_rank(os->comm) == 0)
+        bad = write_tmp(os, path, data, dtype, rows, cols, why, sizeof(why)) != 0;
+    return outset_agree(os, bad, why);
+}
+
+int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
+                            hpml_dtype_t dtype, size_t rows, size_t cols)
+{
+    hpml_comm_t *comm = os->comm;
+    int P = hpml_comm_size(comm), rc, status = CLI_EXIT_FAIL;
+    size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0, at = 0;
     int64_t me = (int64_t)rows, *cnt = NULL;
     char *pad = NULL, *all = NULL;
 
@@ -296,10 +491,8 @@ int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const
         return 0;
     cnt = hpml_malloc((size_t)P * sizeof(int64_t));
     rc = cnt == NULL ? HPML_ERR_NOMEM : hpml_allgather(&me, cnt, 1, HPML_I64, comm);
-    if (mlcli_agree(cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc))) {
-        hpml_free(cnt);
-        return CLI_EXIT_FAIL;
-    }
+    if (mlcli_agree(os->cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)))
+        goto out;
     for (int q = 0; q < P; q++) {
         total += (size_t)cnt[q];
         if ((size_t)cnt[q] > maxr)
@@ -310,41 +503,76 @@ int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const
     all = hpml_malloc(((size_t)P * maxr * cols + 1) * es);
     rc = pad && all ? 0 : HPML_ERR_NOMEM;
     if (rc == 0) {
-        memcpy(pad, local, rows * cols * es);
+        if (rows > 0)
+            memcpy(pad, local, rows * cols * es);
         rc = hpml_allgather(pad, all, maxr * cols, dtype, comm);
     }
-    if (mlcli_agree(cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)) == 0) {
-        size_t at = 0;
-
-        for (int q = 0; q < P; q++) {
-            memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
-            at += (size_t)cnt[q] * cols * es;
-        }
-        rc = mlcli_write(cmd, comm, path, all, dtype, total, cols);
-    } else {
-        rc = CLI_EXIT_FAIL;
+    if (mlcli_agree(os->cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)))
+        goto out;
+    for (int q = 0; q < P; q++) {
+        memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
+        at += (size_t)cnt[q] * cols * es;
     }
+    status = mlcli_outset_write(os, path, all, dtype, total, cols);
+out:
+    if (status != 0)
+        mlcli_outset_abort(os);
     hpml_free(cnt);
     hpml_free(pad);
     hpml_free(all);
-    return rc;
+    return status;
 }
 
-int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void *data,
-                hpml_dtype_t dtype, size_t rows, size_t cols)
+/* Append ", path" (or "path" first) to why[len]. */
+static void append_path(char *why, size_t len, const char *path)
 {
-    size_t n = path != NULL ? strlen(path) : 0;
-    int rc = 0;
+    size_t n = strlen(why);
 
-    if (n == 0)
-        return 0;
-    if (hpml_comm_rank(comm) == 0) {
-        if (n >= 4 && strcasecmp(path + n - 4, ".csv") == 0)
-            rc = hpml_csv_write(path, data, dtype, rows, cols, NULL);
-        else
-            rc = hpml_npy_write(path, data, dtype, rows, cols);
+    if (n < len)
+        snprintf(why + n, len - n, "%s%s", why[0] != '\0' ? ", " : "", path);
+}
+
+int mlcli_outset_commit(mlcli_outset_t *os)
+{
+    char why[1024] = "", done[1024] = "", file[TMP_LEN + sizeof(OUT_NAME) + 1];
+    char *dir;
+    size_t i;
+    int bad = 0, fd;
+
+    if (hpml_comm_rank(os->comm) == 0) {
+        /* Everything that can be checked is checked before the first rename. */
+        for (i = 0; i < os->n && !bad; i++) {
+            if (os->f[i].tmp[0] == '\0') {
+                snprintf(why, sizeof(why), "internal error: %s was not written", os->f[i].path);
+                bad = 1;
+            } else if (is_dir(os->f[i].path)) {
+                snprintf(why, sizeof(why), "%s: is a directory", os->f[i].path);
+                bad = 1;
+            }
+        }
+        for (i = 0; i < os->n && !bad; i++) {
+            snprintf(file, sizeof(file), "%s/" OUT_NAME, os->f[i].tmp);
+            if (rename(file, os->f[i].path) != 0) {
+                snprintf(why, sizeof(why), "%s: cannot rename the new file to it: %s%s%s",
+                         os->f[i].path, strerror(errno), done[0] ? "; already replaced: " : "",
+                         done);
+                bad = 1;
+                break;
+            }
+            rmdir(os->f[i].tmp);
+            os->f[i].tmp[0] = '\0';
+            append_path(done, sizeof(done), os->f[i].path);
+            /* Make the rename itself durable. */
+            if ((dir = strdup(os->f[i].path)) != NULL) {
+                if ((fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+                    fsync(fd);
+                    close(fd);
+                }
+                free(dir);
+            }
+        }
     }
-    return mlcli_check(cmd, comm, rc);
+    return outset_agree(os, bad, why);
 }
 
 void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, int main_one)

@@ -1,8 +1,8 @@
 /*
- * Helpers shared by the ML commands (kmeans uses the error agreement; knn, pca, linreg
- * and logreg all of it): agreeing on errors across ranks, loading a data file with its target (a
- * separate file or one of its columns), gathering row-distributed results to rank 0 and writing
- * them, and output naming.
+ * Helpers shared by the ML commands (kmeans uses the error agreement and the output set;
+ * knn, pca, linreg and logreg all of it): agreeing on errors across ranks, loading a data file
+ * with its target (a separate file or one of its columns), writing a run's output files as one
+ * set (row-distributed results gathered to rank 0), and output naming.
  */
 #ifndef HPML_TOOLS_MLCLI_H
 #define HPML_TOOLS_MLCLI_H
@@ -141,15 +141,59 @@ int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *pre
 int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, const char *what,
                      hpml_dtype_t dtype, char *path, size_t size, hpml_array_t *a);
 
-/* Gather row blocks (rows x cols of dtype, rank order) and write them at rank 0 as .npy
- * (or .csv by extension). Collective; returns 0 or CLI_EXIT_FAIL (agreed). */
-int mlcli_write_rows(const char *cmd, hpml_comm_t *comm, const char *path, const void *local,
-                     hpml_dtype_t dtype, size_t rows, size_t cols);
-/* Write a replicated array from rank 0 (every rank passes the same data). Collective.
- * For both writers a NULL or empty path writes nothing and returns 0 on every rank (all
- * ranks pass the same path), so optional outputs need no test at the call. */
-int mlcli_write(const char *cmd, hpml_comm_t *comm, const char *path, const void *data,
-                hpml_dtype_t dtype, size_t rows, size_t cols);
+/*
+ * An output set: the files one run writes, replaced together or not at all.
+ *
+ *     mlcli_outset_init(&os, cmd, comm);
+ *     mlcli_outset_add(&os, path, NULL);           each output (NULL or "": none)
+ *     if (mlcli_outset_check(&os)) goto out;       before the long computation
+ *     ...
+ *     if (mlcli_outset_write(&os, path, ...) || ... || mlcli_outset_commit(&os)) goto out;
+ *   out:
+ *     mlcli_outset_abort(&os);
+ *
+ * check: rank 0 makes sure every path can be created (not a directory, its folder there
+ * and writable, no path named twice), so a bad --out fails at once, not after the run.
+ * write / write_rows: rank 0 writes one file of the set (.npy, or CSV when the name ends
+ * in .csv), complete and fsynced, into a temporary folder "<path>.tmp.XXXXXX" next to it;
+ * nothing is replaced yet. write_rows first gathers row blocks (rows x cols of dtype on
+ * each rank, in rank order); write takes a replicated array (only rank 0's is read).
+ * commit: once every added file is written, renames each into place and fsyncs the
+ * folders. Any failure before the commit removes every temporary and leaves each old file
+ * as it was. POSIX cannot rename several files at once, so a rename failing during the
+ * commit (the target turned into a directory, say: checked just before) leaves the files
+ * renamed before it new; the message names them.
+ *
+ * All but init, add and abort are collective (every rank passes the same paths) and
+ * return 0 or CLI_EXIT_FAIL: the error is agreed, one line naming the path is printed and
+ * the set is aborted. A NULL or empty path given to write is no file and returns 0. The
+ * set borrows the paths and CSV headers: they must outlive it. abort removes what is left
+ * (nothing after a commit); call it on every way out. It is not collective, cannot fail
+ * and may be called again. At most MLCLI_OUTSET_MAX files.
+ */
+#define MLCLI_OUTSET_MAX 8
+
+typedef struct mlcli_outset {
+    const char *cmd;
+    hpml_comm_t *comm;
+    size_t n;     /* files added */
+    int too_many; /* more than MLCLI_OUTSET_MAX were added: check fails */
+    struct {
+        const char *path;    /* borrowed */
+        const char *header;  /* header line of a CSV file, or NULL; borrowed */
+        char tmp[4096 + 32]; /* rank 0: the temporary folder while written, else "" */
+    } f[MLCLI_OUTSET_MAX];
+} mlcli_outset_t;
+
+void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm);
+void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header);
+int mlcli_outset_check(mlcli_outset_t *os);
+int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
+                       size_t rows, size_t cols);
+int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
+                            hpml_dtype_t dtype, size_t rows, size_t cols);
+int mlcli_outset_commit(mlcli_outset_t *os);
+void mlcli_outset_abort(mlcli_outset_t *os);
 
 /* `out` ending in .npy names the main output itself; otherwise it is a prefix:
  * "<out>.<what>.npy". An empty string when out is NULL. */
