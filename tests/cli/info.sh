@@ -51,7 +51,8 @@ print("json ok")
 PYEOF
 
 # Bad options: exit 2 on every rank, one error line plus a usage line, no hang.
-for args in "--bogus" "info --bogus" "info extra" "nosuchcommand" ""; do
+# (tests/cli/options.sh goes through the getopt cases one by one.)
+for args in "--bogus" "info --bogus" "info extra" "info --json=1" "nosuchcommand" ""; do
     err=$(timeout 60 $MPIRUN -np 2 "$HPML" $args 2>&1 >/dev/null)
     rc=$?
     check '[ $rc -eq 2 ]' "'hpml $args' exited $rc, want 2"
@@ -63,5 +64,8 @@ for args in "--bogus" "info --bogus" "info extra" "nosuchcommand" ""; do
     rc=$?
     check '[ $rc -eq 2 ] && [ $(grep -c . <<<"$err") -eq 2 ]' "singleton 'hpml $args': rc $rc: $err"
 done
+# --json takes no value: said as such, not as an unknown option.
+err=$(timeout 60 "$HPML" info --json=1 2>&1 >/dev/null)
+check 'grep -q "^hpml info: option .--json. takes no value" <<<"$err"' "info --json=1: $err"
 [ $fail -eq 0 ] && echo "info: all checks passed"
 exit $fail

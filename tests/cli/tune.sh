@@ -46,5 +46,14 @@ check '[ "$(grep -c "^hpml tune:.*cannot create" "$dir/err")" = 1 ]' \
     "unwritable output: expected one 'cannot create' line: $(head -3 "$dir/err")"
 check '! grep -qi "MPI_ABORT" "$dir/err"' "unwritable output aborted the job"
 check '[ ! -s "$dir/out" ]' "unwritable output: the timing table was printed anyway"
+# An output that is a directory: the same, before the timing run (not a failed rename after).
+mkdir "$dir/d"
+$MPIRUN -np 2 "$HPML" tune --max 64 -s 1 -q -o "$dir/d" >"$dir/out" 2>"$dir/err"
+rc=$?
+check '[ $rc = 1 ]' "directory output: exit $rc, expected 1"
+check '[ "$(grep -c "^hpml tune:.*cannot create.*is a directory" "$dir/err")" = 1 ]' \
+    "directory output: expected one 'is a directory' line: $(head -3 "$dir/err")"
+check '! grep -qi "MPI_ABORT" "$dir/err"' "directory output aborted the job"
+check '[ -z "$(ls "$dir" | grep "tmp")" ]' "directory output left a temporary file behind"
 $MPIRUN -np 1 "$HPML" tune --help | grep -q "HPML_TUNING_FILE" || { echo "FAIL: --help"; fail=1; }
 exit $fail

@@ -1,11 +1,15 @@
-/* Helpers shared by the hpml subcommands: errors, number parsing. */
+/* Helpers shared by the hpml subcommands: errors, option and number parsing. */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,12 +83,177 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
 }
 
+/* The long option `name` (len characters, without "--" and "=value") names, as
+ * getopt_long matches: exactly, or as the prefix of one option (or of several that do the
+ * same thing). NULL when none matches, with *ambiguous set when several different ones do. */
+static const struct option *long_match(const struct option *lo, const char *name, size_t len,
+                                       int *ambiguous)
+{
+    const struct option *o, *found = NULL;
+
+    *ambiguous = 0;
+    for (o = lo; o->name != NULL; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (o->name[len] == '\0')
+            return o;
+        if (found == NULL)
+            found = o;
+        else if (found->has_arg != o->has_arg || found->flag != o->flag || found->val != o->val)
+            *ambiguous = 1;
+    }
+    return *ambiguous ? NULL : found;
+}
+
+/* Is s a cluster of short options ("-vk", not "-" or "--x") holding ch after the dash? */
+static int short_group_has(const char *s, int ch)
+{
+    return ch != 0 && s[0] == '-' && s[1] != '-' && s[1] != '\0' && strchr(s + 1, ch) != NULL;
+}
+
+/* An unknown or ambiguous "--name[=value]", or a value given to a long option that
+ * takes none: arg is the word getopt_long stopped at. */
+static int long_error(const char *cmd, int c, const char *arg, const struct option *lo)
+{
+    const char *name = arg + 2;
+    size_t len = strcspn(name, "=");
+    const struct option *o;
+    char list[400];
+    size_t n = 0;
+    int ambiguous;
+
+    o = long_match(lo, name, len, &ambiguous);
+    if (c == ':')
+        return cli_usage_error(cmd, "option '--%s' needs a value", o != NULL ? o->name : name);
+    if (o != NULL && o->has_arg == no_argument && name[len] == '=')
+        return cli_usage_error(cmd, "option '--%s' takes no value (got '%s')", o->name, arg);
+    if (len == 0) /* "--=x": every name starts with "" */
+        return cli_usage_error(cmd, "unknown option '%s'", arg);
+    if (!ambiguous)
+        return cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+    list[0] = '\0';
+    for (o = lo; o->name != NULL && n < sizeof(list); o++)
+        if (strncmp(o->name, name, len) == 0)
+            n += (size_t)snprintf(list + n, sizeof(list) - n, "%s--%s", n ? ", " : "", o->name);
+    return cli_usage_error(cmd, "option '--%.*s' is ambiguous: it could be %s", (int)len, name,
+                           list);
+}
+
+/*
+ * getopt_long (':' first, opterr 0) returned c, '?' or ':'. getopt keeps where it stopped
+ * to itself, so the word is worked out from optind and optopt as glibc leaves them: after
+ * a long option, argv[optind - 1] is its word and optopt is 0 (unknown or ambiguous) or
+ * the option's code (a value it does not take, a missing value); after a short option,
+ * optopt is the letter and argv[optind - 1] is its cluster only when the letter ended it.
+ */
+static int getopt_error(const char *cmd, int c, int argc, char **argv, const struct option *lo)
+{
+    const char *arg = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+    const char *group = NULL;
+    const struct option *o;
+    int ambiguous;
+    size_t len;
+
+    if (arg[0] == '-' && arg[1] == '-' && arg[2] != '\0') {
+        const char *name = arg + 2;
+
+        len = strcspn(name, "=");
+        o = long_match(lo, name, len, &ambiguous);
+        /* optopt != 0 with '?' is a value a long option does not take, or an unknown
+         * letter in a cluster after this word: the word tells which. */
+        if (c == ':' || optopt == 0 ||
+            (o != NULL && o->has_arg == no_argument && name[len] == '=' && o->val == optopt))
+            return long_error(cmd, c, arg, lo);
+    }
+    /* The cluster holding the letter: this word when the letter ended it, else the next. */
+    if (short_group_has(arg, optopt) && arg[strlen(arg) - 1] == (char)optopt)
+        group = arg;
+    else if (optind < argc && short_group_has(argv[optind], optopt))
+        group = argv[optind];
+    /* A byte of a multibyte character, say: name the word instead. */
+    if (optopt <= 0 || optopt > SCHAR_MAX || !isprint(optopt))
+        return cli_usage_error(cmd, "unknown option '%s'", group != NULL ? group : arg);
+    if (c == ':')
+        return cli_usage_error(cmd, "option '-%c' needs a value", optopt);
+    if (group == NULL || strlen(group) <= 2)
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    /* "-json" for "--json" is a common slip: getopt reads it as -j -s -o -n. */
+    len = strcspn(group + 1, "=");
+    o = long_match(lo, group + 1, len, &ambiguous);
+    if (o != NULL && o->name[len] == '\0')
+        return cli_usage_error(cmd, "unknown option '-%c' in '%s' (did you mean '--%s'?)", optopt,
+                               group, o->name);
+    return cli_usage_error(cmd, "unknown option '-%c' in '%s'", optopt, group);
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
+               const struct option *longopts)
+{
+    static const struct option none[] = {{NULL, 0, NULL, 0}};
+    char spec[128];
+    const struct option *o;
+    char name[64];
+    int c, li = -1, ambiguous;
+
+    if (longopts == NULL)
+        longopts = none;
+    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
+    snprintf(spec, sizeof(spec), "%s%s", optstring[0] == ':' ? "" : ":", optstring);
+    opterr = 0;
+    c = getopt_long(argc, argv, spec, longopts, &li);
+    if (c == -1)
+        return -1;
+    if (c == '?' || c == ':') {
+        getopt_error(cmd, c, argc, argv, longopts);
+        return '?';
+    }
+    if (optarg == NULL)
+        return c;
+    if (li >= 0)
+        snprintf(name, sizeof(name), "--%s", longopts[li].name);
+    else
+        snprintf(name, sizeof(name), "-%c", c);
+    /* An empty value names no file and no number: "--out ''" is a slip, not a request. */
+    if (optarg[0] == '\0') {
+        cli_usage_error(cmd, "option '%s' has an empty value", name);
+        return '?';
+    }
+    /* "-o=x" is "-o" with the value "=x" to getopt, but a slip for "-o x" to a person. */
+    if (li < 0 && optarg[0] == '=' && optind >= 1 && optarg != argv[optind - 1]) {
+        cli_usage_error(cmd, "option '%s' takes no '=': write '%s %s'", name, name, optarg + 1);
+        return '?';
+    }
+    /* "--out --json": the value was forgotten and the next option taken in its place.
+     * Only a value in a word of its own (not "--out=--json") is questioned. */
+    if (optind >= 1 && optarg == argv[optind - 1] && optarg[0] == '-' && optarg[1] == '-') {
+        size_t len = strcspn(optarg + 2, "=");
+
+        o = long_match(longopts, optarg + 2, len, &ambiguous);
+        if (optarg[2] == '\0' || o != NULL) {
+            cli_usage_error(cmd, "option '%s' needs a value (got the option '%s')", name, optarg);
+            return '?';
+        }
+    }
+    return c;
+}
+
+int cli_opt_long(const char *cmd, const char *opt, const char *arg, long min, long max, long *out)
+{
+    if (cli_parse_long(arg, min, max, out) == 0)
+        return 0;
+    if (max == LONG_MAX)
+        return cli_usage_error(cmd, "%s must be an integer >= %ld (got '%s')", opt, min, arg);
+    return cli_usage_error(cmd, "%s must be an integer from %ld to %ld (got '%s')", opt, min, max,
+                           arg);
+}
+
 int cli_parse_long(const char *s, long min, long max, long *out)
 {
     char *end;
     long v;
 
-    if (s == NULL || *s == '\0')
+    /* strtol skips leading blanks; the whole string must be the number. */
+    if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
         return -1;
     errno = 0;
     v = strtol(s, &end, 10);
@@ -99,7 +268,7 @@ int cli_parse_double(const char *s, double *out)
     char *end;
     double v;
 
-    if (s == NULL || *s == '\0')
+    if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
         return -1;
     errno = 0;
     v = strtod(s, &end);

@@ -7,6 +7,7 @@
 #ifndef HPML_TOOLS_CLI_H
 #define HPML_TOOLS_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 
 #define CLI_EXIT_OK    0
@@ -26,7 +27,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 void cli_fatal(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
-/* Number parsers: the whole string must be a number in range; return 0 or -1. */
+/*
+ * getopt_long with hpml's diagnostics, for a subcommand's option loop (set optind = 1
+ * before the first call). `optstring` gets the leading ':' added; `longopts` may be NULL.
+ * Returns the next option's code, -1 after the last option, or '?' (return
+ * CLI_EXIT_USAGE) once rank 0 has printed a usage error: an unknown option, an
+ * ambiguous prefix (the options it could be are named), a value given to a long option
+ * that takes none ("--json=1"), a missing value, an empty value ("--out ''") and, for a
+ * value in a word of its own, one that is an option of this command ("--out --json":
+ * the value was forgotten; "--out=--json" is taken as given). Every rank parses the same
+ * argv and returns the same codes. Not thread-safe (getopt's globals).
+ */
+int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
+               const struct option *longopts);
+
+/* The value `arg` of option `opt` as an integer in min..max (LONG_MAX: no upper limit):
+ * 0, or CLI_EXIT_USAGE after "<opt> must be an integer from <min> to <max> (got '<arg>')". */
+int cli_opt_long(const char *cmd, const char *opt, const char *arg, long min, long max, long *out);
+
+/* Number parsers: the whole string must be a number in range (no leading blanks); return
+ * 0 or -1. */
 int cli_parse_long(const char *s, long min, long max, long *out);
 int cli_parse_double(const char *s, double *out);
 /* Sizes: "4096", "4K", "16M", "1G" (powers of 1024; "k"/"m"/"g" too). */

@@ -53,9 +53,7 @@ int cmd_eval(int argc, char **argv)
     double loss = 0, acc = 0;
 
     optind = 1;
-    opterr = 0;
-    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
-    while ((opt = getopt_long(argc, argv, ":hf:", opts, NULL)) != -1) {
+    while ((opt = cli_getopt(CMD, argc, argv, "hf:", opts)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'f': file = optarg; break;
@@ -64,14 +62,12 @@ int cmd_eval(int argc, char **argv)
         case 'l': labels = optarg; break;
         case 'n':
         case 'b':
-            if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "%s must be an integer >= 1 (got '%s')",
-                                       opt == 'n' ? "--limit" : "--batch", optarg);
+            if (cli_opt_long(CMD, opt == 'n' ? "--limit" : "--batch", optarg, 1, 1L << 40, &v))
+                return CLI_EXIT_USAGE;
             *(opt == 'n' ? &limit : &batch) = (size_t)v;
             break;
         case 'j': json = 1; break;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)

@@ -122,17 +122,15 @@ int cmd_info(int argc, char **argv)
     char cpu[256];
     int json = 0, c, rc;
 
-    opterr = 0; /* we print our own one-line message, once, on rank 0 */
-    optind = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    optind = 1;
+    while ((c = cli_getopt("info", argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'h':
             if (cli_rank() == 0)
                 fputs(usage_text, stdout);
             return CLI_EXIT_OK;
-        case ':': return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)

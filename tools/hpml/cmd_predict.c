@@ -53,21 +53,18 @@ int cmd_predict(int argc, char **argv)
     long v;
 
     optind = 1;
-    opterr = 0;
-    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
-    while ((opt = getopt_long(argc, argv, ":hf:i:o:", opts, NULL)) != -1) {
+    while ((opt = cli_getopt(CMD, argc, argv, "hf:i:o:", opts)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'f': file = optarg; break;
         case 'i': images = optarg; break;
         case 'o': output = optarg; break;
         case 'n':
-            if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "--limit must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "--limit", optarg, 1, 1L << 40, &v))
+                return CLI_EXIT_USAGE;
             limit = (size_t)v;
             break;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)

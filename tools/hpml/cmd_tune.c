@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -69,9 +70,8 @@ int cmd_tune(int argc, char **argv)
     long v;
     int quiet = 0, c, rc, status = CLI_EXIT_FAIL;
 
-    opterr = 0;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, ":o:s:c:qh", opts, NULL)) != -1) {
+    optind = 1;
+    while ((c = cli_getopt("tune", argc, argv, "o:s:c:qh", opts)) != -1) {
         switch (c) {
         case 'o': path = optarg; break;
         case 'm':
@@ -83,8 +83,8 @@ int cmd_tune(int argc, char **argv)
                 return cli_usage_error("tune", "--max '%s' is not a size", optarg);
             break;
         case 's':
-            if (cli_parse_long(optarg, 1, 1000, &v) != 0)
-                return cli_usage_error("tune", "--samples '%s' is not in 1..1000", optarg);
+            if (cli_opt_long("tune", "--samples", optarg, 1, 1000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o.samples = (int)v;
             break;
         case 'c':
@@ -96,8 +96,7 @@ int cmd_tune(int argc, char **argv)
             if (cli_rank() == 0)
                 fputs(usage_text, stdout);
             return CLI_EXIT_OK;
-        case ':': return cli_usage_error("tune", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)
@@ -118,8 +117,14 @@ int cmd_tune(int argc, char **argv)
      * could, so an unwritable path is one line and exit 1 on every rank. */
     rc = 0;
     if (cli_rank() == 0) {
+        struct stat st;
+
         if (strcmp(path, "-") == 0) {
             f = stdout;
+        } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            /* The rename at the end would fail, after the whole timing run. */
+            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create the tuning file: is a directory",
+                                path);
         } else {
             /* Written under a temporary name, renamed when complete. */
             tmp = malloc(strlen(path) + 16);

@@ -26,12 +26,24 @@ static void usage(FILE *f)
                "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'hpml <command> --help' describes a command's options.\n"
+    fprintf(f, "\n'hpml <command> --help' or 'hpml help <command>' describes a command's options.\n"
                "Options: -h, --help  this text;  -V, --version  print the version.\n");
+}
+
+typedef int (*command_fn)(int argc, char **argv);
+
+/* The command named `name`, or NULL. */
+static command_fn find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run;
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
+    command_fn run;
     int provided, rank, status = CLI_EXIT_USAGE;
 
     /* THREAD_MULTIPLE lets comm run its progress thread; hpml falls back when the MPI
@@ -47,23 +59,36 @@ int main(int argc, char **argv)
         cli_usage_error(NULL, "missing command");
     } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
                strcmp(argv[1], "help") == 0) {
-        if (rank == 0)
-            usage(stdout);
-        status = CLI_EXIT_OK;
-    } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
-        if (rank == 0)
-            printf("hpml %s\n", hpml_version());
-        status = CLI_EXIT_OK;
-    } else {
-        size_t i;
+        /* "hpml help CMD" is "hpml CMD --help". */
+        if (argc > 3) {
+            cli_usage_error(NULL, "unexpected argument '%s'", argv[3]);
+        } else if (argc == 3) {
+            char *help_argv[] = {argv[2], "--help", NULL};
 
-        for (i = 0; i < NCOMMANDS; i++)
-            if (strcmp(argv[1], commands[i].name) == 0)
-                break;
-        if (i == NCOMMANDS)
-            cli_usage_error(NULL, "unknown command '%s'", argv[1]);
-        else
-            status = commands[i].run(argc - 1, argv + 1);
+            if ((run = find_command(argv[2])) == NULL)
+                cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+            else
+                status = run(2, help_argv);
+        } else {
+            if (rank == 0)
+                usage(stdout);
+            status = CLI_EXIT_OK;
+        }
+    } else if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        if (argc > 2) {
+            cli_usage_error(NULL, "unexpected argument '%s'", argv[2]);
+        } else {
+            if (rank == 0)
+                printf("hpml %s\n", hpml_version());
+            status = CLI_EXIT_OK;
+        }
+    } else if ((run = find_command(argv[1])) != NULL) {
+        status = run(argc - 1, argv + 1);
+    } else if (argv[1][0] == '-' && argv[1][1] != '\0') {
+        /* Options go after the command; the only ones before it are --help, --version. */
+        cli_usage_error(NULL, "unknown option '%s' (options go after the command)", argv[1]);
+    } else {
+        cli_usage_error(NULL, "unknown command '%s'", argv[1]);
     }
     fflush(stdout);
     MPI_Finalize();
