@@ -30,13 +30,13 @@ expect_usage "root out of range" bcast -k fixed:7
 ranks=single
 expect_usage "unknown benchmark 'allreduz'" allreduz
 expect_usage "bad -m" allreduce -m 1X
-expect_usage "bad -i" allreduce -i 0
-expect_usage "bad -i" allreduce -i abc
-expect_usage "bad -x" allreduce -x -1
+expect_usage "-i must be an integer from 1 to 100000000 (got '0')" allreduce -i 0
+expect_usage "-i must be an integer from 1 to 100000000" allreduce -i abc
+expect_usage "-x must be an integer from 0 to 100000000" allreduce -x -1
 expect_usage "bad -T" allreduce -T mpi_complex
 expect_usage "bad -z" allreduce -z101
 expect_usage "bad -k" bcast -k middle
-expect_usage "bad -W" bw -W 0
+expect_usage "-W must be an integer from 1 to 100000" bw -W 0
 expect_usage "bad -M" allreduce -M lots
 expect_usage "unknown option" allreduce --bogus
 expect_usage "needs a value" allreduce -m

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Option parsing as a demanding user pokes it (info, tune, knn, eval, predict and the
-# command word): a value given to an option that takes none, a missing value, an
+# Option parsing as a demanding user pokes it (every command, and the command word):
+# a value given to an option that takes none, a missing value, an
 # ambiguous prefix, an empty value, a forgotten value followed by the next option, a
 # short-option cluster, numbers out of range or with blanks. Each is one clear line naming
 # what is wrong, a usage line, exit status 2, nothing written, no MPI_Abort and no hang;
@@ -96,10 +96,86 @@ usage 1 - "unknown command 'nope'" help nope
 "$HPML" help info >"$tmp/out" 2>&1 && grep -q "hpml info \[--json\]" "$tmp/out" ||
     bad "'hpml help info' does not print info's usage: $(head -2 "$tmp/out")"
 
+# The ML commands (mlcli_parse: knn, pca, linreg, logreg), kmeans, bench and train: the
+# same diagnostics. x.csv is real data: with "--out ''" the old parser went on to fit and
+# wrote hidden ".centroids.npy" files; with "--out --json", "--json.centroids.npy".
+printf '0,0\n0,1\n5,5\n5,6\n9,0\n9,1\n' >"$tmp/x.csv"
+x=$tmp/x.csv
+usage 1 pca "option '--no-center' takes no value (got '--no-center=1')" pca --data "$x" --no-center=1
+usage 1 kmeans "option '--json' takes no value (got '--json=1')" kmeans --data "$x" -k 2 --json=1
+usage 1 linreg "option '--no-intercept' takes no value" linreg --data "$x" --target-col 0 \
+    --no-intercept=1
+usage 1 logreg "option '--multinomial' takes no value" logreg --data "$x" --target-col 0 \
+    --multinomial=1
+usage 1 bench "option '--full' takes no value (got '--full=1')" bench allreduce --full=1
+usage 1 train "option '--resume' takes no value (got '--resume=yes')" train --resume=yes
+usage 1 linreg "option '--t' is ambiguous: it could be --target, --target-col, --test," \
+    linreg --data "$x" --t 1
+usage 1 train "option '--t' is ambiguous: it could be --train-images, --train-labels," train --t
+usage 1 bench "option '--i' is ambiguous: it could be --iterations, --in-place, --impl" \
+    bench --i 5 allreduce
+usage 1 kmeans "option '--t' is ambiguous: it could be --tol, --threads, --tile" \
+    kmeans --data "$x" --t 1
+usage 1 pca "option '--n' is ambiguous: it could be --n-components, --no-center, --n-iter" \
+    pca --data "$x" --n 1
+usage 1 train "unknown option '-v' in '-vZ'" train -vZ
+usage 1 bench "unknown option '-o' in '-o=x'" bench allreduce -o=x
+usage 1 bench "option '-m' needs a value" bench allreduce -m
+usage 1 kmeans "option '--out' has an empty value" kmeans --data "$x" -k 2 --out ''
+usage 1 kmeans "option '--out' needs a value (got the option '--json')" kmeans --data "$x" -k 2 \
+    --out --json
+usage 1 kmeans "option '--labels' has an empty value" kmeans --data "$x" -k 2 --labels=
+usage 1 pca "option '--transform-out' has an empty value" pca --data "$x" --transform-out ''
+usage 1 logreg "option '--pred-out' needs a value (got the option '--json')" \
+    logreg --data "$x" --target-col 0 --pred-out --json
+usage 1 train "option '--save' has an empty value" train --model "dense 10" --epochs 1 \
+    --train-limit 64 --test-limit 64 --no-progress --save ''
+usage 1 train "option '--checkpoint' needs a value (got the option '--resume')" \
+    train --checkpoint --resume
+usage 1 bench "option '--plot' has an empty value" bench allreduce --plot ''
+
+# Integer options say their whole range.
+usage 1 kmeans "--threads must be an integer from 1 to 1024 (got '5000')" \
+    kmeans --data "$x" -k 2 --threads 5000
+usage 1 linreg "--threads must be an integer from 1 to 1024 (got '0')" \
+    linreg --data "$x" --target-col 0 --threads 0
+usage 1 linreg "--target-col must be an integer from -1000000000 to 1000000000" \
+    linreg --data "$x" --target-col 1e3
+usage 1 kmeans "-k must be an integer from 1 to 2147483647 (got '3000000000')" \
+    kmeans --data "$x" -k 3000000000
+usage 1 kmeans "--tile must be an integer from 1 to 1048576 (got '2000000')" \
+    kmeans --data "$x" -k 2 --tile 2000000
+usage 1 kmeans "--n-init must be an integer from 1 to 100000 (got '200000')" \
+    kmeans --data "$x" -k 2 --n-init 200000
+usage 1 kmeans "--max-iter must be an integer from 1 to 1000000000 (got '2000000000')" \
+    kmeans --data "$x" -k 2 --max-iter 2000000000
+usage 1 pca "-k must be an integer from 1 to 1073741824 (got '2000000000')" \
+    pca --data "$x" -k 2000000000
+usage 1 pca "--oversample must be an integer from 0 to 1048576 (got '2000000')" \
+    pca --data "$x" --oversample 2000000
+usage 1 logreg "--max-iter must be an integer from 0 to 100000000 (got '200000000')" \
+    logreg --data "$x" --target-col 0 --max-iter 200000000
+usage 1 train "--epochs must be an integer from 1 to 1000000 (got '2000000')" \
+    train --epochs 2000000
+usage 1 train "--batch must be an integer from 1 to 1073741824 (got '0')" train --batch 0
+usage 1 bench "-i must be an integer from 1 to 100000000 (got '999999999')" \
+    bench allreduce -i 999999999
+usage 1 bench "-x must be an integer from 0 to 100000000 (got '-1')" bench allreduce -x -1
+
+# bench -z: its value is optional and so, as in OMB, only attached ("-z50,90").
+usage 1 bench "unknown benchmark '50' (-z takes its value attached: -z50)" bench -z 50 allreduce
+usage 1 bench "unexpected argument '50,90' (-z takes its value attached: -z50,90)" \
+    bench allreduce -z 50,90
+usage 1 bench "option '-z' takes no '=': write '-z50' (its value attached)" bench allreduce -z=50
+usage 1 bench "unknown benchmark 'allreduz'" bench -z allreduz
+
 # At 2 ranks: one message, every rank exits 2.
 usage 2 info "option '--json' takes no value" info --json=1
 usage 2 tune "option '--m' is ambiguous" tune --m 4K
 usage 2 eval "option '--model-file' has an empty value" eval --model-file=
+usage 2 kmeans "option '--out' has an empty value" kmeans --data "$x" -k 2 --out ''
+usage 2 bench "unknown benchmark '50' (-z takes its value attached: -z50)" bench -z 50 allreduce
+usage 2 train "option '--resume' takes no value" train --resume=yes
 
 [ $fails -eq 0 ] && echo "options: all checks passed"
 exit $((fails > 0))

@@ -41,7 +41,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 opt_error 2 "option '--epochs' needs a value" --epochs
 opt_error 2 "--lr: expected a non-negative number, got 'x'" --lr x
-opt_error 2 "--max-steps: expected a non-negative integer" --max-steps -3
+opt_error 2 "--max-steps must be an integer from 0 to" --max-steps -3
 opt_error 2 "--momentum: expected a number in [0, 1)" --momentum 5
 opt_error 2 "--input: expected CxHxW" --synthetic --input 1x28x28junk
 opt_error 2 "--checkpoint-every needs --checkpoint DIR" --checkpoint-every 3

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hpml/core.h"
 
 const char *cli_prog = "hpml";
 
@@ -81,6 +82,43 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     }
     MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
     exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
+}
+
+int cli_fail_agreed(const char *cmd, int err)
+{
+    const char *detail = hpml_last_error();
+    struct timespec tick = {0, 1000 * 1000}, pause = {0, 500 * 1000 * 1000};
+    MPI_Request req;
+    int one = 1, all = 0, done = 0;
+    double t0 = MPI_Wtime();
+    char msg[1100];
+
+    if (detail != NULL && detail[0] != '\0')
+        snprintf(msg, sizeof(msg), "%s: %s", hpml_strerror(err), detail);
+    else
+        snprintf(msg, sizeof(msg), "%s", hpml_strerror(err));
+    /* MPI_COMM_WORLD carries only the command's own collectives (the library works on
+     * duplicates), so this allreduce cannot be matched by one the other ranks are in. */
+    if (MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
+        while (!done && MPI_Wtime() - t0 < 5.0) {
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+            if (!done)
+                nanosleep(&tick, NULL);
+        }
+    }
+    if (done) {
+        if (cli_rank() == 0) {
+            fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
+            fflush(stderr);
+        }
+        return CLI_EXIT_FAIL;
+    }
+    fprintf(stderr, "%s %s: rank %d: %s\n", cli_prog, cmd, cli_rank(), msg);
+    fflush(stderr);
+    /* As in cli_fatal: let the launcher forward the line before the job is torn down. */
+    nanosleep(&pause, NULL);
+    MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+    return CLI_EXIT_FAIL; /* not reached */
 }
 
 /* The long option `name` (len characters, without "--" and "=value") names, as
@@ -186,6 +224,22 @@ static int getopt_error(const char *cmd, int c, int argc, char **argv, const str
     return cli_usage_error(cmd, "unknown option '-%c' in '%s'", optopt, group);
 }
 
+/* Does the short option ch take an optional value ("z::" in optstring)? */
+static int short_optional(const char *optstring, int ch)
+{
+    const char *p = ch != ':' ? strchr(optstring, ch) : NULL;
+
+    return p != NULL && p[1] == ':' && p[2] == ':';
+}
+
+/* Words that followed an option taking its value only attached, given bare ("-z 50"):
+ * the word (by address, as getopt leaves it in argv) and the option's letter. */
+static struct {
+    const char *word;
+    int letter;
+} bare[8];
+static size_t nbare;
+
 int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
                const struct option *longopts)
 {
@@ -197,6 +251,8 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
 
     if (longopts == NULL)
         longopts = none;
+    if (optind <= 1) /* a new parse */
+        nbare = 0;
     /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
     snprintf(spec, sizeof(spec), "%s%s", optstring[0] == ':' ? "" : ":", optstring);
     opterr = 0;
@@ -206,6 +262,15 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
     if (c == '?' || c == ':') {
         getopt_error(cmd, c, argc, argv, longopts);
         return '?';
+    }
+    /* "-z 50": getopt gives -z no value and 50 becomes an operand. Remember the word, so
+     * that the command can say why when the operand does not fit (cli_bare_optional).
+     * The words after optind are still in their original order. */
+    if (optarg == NULL && li < 0 && short_optional(spec, c) && optind < argc &&
+        argv[optind][0] != '-' && nbare < sizeof(bare) / sizeof(bare[0])) {
+        bare[nbare].word = argv[optind];
+        bare[nbare].letter = c;
+        nbare++;
     }
     if (optarg == NULL)
         return c;
@@ -218,9 +283,14 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
         cli_usage_error(cmd, "option '%s' has an empty value", name);
         return '?';
     }
-    /* "-o=x" is "-o" with the value "=x" to getopt, but a slip for "-o x" to a person. */
+    /* "-o=x" is "-o" with the value "=x" to getopt, but a slip for "-o x" to a person.
+     * An optional value is only ever attached: "-z=50" is a slip for "-z50". */
     if (li < 0 && optarg[0] == '=' && optind >= 1 && optarg != argv[optind - 1]) {
-        cli_usage_error(cmd, "option '%s' takes no '=': write '%s %s'", name, name, optarg + 1);
+        if (short_optional(spec, c))
+            cli_usage_error(cmd, "option '%s' takes no '=': write '%s%s' (its value attached)",
+                            name, name, optarg + 1);
+        else
+            cli_usage_error(cmd, "option '%s' takes no '=': write '%s %s'", name, name, optarg + 1);
         return '?';
     }
     /* "--out --json": the value was forgotten and the next option taken in its place.
@@ -235,6 +305,14 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
         }
     }
     return c;
+}
+
+int cli_bare_optional(const char *word)
+{
+    for (size_t i = 0; i < nbare; i++)
+        if (bare[i].word == word)
+            return bare[i].letter;
+    return 0;
 }
 
 int cli_opt_long(const char *cmd, const char *opt, const char *arg, long min, long max, long *out)

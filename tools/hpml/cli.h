@@ -28,6 +28,19 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
 /*
+ * A library call failed with err (its text from hpml_strerror and hpml_last_error) at a
+ * point every rank reaches, where the others may have failed the same way (a setting the
+ * ranks disagree on, a corrupt checkpoint) or not (a failure of this rank alone, the
+ * others left inside a collective). The failing ranks meet in a nonblocking allreduce
+ * over MPI_COMM_WORLD with a 5-second deadline: when every rank arrives, rank 0 prints
+ * "hpml <cmd>: <error>" (one line) and every rank gets CLI_EXIT_FAIL to return; when
+ * not, this rank prints the error with its rank and ends the job with MPI_Abort.
+ * MPI_COMM_WORLD must carry only the command's own collectives (the library works on
+ * duplicates), or the allreduce could match a collective the other ranks are in.
+ */
+int cli_fail_agreed(const char *cmd, int err);
+
+/*
  * getopt_long with hpml's diagnostics, for a subcommand's option loop (set optind = 1
  * before the first call). `optstring` gets the leading ':' added; `longopts` may be NULL.
  * Returns the next option's code, -1 after the last option, or '?' (return
@@ -35,11 +48,19 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
  * ambiguous prefix (the options it could be are named), a value given to a long option
  * that takes none ("--json=1"), a missing value, an empty value ("--out ''") and, for a
  * value in a word of its own, one that is an option of this command ("--out --json":
- * the value was forgotten; "--out=--json" is taken as given). Every rank parses the same
- * argv and returns the same codes. Not thread-safe (getopt's globals).
+ * the value was forgotten; "--out=--json" is taken as given), and a short option's value
+ * written with '=' ("-o=x": "-o x" is suggested, or "-z50" for an optional value, which
+ * is only ever attached). Every rank parses the same argv and returns the same codes.
+ * Not thread-safe (getopt's globals).
  */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
                const struct option *longopts);
+
+/* After cli_getopt: when `word` (an operand, by its address in argv) came right after a
+ * short option whose value is optional and so only ever attached ("z::": "-z 50" is -z
+ * without a value, then the operand 50), that option's letter; else 0. For a usage error
+ * that tells why the word was not taken as the value. */
+int cli_bare_optional(const char *word);
 
 /* The value `arg` of option `opt` as an integer in min..max (LONG_MAX: no upper limit):
  * 0, or CLI_EXIT_USAGE after "<opt> must be an integer from <min> to <max> (got '<arg>')". */

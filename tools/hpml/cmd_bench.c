@@ -244,6 +244,18 @@ static int plot_tmp(const char *file, char *tmp, size_t len)
     return 0;
 }
 
+/* A word that is no benchmark name or one too many: "<what> '<word>'", and why when it
+ * followed an option whose value must be attached ("-z 50"). Returns CLI_EXIT_USAGE. */
+static int operand_error(const char *word, const char *what)
+{
+    int letter = cli_bare_optional(word);
+
+    if (letter != 0)
+        return cli_usage_error(CMD, "%s '%s' (-%c takes its value attached: -%c%s)", what, word,
+                               letter, letter, word);
+    return cli_usage_error(CMD, "%s '%s'", what, word);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -279,21 +291,21 @@ int cmd_bench(int argc, char **argv)
     dtypes[0] = o.dtype;
     labels[0] = "MPI_CHAR";
     optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":m:i:x:fcT:z::lk:W:M:t:h", longopts, NULL)) != -1) {
+    /* -z's value is optional, so (as in OMB) only ever attached: "-z50,90". */
+    while ((opt = cli_getopt(CMD, argc, argv, "m:i:x:fcT:z::lk:W:M:t:h", longopts)) != -1) {
         switch (opt) {
         case 'm':
             if (parse_range(optarg, &o) != 0)
                 return cli_usage_error(CMD, "bad -m '%s' (want [MIN:]MAX bytes, MAX >= 1)", optarg);
             break;
         case 'i':
-            if (cli_parse_long(optarg, 1, 100000000, &v) != 0)
-                return cli_usage_error(CMD, "bad -i '%s' (want a positive count)", optarg);
+            if (cli_opt_long(CMD, "-i", optarg, 1, 100000000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o.iters = v;
             break;
         case 'x':
-            if (cli_parse_long(optarg, 0, 100000000, &v) != 0)
-                return cli_usage_error(CMD, "bad -x '%s' (want a count >= 0)", optarg);
+            if (cli_opt_long(CMD, "-x", optarg, 0, 100000000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o.warmup = v;
             break;
         case 'f': o.full = 1; break;
@@ -325,8 +337,8 @@ int cmd_bench(int argc, char **argv)
                 return cli_usage_error(CMD, "bad -k '%s' (want fixed:N or rotate)", optarg);
             break;
         case 'W':
-            if (cli_parse_long(optarg, 1, 100000, &v) != 0)
-                return cli_usage_error(CMD, "bad -W '%s' (want a window of 1..100000)", optarg);
+            if (cli_opt_long(CMD, "-W", optarg, 1, 100000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o.window = (int)v;
             break;
         case 'M':
@@ -334,8 +346,8 @@ int cmd_bench(int argc, char **argv)
                 return cli_usage_error(CMD, "bad -M '%s' (want bytes, e.g. 512M)", optarg);
             break;
         case 't':
-            if (cli_parse_long(optarg, 0, 1000000, &v) != 0)
-                return cli_usage_error(CMD, "bad -t '%s' (want a count >= 0)", optarg);
+            if (cli_opt_long(CMD, "-t", optarg, 0, 1000000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o.test_calls = (int)v;
             break;
         case 'I': impl = optarg; break;
@@ -351,17 +363,17 @@ int cmd_bench(int argc, char **argv)
             if (rank == 0)
                 usage();
             return CLI_EXIT_OK;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing benchmark name");
-    if (optind + 1 < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind + 1]);
     case_name = argv[optind];
+    /* "-z 50 allreduce": -z took no value and 50 became the benchmark's name. */
     if (!hpml_bench_case_exists(case_name))
-        return cli_usage_error(CMD, "unknown benchmark '%s'", case_name);
+        return operand_error(case_name, "unknown benchmark");
+    if (optind + 1 < argc)
+        return operand_error(argv[optind + 1], "unexpected argument");
     o.case_name = case_name;
     if (hpml_bench_parse_impls(case_name, impl, &o, note, sizeof(note)) != 0)
         return cli_usage_error(CMD, "%s", hpml_last_error());
@@ -420,9 +432,12 @@ int cmd_bench(int argc, char **argv)
             fflush(stderr);
         }
         if (rc != 0) {
+            /* Often the same error on every rank (hpml_comm_create refusing settings the
+             * ranks disagree on): one line and exit 1, not an abort. */
             if (ptmp[0] != '\0')
                 unlink(ptmp);
-            cli_fatal(CMD, "%s: %s", hpml_strerror(rc), hpml_last_error());
+            status = cli_fail_agreed(CMD, rc);
+            goto out;
         }
         if (note[0] && res[d]->note[0] == '\0')
             snprintf(res[d]->note, sizeof(res[d]->note), "%s", note);
@@ -460,6 +475,7 @@ int cmd_bench(int argc, char **argv)
         unlink(ptmp);
         status = CLI_EXIT_FAIL;
     }
+out:
     for (int d = 0; d < ndt; d++)
         hpml_bench_result_free(res[d]);
     return status;

@@ -114,8 +114,10 @@ int cmd_eval(int argc, char **argv)
                     dp.test_labels, d.classes - 1, outs, outs - 1))
         goto out;
     rc = hpml_evaluate(comm, m, &d, batch, &loss, &acc);
-    if (rc != 0) /* a rank-local failure inside a collective: only an abort is safe */
-        cli_fatal(CMD, "%s", mlcli_errtext(rc));
+    if (rc != 0) { /* agreed when every rank failed; else the job ends (cli_fail_agreed) */
+        status = cli_fail_agreed(CMD, rc);
+        goto out;
+    }
     if (cli_rank() == 0) {
         if (json) {
             printf("{\"model\": ");

@@ -107,13 +107,12 @@ static int parse(int argc, char **argv, opts_t *o)
     o->dtype = HPML_F32;
     o->threads = 1;
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":k:vh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(CMD, argc, argv, "k:vh", longopts)) != -1) {
         switch (c) {
         case O_DATA: o->data = optarg; break;
         case 'k':
-            if (cli_parse_long(optarg, 1, INT32_MAX, &v) != 0)
-                return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "-k", optarg, 1, INT32_MAX, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->p.k = (size_t)v;
             o->have_k = 1;
             break;
@@ -130,9 +129,8 @@ static int parse(int argc, char **argv, opts_t *o)
             }
             break;
         case O_MAXIT:
-            if (cli_parse_long(optarg, 1, 1000000000L, &v) != 0)
-                return cli_usage_error(CMD, "--max-iter must be an integer >= 1 (got '%s')",
-                                       optarg);
+            if (cli_opt_long(CMD, "--max-iter", optarg, 1, 1000000000L, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->p.max_iter = (int)v;
             break;
         case O_TOL:
@@ -141,13 +139,13 @@ static int parse(int argc, char **argv, opts_t *o)
             o->p.tol = x;
             break;
         case O_NINIT:
-            if (cli_parse_long(optarg, 1, 100000, &v) != 0)
-                return cli_usage_error(CMD, "--n-init must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "--n-init", optarg, 1, 100000, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->p.n_init = (int)v;
             break;
         case O_SEED:
-            if (cli_parse_long(optarg, 0, LONG_MAX, &v) != 0)
-                return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "--seed", optarg, 0, LONG_MAX, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->p.seed = (uint64_t)v;
             break;
         case O_DTYPE:
@@ -159,13 +157,13 @@ static int parse(int argc, char **argv, opts_t *o)
         case O_LABELS: o->labels = optarg; break;
         case O_PREDICT: o->predict = optarg; break;
         case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(CMD, "--threads must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "--threads", optarg, 1, 1024, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->threads = (int)v;
             break;
         case O_TILE:
-            if (cli_parse_long(optarg, 1, 1 << 20, &v) != 0)
-                return cli_usage_error(CMD, "--tile must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(CMD, "--tile", optarg, 1, 1L << 20, &v) != 0)
+                return CLI_EXIT_USAGE;
             o->p.tile_rows = (size_t)v;
             break;
         case O_JSON: o->json = 1; break;
@@ -174,8 +172,7 @@ static int parse(int argc, char **argv, opts_t *o)
             if (cli_rank() == 0)
                 fputs(usage_text, stdout);
             return -1;
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)

@@ -41,26 +41,11 @@ typedef struct {
 /* This command's own long options; the shared ones come from mlcli. */
 enum { O_QUERY = 256, O_LABELS, O_QLABELS, O_PRED };
 
-/* The option a code of own_opt stands for, for messages. */
-static const char *own_name(int c)
-{
-    switch (c) {
-    case O_QUERY: return "--query";
-    case O_LABELS: return "--labels";
-    case O_QLABELS: return "--query-labels";
-    case O_PRED: return "--pred-out";
-    default: return "-k";
-    }
-}
-
 static int own_opt(void *ctx, int c, const char *arg)
 {
     opts_t *o = ctx;
     long v;
 
-    /* Every value of this command's own is a file name (or -k's number): "" names none. */
-    if (arg != NULL && *arg == '\0')
-        return cli_usage_error(CMD, "option '%s' has an empty value", own_name(c));
     switch (c) {
     case O_QUERY: o->query = arg; break;
     case 'k':
@@ -91,10 +76,6 @@ static int parse(int argc, char **argv, opts_t *o)
     o->k = 5;
     if ((rc = mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o)) != 0)
         return rc;
-    /* mlcli_parse lets "--out ''" through (it would write hidden ".indices.npy" files). */
-    if (*o->co.data == '\0' || (o->co.out != NULL && *o->co.out == '\0'))
-        return cli_usage_error(CMD, "option '%s' has an empty value",
-                               *o->co.data == '\0' ? "--data" : "--out");
     if ((o->qlabels || o->pred_out) && o->labels == NULL)
         return cli_usage_error(CMD, "%s needs --labels (the reference labels)",
                                o->qlabels ? "--query-labels" : "--pred-out");

@@ -80,8 +80,8 @@ static int own_opt(void *ctx, int c, const char *arg)
     case O_NOINT: o->cfg.fit_intercept = 0; break;
     case O_MULTI: o->cfg.multinomial = 1; break;
     case O_MAXIT:
-        if (cli_parse_long(arg, 0, 100000000L, &v) != 0)
-            return cli_usage_error(CMD, "--max-iter must be an integer >= 0 (got '%s')", arg);
+        if (cli_opt_long(CMD, "--max-iter", arg, 0, 100000000L, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->cfg.max_iter = (size_t)v;
         break;
     case O_TOL:

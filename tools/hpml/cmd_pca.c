@@ -51,8 +51,8 @@ static int own_opt(void *ctx, int c, const char *arg)
 
     switch (c) {
     case 'k':
-        if (cli_parse_long(arg, 1, 1L << 30, &v) != 0)
-            return cli_usage_error(CMD, "-k must be an integer >= 1 (got '%s')", arg);
+        if (cli_opt_long(CMD, "-k", arg, 1, 1L << 30, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->cfg.n_components = (size_t)v;
         break;
     case O_SOLVER:
@@ -65,18 +65,18 @@ static int own_opt(void *ctx, int c, const char *arg)
         break;
     case O_NOCENTER: o->cfg.center = 0; break;
     case O_OVERS:
-        if (cli_parse_long(arg, 0, 1L << 20, &v) != 0)
-            return cli_usage_error(CMD, "--oversample must be an integer >= 0 (got '%s')", arg);
+        if (cli_opt_long(CMD, "--oversample", arg, 0, 1L << 20, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->cfg.oversample = (size_t)v;
         break;
     case O_NITER:
-        if (cli_parse_long(arg, 0, 1000, &v) != 0)
-            return cli_usage_error(CMD, "--n-iter must be an integer in 0..1000 (got '%s')", arg);
+        if (cli_opt_long(CMD, "--n-iter", arg, 0, 1000, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->cfg.n_iter = (int)v;
         break;
     case O_SEED:
-        if (cli_parse_long(arg, 0, LONG_MAX, &v) != 0)
-            return cli_usage_error(CMD, "--seed must be an integer >= 0 (got '%s')", arg);
+        if (cli_opt_long(CMD, "--seed", arg, 0, LONG_MAX, &v) != 0)
+            return CLI_EXIT_USAGE;
         o->cfg.seed = (uint64_t)v;
         break;
     case O_TOUT: o->transform_out = arg; break;

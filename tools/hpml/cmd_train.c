@@ -136,43 +136,6 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
     report(&s->base, r);
 }
 
-/*
- * hpml_train failed with err. Errors such as a corrupt checkpoint are seen by every rank:
- * then the ranks meet in a nonblocking allreduce, rank 0 reports (it has the most precise
- * message) and the command ends normally with exit 1. A rank-local failure leaves the
- * other ranks inside a collective, so the meeting does not complete within a few
- * seconds: each failing rank then reports its own error and ends the job with MPI_Abort,
- * after a moment, since an immediate abort can tear the job down before the launcher
- * has forwarded the message (seen with MPICH's Hydra). Returns CLI_EXIT_FAIL.
- */
-static int train_fail(int err)
-{
-    MPI_Request req;
-    int one = 1, all = 0, done = 0;
-    double t0 = hpml_time();
-
-    MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
-    while (!done && hpml_time() - t0 < 5.0) {
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (!done)
-            usleep(1000);
-    }
-    if (!done || cli_rank() == 0) {
-        if (done)
-            fprintf(stderr, "%s %s: %s: %s\n", cli_prog, CMD, hpml_strerror(err),
-                    hpml_last_error());
-        else
-            fprintf(stderr, "%s %s: rank %d: %s: %s\n", cli_prog, CMD, cli_rank(),
-                    hpml_strerror(err), hpml_last_error());
-        fflush(stderr);
-    }
-    if (done)
-        return CLI_EXIT_FAIL;
-    usleep(500000);
-    MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-    return CLI_EXIT_FAIL; /* not reached */
-}
-
 /* "--name" of the long option whose getopt value is `val`. */
 static const char *long_name(const struct option *opts, int val)
 {
@@ -320,22 +283,18 @@ int cmd_train(int argc, char **argv)
     hpml_train_config_default(&cfg);
     hpml_data_paths(HPML_NN_DEFAULT_DATA, &dp);
     optind = 1;
-    opterr = 0;
-    /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
-    while ((opt = getopt_long(argc, argv, ":hm:e:b:", opts, NULL)) != -1) {
+    while ((opt = cli_getopt(CMD, argc, argv, "hm:e:b:", opts)) != -1) {
         switch (opt) {
         case 'h': usage(); return CLI_EXIT_OK;
         case 'm': model = optarg; break;
         case 'e':
-            if (cli_parse_long(optarg, 1, 1000000, &v))
-                return cli_usage_error(CMD, "--epochs: expected a positive integer, got '%s'",
-                                       optarg);
+            if (cli_opt_long(CMD, "--epochs", optarg, 1, 1000000, &v))
+                return CLI_EXIT_USAGE;
             cfg.epochs = (int)v;
             break;
         case 'b':
-            if (cli_parse_long(optarg, 1, 1L << 30, &v))
-                return cli_usage_error(CMD, "--batch: expected a positive integer, got '%s'",
-                                       optarg);
+            if (cli_opt_long(CMD, "--batch", optarg, 1, 1L << 30, &v))
+                return CLI_EXIT_USAGE;
             cfg.batch = (size_t)v;
             break;
         case O_DATA:
@@ -356,9 +315,9 @@ int cmd_train(int argc, char **argv)
         }
         case O_TRLIM:
         case O_TELIM:
-            if (cli_parse_long(optarg, 1, 1L << 40, &v))
-                return cli_usage_error(CMD, "%s: expected a positive integer, got '%s'",
-                                       opt == O_TRLIM ? "--train-limit" : "--test-limit", optarg);
+            if (cli_opt_long(CMD, opt == O_TRLIM ? "--train-limit" : "--test-limit", optarg, 1,
+                             1L << 40, &v))
+                return CLI_EXIT_USAGE;
             *(opt == O_TRLIM ? &train_limit : &test_limit) = (size_t)v;
             break;
         case O_NONORM: normalize = 0; break;
@@ -394,18 +353,16 @@ int cmd_train(int argc, char **argv)
             break;
         case O_STEPEV:
         case O_WARM:
-            if (cli_parse_long(optarg, 0, 1L << 30, &v))
-                return cli_usage_error(CMD, "%s: expected a non-negative integer, got '%s'",
-                                       long_name(opts, opt), optarg);
+            if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 30, &v))
+                return CLI_EXIT_USAGE;
             if (opt == O_STEPEV)
                 cfg.opt.step_every = (int)v;
             else
                 cfg.opt.warmup_steps = (int)v;
             break;
         case O_SEED:
-            if (cli_parse_long(optarg, 0, 1L << 62, &v))
-                return cli_usage_error(CMD, "--seed: expected a non-negative integer, got '%s'",
-                                       optarg);
+            if (cli_opt_long(CMD, "--seed", optarg, 0, 1L << 62, &v))
+                return CLI_EXIT_USAGE;
             cfg.seed = (uint64_t)v;
             break;
         case O_GDT:
@@ -428,9 +385,8 @@ int cmd_train(int argc, char **argv)
         case O_REPL: cfg.sharded_update = 0; break;
         case O_MAXS:
         case O_CKEV:
-            if (cli_parse_long(optarg, 0, 1L << 50, &v))
-                return cli_usage_error(CMD, "%s: expected a non-negative integer, got '%s'",
-                                       long_name(opts, opt), optarg);
+            if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 50, &v))
+                return CLI_EXIT_USAGE;
             *(opt == O_MAXS ? &cfg.max_steps : &cfg.checkpoint_every) = v;
             ckev_set |= opt == O_CKEV;
             break;
@@ -442,9 +398,9 @@ int cmd_train(int argc, char **argv)
         case O_SYN: synthetic = 1; break;
         case O_ITERS:
         case O_WITERS:
-            if (cli_parse_long(optarg, opt == O_ITERS ? 1 : 0, 1L << 30, &v))
-                return cli_usage_error(CMD, "%s: expected an integer >= %d, got '%s'",
-                                       long_name(opts, opt), opt == O_ITERS, optarg);
+            if (cli_opt_long(CMD, long_name(opts, opt), optarg, opt == O_ITERS ? 1 : 0, 1L << 30,
+                             &v))
+                return CLI_EXIT_USAGE;
             *(opt == O_ITERS ? &iters : &witers) = v;
             break;
         case O_INPUT: {
@@ -455,8 +411,7 @@ int cmd_train(int argc, char **argv)
                                        optarg);
             break;
         }
-        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
         }
     }
     if (optind < argc)
@@ -521,8 +476,10 @@ int cmd_train(int argc, char **argv)
     if (synthetic) {
         hpml_synth_result_t r;
         if ((err = hpml_train_synthetic(comm, &cfg, in_c, in_h, in_w, (int)iters, (int)witers,
-                                        &r)) != 0)
-            cli_fatal(CMD, "%s: %s", hpml_strerror(err), hpml_last_error());
+                                        &r)) != 0) {
+            rc = cli_fail_agreed(CMD, err);
+            goto out;
+        }
         if (sc.base.rank == 0) {
             if (json) {
                 printf("{\"synthetic\": true, \"model\": ");
@@ -580,8 +537,10 @@ int cmd_train(int argc, char **argv)
             if (shard) { /* combine the shards' moments */
                 double s3[3] = {(double)train.n, (double)train.n * mean,
                                 (double)train.n * (sd * sd + mean * mean)};
-                if ((err = hpml_allreduce(HPML_IN_PLACE, s3, 3, HPML_F64, HPML_SUM, comm)) != 0)
-                    cli_fatal(CMD, "%s", hpml_last_error());
+                if ((err = hpml_allreduce(HPML_IN_PLACE, s3, 3, HPML_F64, HPML_SUM, comm)) != 0) {
+                    rc = cli_fail_agreed(CMD, err);
+                    goto out;
+                }
                 mean = s3[1] / s3[0];
                 sd = sqrt(fmax(s3[2] / s3[0] - mean * mean, 1e-12));
             }
@@ -593,8 +552,10 @@ int cmd_train(int argc, char **argv)
         train.total = shard ? total : train.n;
         {
             int32_t cl = train.classes;
-            if ((err = hpml_allreduce(HPML_IN_PLACE, &cl, 1, HPML_I32, HPML_MAX, comm)) != 0)
-                cli_fatal(CMD, "%s", hpml_last_error());
+            if ((err = hpml_allreduce(HPML_IN_PLACE, &cl, 1, HPML_I32, HPML_MAX, comm)) != 0) {
+                rc = cli_fail_agreed(CMD, err);
+                goto out;
+            }
             train.classes = cl;
         }
         if (dp.test_images[0] && dp.test_labels[0]) {
@@ -637,7 +598,9 @@ int cmd_train(int argc, char **argv)
     sc.base.batch = cfg.batch;
     if ((err = hpml_train(comm, &cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
                           &m)) != 0) {
-        rc = train_fail(err);
+        /* An error every rank saw (a corrupt checkpoint) is one line and exit 1; one that
+         * left the other ranks inside a collective ends the job. */
+        rc = cli_fail_agreed(CMD, err);
         goto out;
     }
     err = save && sc.base.rank == 0 ? hpml_model_save(m, cfg.mean, cfg.std, save) : 0;

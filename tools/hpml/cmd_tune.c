@@ -143,13 +143,16 @@ int cmd_tune(int argc, char **argv)
         goto out;
     rc = hpml_tune(comm, &o, f, quiet || f == stdout ? NULL : stdout);
     if (rc != 0) {
-        /* A failure inside the timing run may be this rank's alone, with the others inside
-         * a collective: only an abort is safe. The temporary file goes first. */
+        /* The same error on every rank (options hpml_tune refuses) is one line and exit 1;
+         * a failure of this rank alone, the others inside a collective, ends the job. The
+         * temporary file goes first. */
         if (f != NULL && f != stdout)
             fclose(f);
+        f = NULL;
         if (tmp != NULL)
             unlink(tmp);
-        cli_fatal("tune", "%s", mlcli_errtext(rc));
+        status = cli_fail_agreed("tune", rc);
+        goto out;
     }
     rc = 0;
     if (f != NULL && f != stdout) {

@@ -55,26 +55,24 @@ int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
 
     memset(co, 0, sizeof(*co));
     co->threads = 1;
-    /* ':' first: a missing value comes back as ':' and is reported as such, not as '?'. */
-    snprintf(spec, sizeof(spec), ":%svh", shortopts);
+    snprintf(spec, sizeof(spec), "%svh", shortopts);
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, spec, longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, argc, argv, spec, longopts)) != -1) {
         switch (c) {
         case MLCLI_O_DATA: co->data = optarg; break;
         case MLCLI_O_OUT: co->out = optarg; break;
         case MLCLI_O_TARGET: co->tgt.file = optarg; break;
         case MLCLI_O_TCOL:
-            if (cli_parse_long(optarg, -1000000000L, 1000000000L, &v) != 0)
-                return cli_usage_error(cmd, "--target-col must be an integer (got '%s')", optarg);
+            if (cli_opt_long(cmd, "--target-col", optarg, -1000000000L, 1000000000L, &v) != 0)
+                return CLI_EXIT_USAGE;
             co->tgt.col = v;
             co->tgt.have_col = 1;
             break;
         case MLCLI_O_TEST: co->test = optarg; break;
         case MLCLI_O_TTARGET: co->test_target = optarg; break;
         case MLCLI_O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v) != 0)
-                return cli_usage_error(cmd, "--threads must be an integer >= 1 (got '%s')", optarg);
+            if (cli_opt_long(cmd, "--threads", optarg, 1, 1024, &v) != 0)
+                return CLI_EXIT_USAGE;
             co->threads = (int)v;
             break;
         case MLCLI_O_JSON: co->json = 1; break;
@@ -83,8 +81,7 @@ int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
             if (cli_rank() == 0)
                 fputs(usage, stdout);
             return -1;
-        case ':': return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        case '?': return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        case '?': return CLI_EXIT_USAGE; /* cli_getopt has said what is wrong */
         default:
             /* Only codes from the command's own table reach here. */
             if ((rc = own(ctx, c, optarg)) != 0)

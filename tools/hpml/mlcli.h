@@ -75,8 +75,9 @@ typedef struct mlcli_opts {
 typedef int (*mlcli_opt_fn)(void *ctx, int c, const char *arg);
 
 /*
- * Parse argv with getopt_long: `shortopts` are the command's own short options (the
- * shared "vh" and the leading ':' are added), `longopts` its table ending with
+ * Parse argv with cli_getopt (and so its diagnostics: a value given to a flag, an
+ * ambiguous prefix, an empty or forgotten value, ...): `shortopts` are the command's own
+ * short options (the shared "vh" are added), `longopts` its table ending with
  * MLCLI_LONGOPTS. Shared options fill *co (reset first; threads default 1), every other
  * code goes to own(ctx, ...). Checks there are no operands and that --data was given.
  * Returns 0 to run, -1 after printing `usage` for --help (exit 0), or CLI_EXIT_USAGE.
