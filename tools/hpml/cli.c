@@ -84,6 +84,21 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
 }
 
+/* Used by cli_fail_agreed only: no other collective can match its allreduce. */
+static MPI_Comm fail_comm = MPI_COMM_NULL;
+
+void cli_init_comm(void)
+{
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &fail_comm) != MPI_SUCCESS)
+        fail_comm = MPI_COMM_NULL;
+}
+
+void cli_free_comm(void)
+{
+    if (fail_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&fail_comm);
+}
+
 int cli_fail_agreed(const char *cmd, int err)
 {
     const char *detail = hpml_last_error();
@@ -97,16 +112,18 @@ int cli_fail_agreed(const char *cmd, int err)
         snprintf(msg, sizeof(msg), "%s: %s", hpml_strerror(err), detail);
     else
         snprintf(msg, sizeof(msg), "%s", hpml_strerror(err));
-    /* MPI_COMM_WORLD carries only the command's own collectives (the library works on
-     * duplicates), so this allreduce cannot be matched by one the other ranks are in. */
-    if (MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
+    /* On a communicator of its own: on MPI_COMM_WORLD it could match a collective the
+     * other ranks are in (Open MPI's MPI_Comm_dup runs one), and this rank would take the
+     * peers for failed ones while they wait forever. Agreed only when every rank came. */
+    if (fail_comm != MPI_COMM_NULL &&
+        MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, fail_comm, &req) == MPI_SUCCESS) {
         while (!done && MPI_Wtime() - t0 < 5.0) {
             MPI_Test(&req, &done, MPI_STATUS_IGNORE);
             if (!done)
                 nanosleep(&tick, NULL);
         }
     }
-    if (done) {
+    if (done && all == cli_size()) {
         if (cli_rank() == 0) {
             fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
             fflush(stderr);

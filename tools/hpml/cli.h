@@ -32,13 +32,15 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
  * point every rank reaches, where the others may have failed the same way (a setting the
  * ranks disagree on, a corrupt checkpoint) or not (a failure of this rank alone, the
  * others left inside a collective). The failing ranks meet in a nonblocking allreduce
- * over MPI_COMM_WORLD with a 5-second deadline: when every rank arrives, rank 0 prints
- * "hpml <cmd>: <error>" (one line) and every rank gets CLI_EXIT_FAIL to return; when
- * not, this rank prints the error with its rank and ends the job with MPI_Abort.
- * MPI_COMM_WORLD must carry only the command's own collectives (the library works on
- * duplicates), or the allreduce could match a collective the other ranks are in.
+ * over a duplicate of MPI_COMM_WORLD that nothing else uses (cli_init_comm) with a
+ * 5-second deadline: when every rank arrives, rank 0 prints "hpml <cmd>: <error>" (one
+ * line) and every rank gets CLI_EXIT_FAIL to return; when not, this rank prints the
+ * error with its rank and ends the job with MPI_Abort.
  */
 int cli_fail_agreed(const char *cmd, int err);
+/* main.c: make cli_fail_agreed's communicator after MPI_Init, free it before Finalize. */
+void cli_init_comm(void);
+void cli_free_comm(void);
 
 /*
  * getopt_long with hpml's diagnostics, for a subcommand's option loop (set optind = 1

@@ -89,7 +89,8 @@ int cmd_eval(int argc, char **argv)
     if (mlcli_comm_create(CMD, &comm) != 0)
         return CLI_EXIT_FAIL;
 
-    /* Every failure below is agreed across ranks: one line, exit 1, no MPI_Abort. */
+    /* Failures below are agreed across ranks (one line, exit 1); only a failure of one
+     * rank inside hpml_evaluate, with the others left in a collective, ends in MPI_Abort. */
     rc = hpml_model_load(file, &m, &mean, &sd);
     if (mlcli_check(CMD, comm, rc))
         goto out;

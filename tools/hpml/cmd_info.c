@@ -137,7 +137,7 @@ int cmd_info(int argc, char **argv)
         return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
 
     rc = hpml_sysinfo_gather(MPI_COMM_WORLD, &si);
-    if (rc != 0) /* it works on a duplicate: MPI_COMM_WORLD is free for the agreement */
+    if (rc != 0) /* agreed on cli_fail_agreed's own communicator */
         return cli_fail_agreed("info", rc);
     /* The selection table depends on the communicator's shape (ranks, nodes) and on
      * HPML_TUNING_FILE / HPML_ALGO_*, so build the communicator hpml would use. A bad

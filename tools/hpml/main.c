@@ -50,6 +50,7 @@ int main(int argc, char **argv)
      * library provides less. */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cli_init_comm();
     /* Read HPML_LOG_LEVEL now, so that a bad value is said once, at the start (the other
      * ranks read it when they first log). */
     if (rank == 0)
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
         cli_usage_error(NULL, "unknown command '%s'", argv[1]);
     }
     fflush(stdout);
+    cli_free_comm();
     MPI_Finalize();
     return status;
 }
