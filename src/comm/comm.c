@@ -4,6 +4,7 @@
  * nodes of HPML_RANKS_PER_NODE consecutive ranks), the node leaders' communicator, and
  * the lazily created node segment (shm.c).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,9 +65,20 @@ static long env_long(const char *name)
  * hpml_comm_create refuses to start unless every rank has the same value. (HPML_SHM_NT,
  * HPML_SHM_SPIN and HPML_SHM_CMA may differ: they change only how a rank copies or
  * waits, and CMA is agreed on when the segment is created.) */
-static const char *const agreed_env[] = {
-    "HPML_MAX_MSG_BYTES", "HPML_BCAST_CHUNK", "HPML_BCAST_SHM_CHUNK", "HPML_SHM_CHUNK",
-    "HPML_SHM_NBUF",      "HPML_SHM_SMALL",   "HPML_PROGRESS",
+typedef enum { ENV_SIZE, ENV_COUNT, ENV_MPI } env_kind_t;
+
+static const struct {
+    const char *name;
+    env_kind_t kind;
+    unsigned long long min, max; /* ENV_COUNT: values outside are ignored by the reader */
+} agreed_env[] = {
+    {"HPML_MAX_MSG_BYTES", ENV_COUNT, 1, INT_MAX},       /* xfer.c */
+    {"HPML_BCAST_CHUNK", ENV_COUNT, 1, ULLONG_MAX},      /* bcast_chain.c */
+    {"HPML_BCAST_SHM_CHUNK", ENV_COUNT, 64, ULLONG_MAX}, /* bcast_shm.c */
+    {"HPML_SHM_CHUNK", ENV_SIZE, 0, 0},
+    {"HPML_SHM_NBUF", ENV_SIZE, 0, 0},
+    {"HPML_SHM_SMALL", ENV_SIZE, 0, 0},
+    {"HPML_PROGRESS", ENV_MPI, 0, 0}, /* nonblocking.c: only "mpi" changes anything */
 };
 #define N_AGREED_ENV (sizeof(agreed_env) / sizeof(agreed_env[0]))
 /* Items compared across ranks: the failure flag, the effective HPML_CHECK,
@@ -74,19 +86,24 @@ static const char *const agreed_env[] = {
  * rules and HPML_ALGO_*), then agreed_env. */
 enum { AG_FAILED, AG_CHECK, AG_RPN, AG_CHUNK, AG_SELECT, AG_ENV, AG_COUNT = AG_ENV + N_AGREED_ENV };
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+/* The value of agreed_env[k] as its reader takes it; 0: the default (unset, empty, or a
+ * value the reader ignores), so that "64K" and "65536" agree, and so do unset and bad. */
+static uint64_t env_value(size_t k)
 {
-    const unsigned char *b = p;
+    const char *s = getenv(agreed_env[k].name);
+    unsigned long long v;
+    size_t z;
+    char *end;
 
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211u;
-    return h;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    /* Unset and empty are the same to every reader. */
-    return s == NULL ? 0 : fnv1a(1469598103934665603u, s, strlen(s));
+    if (s == NULL || *s == '\0')
+        return 0;
+    switch (agreed_env[k].kind) {
+    case ENV_SIZE: return hpml__parse_size(s, &z) == 0 ? (uint64_t)z : 0;
+    case ENV_MPI: return strcmp(s, "mpi") == 0;
+    default:
+        v = strtoull(s, &end, 10);
+        return end != s && *end == '\0' && v >= agreed_env[k].min && v <= agreed_env[k].max ? v : 0;
+    }
 }
 
 /* What item i is on this rank, in words, for the message naming a disagreement. */
@@ -100,7 +117,7 @@ static void describe_item(const hpml_comm_t *c, int i, char *buf, size_t size)
     case AG_CHUNK: snprintf(buf, size, "%zu", c->max_chunk_elems); break;
     case AG_SELECT: hpml__select_source(c, buf, size); break;
     default:
-        v = getenv(agreed_env[i - AG_ENV]);
+        v = getenv(agreed_env[i - AG_ENV].name);
         if (v == NULL || *v == '\0')
             snprintf(buf, size, "no value");
         else
@@ -115,7 +132,7 @@ static const char *item_name(int i)
     case AG_RPN: return "HPML_RANKS_PER_NODE (hpml_comm_config_t.ranks_per_node)";
     case AG_CHUNK: return "HPML_MAX_CHUNK_ELEMS";
     case AG_SELECT: return "the algorithm selection (HPML_TUNING_FILE's rules, HPML_ALGO_*)";
-    default: return agreed_env[i - AG_ENV];
+    default: return agreed_env[i - AG_ENV].name;
     }
 }
 
@@ -134,11 +151,8 @@ static int agree_settings(hpml_comm_t *c, int local_rc)
     mine[AG_RPN] = (uint64_t)c->ranks_per_node;
     mine[AG_CHUNK] = (uint64_t)c->max_chunk_elems;
     mine[AG_SELECT] = local_rc == 0 ? hpml__select_digest(c) : 0;
-    for (size_t k = 0; k < N_AGREED_ENV; k++) {
-        const char *v = getenv(agreed_env[k]);
-
-        mine[AG_ENV + k] = hash_str(v != NULL && *v != '\0' ? v : NULL);
-    }
+    for (size_t k = 0; k < N_AGREED_ENV; k++)
+        mine[AG_ENV + k] = env_value(k);
     HPML__MPI(MPI_Allreduce(mine, lo, AG_COUNT, MPI_UINT64_T, MPI_MIN, c->comm));
     HPML__MPI(MPI_Allreduce(mine, hi, AG_COUNT, MPI_UINT64_T, MPI_MAX, c->comm));
 

@@ -297,6 +297,10 @@ hpml__allreduce_fn hpml__allreduce_impl(hpml_algo_t algo);
 /* Default internal chunk limit; lowered by HPML_MAX_CHUNK_ELEMS. */
 size_t hpml__max_chunk_elems(hpml_dtype_t dt, const hpml_comm_t *comm);
 
+/* A size as HPML_SHM_* take it: digits with an optional K, M or G, from 1 byte to 256T.
+ * 0, or -1 when s is empty or malformed (shm.c). */
+int hpml__parse_size(const char *s, size_t *out);
+
 /* ---- selection (select.c) -------------------------------------------------------- */
 
 /* Load HPML_TUNING_FILE (if set) and HPML_ALGO_<COLL>; called by hpml_comm_create. */

@@ -363,7 +363,7 @@ int hpml__select_init(hpml_comm_t *comm)
     } else {
         s = calloc(1, sizeof(*s));
         if (s == NULL)
-            return HPML_ERR_NOMEM;
+            return hpml_set_error(HPML_ERR_NOMEM, "hpml_comm_create: out of memory");
     }
     for (int c = 0; c < HPML_COLL_COUNT; c++) {
         const char *v = getenv(env_names[c]);
@@ -421,8 +421,9 @@ void hpml__select_source(const hpml_comm_t *comm, char *buf, size_t size)
         snprintf(buf, size, "no table");
         return;
     }
-    if (s->path != NULL)
-        snprintf(buf, size, "%zu rule%s from '%s'", s->n, s->n == 1 ? "" : "s", s->path);
+    if (s->path != NULL) /* the fingerprint tells files of the same name apart */
+        snprintf(buf, size, "%zu rule%s from '%s' (fingerprint %08x)", s->n, s->n == 1 ? "" : "s",
+                 s->path, (unsigned)(hpml__select_digest(comm) & 0xffffffffu));
     else
         snprintf(buf, size, "the built-in table");
     for (int c = 0; c < HPML_COLL_COUNT; c++) {

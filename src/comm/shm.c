@@ -24,15 +24,14 @@
  * whole vector (one synchronisation instead of two per chunk). */
 #define DEFAULT_SMALL ((size_t)16 << 10)
 
-static size_t env_size(const char *name, size_t def)
+int hpml__parse_size(const char *s, size_t *out)
 {
-    const char *s = getenv(name);
     char *end;
     unsigned long long v;
     unsigned shift = 0;
 
     if (s == NULL || *s == '\0')
-        return def;
+        return -1;
     v = strtoull(s, &end, 10);
     if (*end == 'K' || *end == 'k')
         shift = 10, end++;
@@ -41,12 +40,25 @@ static size_t env_size(const char *name, size_t def)
     else if (*end == 'G' || *end == 'g')
         shift = 30, end++;
     /* Sizes are rounded up to cache lines: keep far from overflow (at most 2^48 bytes). */
-    if (*end != '\0' || v == 0 || v > ((unsigned long long)1 << 48) >> shift) {
+    if (*end != '\0' || v == 0 || v > ((unsigned long long)1 << 48) >> shift)
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static size_t env_size(const char *name, size_t def)
+{
+    const char *s = getenv(name);
+    size_t v;
+
+    if (s == NULL || *s == '\0')
+        return def;
+    if (hpml__parse_size(s, &v) != 0) {
         HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size from 1 byte to 256T; using %zu", name, s,
                  def);
         return def;
     }
-    return (size_t)(v << shift);
+    return v;
 }
 
 /* Every rank's part starts on a page boundary. MPI only promises the alignment of the

@@ -245,12 +245,16 @@ static void disagreement(void)
         setenv("HPML_SHM_CHUNK", "65536", 1);
     snprintf(needle, sizeof(needle), "rank %d has '65536'", size - 1);
     expect_disagree("HPML_SHM_CHUNK on one rank", NULL, HPML_ERR_INVAL, "HPML_SHM_CHUNK", needle);
-    /* The same value everywhere is fine. */
-    setenv("HPML_SHM_CHUNK", "65536", 1);
+    /* The same value everywhere is fine, however it is written, and so are values the
+     * reader treats alike (only "mpi" changes HPML_PROGRESS). */
+    setenv("HPML_SHM_CHUNK", rank == 0 ? "64K" : "65536", 1);
+    if (rank == 1)
+        setenv("HPML_PROGRESS", "thread", 1);
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
     hpml_comm_destroy(c);
     c = NULL;
     unsetenv("HPML_SHM_CHUNK");
+    unsetenv("HPML_PROGRESS");
 
     /* A forced algorithm on rank 0 only. */
     if (rank == 0)
