@@ -170,6 +170,65 @@ run 2 knn --data "$tmp/X.npy" -k 2 --labels "$tmp/y.npy" --out "$o/kn"
 fails_on "knn, predictions a directory" knn "kn.predictions.npy: is a directory"
 kept "knn, predictions a directory" "$o/kn.indices.npy" "$o/kn.distances.npy"
 
+# The same file spelled two ways is still one file named for two outputs.
+olds "$o/li.coef.npy" "$o/li.pred.npy"
+run 2 linreg --data "$tmp/X.npy" --target "$tmp/t.npy" --out "$o/li" --pred-out "$o/./li.coef.npy"
+fails_on "linreg, coef named twice" linreg "are the same file, named for two outputs"
+kept "linreg, coef named twice" "$o/li.coef.npy" "$o/li.pred.npy"
+# A pipe (or a device: /dev/null) is not replaced by a plain file.
+mkfifo "$o/pipe.npy"
+run 2 linreg --data "$tmp/X.npy" --target "$tmp/t.npy" --out "$o/li" --pred-out "$o/pipe.npy"
+fails_on "linreg, --pred-out a pipe" linreg "pipe.npy: is not a regular file"
+[ -p "$o/pipe.npy" ] || bad "linreg, --pred-out a pipe: the pipe was replaced"
+rm -f "$o/pipe.npy"
+
+# Failures after the checks, made by a rename() that fails for one name (LD_PRELOAD, one
+# rank without a launcher): while a file is written (its temporary is renamed inside its
+# folder), nothing is replaced; during the final renames, the files already replaced are
+# named. Neither leaves a temporary behind.
+cat >"$tmp/frename.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+/* rename() to a name containing $FAIL_RENAME (or exactly $FAIL_RENAME_EXACT) fails: EIO. */
+int rename(const char *a, const char *b)
+{
+    static int (*real)(const char *, const char *);
+    const char *f = getenv("FAIL_RENAME"), *x = getenv("FAIL_RENAME_EXACT");
+
+    if (real == NULL)
+        real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    if ((f && *f && strstr(b, f)) || (x && strcmp(b, x) == 0)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(a, b);
+}
+EOF
+if gcc -shared -fPIC -o "$tmp/frename.so" "$tmp/frename.c" -ldl 2>"$tmp/err"; then
+    li="--data $tmp/X.npy --target $tmp/t.npy --out $o/li --pred-out $o/li.pred.npy"
+    olds "$o/li.coef.npy" "$o/li.intercept.npy" "$o/li.pred.npy"
+    # shellcheck disable=SC2086
+    FAIL_RENAME=li.coef.npy.tmp LD_PRELOAD=$tmp/frename.so timeout 60 "$HPML" linreg $li \
+        >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+    fails_on "linreg, a write that fails" linreg "li.coef.npy: cannot write it: Input/output error"
+    grep -q "npy\.tmp\." "$tmp/err" && bad "linreg, a write that fails: names a temporary: $(cat "$tmp/err")"
+    kept "linreg, a write that fails" "$o/li.coef.npy" "$o/li.intercept.npy" "$o/li.pred.npy"
+    # shellcheck disable=SC2086
+    FAIL_RENAME_EXACT=$o/li.intercept.npy LD_PRELOAD=$tmp/frename.so timeout 60 "$HPML" linreg \
+        $li >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+    fails_on "linreg, a final rename that fails" linreg "li.intercept.npy: cannot rename"
+    grep -q "already replaced: .*li.pred.npy" "$tmp/err" ||
+        bad "linreg, a final rename that fails: the replaced files are not named: $(cat "$tmp/err")"
+    [ -z "$(find "$o" -name "*.tmp*")" ] || bad "temporaries left: $(find "$o" -name "*.tmp*")"
+else
+    bad "cannot build the rename() shim: $(head -3 "$tmp/err")"
+fi
+
 # --help tells the -v default (progress is on whenever stderr is a terminal).
 for cmd in kmeans knn pca linreg logreg; do
     "$HPML" $cmd --help | grep -q -- "-v, --verbose .*only when stderr is a terminal" ||

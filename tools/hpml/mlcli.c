@@ -335,11 +335,36 @@ static int make_tmpdir(const char *path, char *tmp, size_t len)
     return 0;
 }
 
-static int is_dir(const char *path)
+/* Why path cannot be replaced by a new regular file, in why[len] (0: it can, as far as
+ * its type goes). A FIFO or a device (/dev/null) would be replaced by a plain file. */
+static int bad_target(const char *path, char *why, size_t len)
 {
     struct stat st;
 
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0;
+    snprintf(why, len, "%s: %s", path,
+             S_ISDIR(st.st_mode) ? "is a directory"
+                                 : "is not a regular file (a pipe or a device would be replaced "
+                                   "by a plain file)");
+    return -1;
+}
+
+/* Do a and b name the same file: the same name in the same folder, however spelled
+ * ("m.npy", "./m.npy", "dir/../m.npy")? */
+static int same_file(const char *a, const char *b)
+{
+    char da[TMP_LEN], db[TMP_LEN], fa[TMP_LEN], fb[TMP_LEN];
+    struct stat sa, sb;
+
+    if (strcmp(a, b) == 0)
+        return 1;
+    snprintf(da, sizeof(da), "%s", a);
+    snprintf(db, sizeof(db), "%s", b);
+    snprintf(fa, sizeof(fa), "%s", a);
+    snprintf(fb, sizeof(fb), "%s", b);
+    return strcmp(basename(fa), basename(fb)) == 0 && stat(dirname(da), &sa) == 0 &&
+           stat(dirname(db), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* Remove a temporary folder and whatever the writers left in it. */
@@ -396,14 +421,19 @@ int mlcli_outset_check(mlcli_outset_t *os)
             const char *path = os->f[i].path;
 
             for (size_t j = 0; j < i && !bad; j++)
-                if (strcmp(os->f[j].path, path) == 0) {
-                    snprintf(why, sizeof(why), "%s is named for two outputs", path);
+                if (same_file(os->f[j].path, path)) {
+                    if (strcmp(os->f[j].path, path) == 0)
+                        snprintf(why, sizeof(why), "%s is named for two outputs", path);
+                    else
+                        snprintf(why, sizeof(why),
+                                 "%s and %s are the same file, named for two "
+                                 "outputs",
+                                 os->f[j].path, path);
                     bad = 1;
                 }
             if (bad)
                 break;
-            if (is_dir(path)) {
-                snprintf(why, sizeof(why), "%s: is a directory", path);
+            if (bad_target(path, why, sizeof(why)) != 0) {
                 bad = 1;
             } else if (make_tmpdir(path, tmp, sizeof(tmp)) != 0) {
                 snprintf(why, sizeof(why), "%s: cannot create a file there: %s", path,
@@ -434,10 +464,8 @@ static int write_tmp(mlcli_outset_t *os, const char *path, const void *data, hpm
                  i == os->n ? "not in the output set" : "written twice");
         return -1;
     }
-    if (is_dir(path)) {
-        snprintf(why, len, "%s: is a directory", path);
+    if (bad_target(path, why, len) != 0)
         return -1;
-    }
     if (make_tmpdir(path, os->f[i].tmp, sizeof(os->f[i].tmp)) != 0) {
         snprintf(why, len, "%s: cannot create a file there: %s", path, strerror(errno));
         return -1;
@@ -448,12 +476,20 @@ static int write_tmp(mlcli_outset_t *os, const char *path, const void *data, hpm
     else
         rc = hpml_npy_write(file, data, dtype, rows, cols);
     if (rc != 0) {
-        /* The io message starts with the temporary's name: name the output instead. */
+        /* The io message starts with the temporary's name: name the output instead. One
+         * that still names a temporary (a failed rename inside the folder) is told by its
+         * reason alone: those names are gone once the set is aborted. */
         msg = mlcli_errtext(rc);
         n = strlen(file);
         if (strncmp(msg, file, n) == 0 && strncmp(msg + n, ": ", 2) == 0)
             msg += n + 2;
-        snprintf(why, len, "%s: %s", path, msg);
+        if (strstr(msg, os->f[i].tmp) != NULL) {
+            const char *reason = strrchr(msg, ':');
+
+            snprintf(why, len, "%s: cannot write it%s", path, reason != NULL ? reason : "");
+        } else {
+            snprintf(why, len, "%s: %s", path, msg);
+        }
         return -1;
     }
     /* As the io writers do: a replaced file keeps its mode (a new one has 0644). */
@@ -542,8 +578,7 @@ int mlcli_outset_commit(mlcli_outset_t *os)
             if (os->f[i].tmp[0] == '\0') {
                 snprintf(why, sizeof(why), "internal error: %s was not written", os->f[i].path);
                 bad = 1;
-            } else if (is_dir(os->f[i].path)) {
-                snprintf(why, sizeof(why), "%s: is a directory", os->f[i].path);
+            } else if (bad_target(os->f[i].path, why, sizeof(why)) != 0) {
                 bad = 1;
             }
         }
