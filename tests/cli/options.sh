@@ -168,6 +168,9 @@ usage 1 bench "unexpected argument '50,90' (-z takes its value attached: -z50,90
     bench allreduce -z 50,90
 usage 1 bench "option '-z' takes no '=': write '-z50' (its value attached)" bench allreduce -z=50
 usage 1 bench "unknown benchmark 'allreduz'" bench -z allreduz
+grep -q "attached" "$tmp/err" && bad "bench -z allreduz: a -z hint for a word that is no percentile"
+# A forgotten value taken from the next option, written with one dash.
+usage 1 tune "option '-o' needs a value (got the option '-q')" tune -o -q --max 64
 
 # At 2 ranks: one message, every rank exits 2.
 usage 2 info "option '--json' takes no value" info --json=1

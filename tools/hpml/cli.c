@@ -321,6 +321,13 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
             return '?';
         }
     }
+    /* "-o -q" likewise, when the letter is one of this command's options. A negative
+     * number ("-3") starts with a digit and stays a value; so does "-" (stdin/stdout). */
+    if (optind >= 1 && optarg == argv[optind - 1] && optarg[0] == '-' && optarg[1] != '-' &&
+        optarg[1] != '\0' && optarg[1] != ':' && strchr(spec, optarg[1]) != NULL) {
+        cli_usage_error(cmd, "option '%s' needs a value (got the option '-%c')", name, optarg[1]);
+        return '?';
+    }
     return c;
 }
 

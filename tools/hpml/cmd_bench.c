@@ -245,12 +245,15 @@ static int plot_tmp(const char *file, char *tmp, size_t len)
 }
 
 /* A word that is no benchmark name or one too many: "<what> '<word>'", and why when it
- * followed an option whose value must be attached ("-z 50"). Returns CLI_EXIT_USAGE. */
+ * followed an option whose value must be attached and would be one ("-z 50"). Returns
+ * CLI_EXIT_USAGE. */
 static int operand_error(const char *word, const char *what)
 {
     int letter = cli_bare_optional(word);
+    hpml_bench_opts_t scratch;
 
-    if (letter != 0)
+    /* Only -z takes an optional value: a hint only for a word that would be its value. */
+    if (letter == 'z' && parse_pcts(word, &scratch) == 0)
         return cli_usage_error(CMD, "%s '%s' (-%c takes its value attached: -%c%s)", what, word,
                                letter, letter, word);
     return cli_usage_error(CMD, "%s '%s'", what, word);
