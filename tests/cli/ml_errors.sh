@@ -209,6 +209,8 @@ int rename(const char *a, const char *b)
 EOF
 if gcc -shared -fPIC -o "$tmp/frename.so" "$tmp/frename.c" -ldl 2>"$tmp/err"; then
     li="--data $tmp/X.npy --target $tmp/t.npy --out $o/li --pred-out $o/li.pred.npy"
+    # A sanitizer build wants its runtime first; the shim only wraps rename().
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
     olds "$o/li.coef.npy" "$o/li.intercept.npy" "$o/li.pred.npy"
     # shellcheck disable=SC2086
     FAIL_RENAME=li.coef.npy.tmp LD_PRELOAD=$tmp/frename.so timeout 60 "$HPML" linreg $li \
