@@ -418,14 +418,38 @@ int cli_parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* "<path>.tmp." and the six characters mkstemp and mkdtemp replace, in tmp[len]; 0, or
+ * -1 with errno ENAMETOOLONG (tmp then empty). */
+static int tmp_template(const char *path, char *tmp, size_t len)
+{
+    static const char six[] = "XXXXXX";
+
+    if ((size_t)snprintf(tmp, len, "%s.tmp.%s", path, six) >= len) {
+        errno = ENAMETOOLONG;
+        if (len > 0)
+            tmp[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int cli_tmpdir_next_to(const char *path, char *tmp, size_t len)
+{
+    if (tmp_template(path, tmp, len) != 0)
+        return -1;
+    if (mkdtemp(tmp) == NULL) {
+        tmp[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 int cli_tmp_next_to(const char *path, char *tmp, size_t len)
 {
     int fd;
 
-    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", path) >= len) {
-        errno = ENAMETOOLONG;
+    if (tmp_template(path, tmp, len) != 0)
         return -1;
-    }
     fd = mkstemp(tmp);
     if (fd < 0)
         return -1;

@@ -80,6 +80,9 @@ int cli_parse_size(const char *s, size_t *out);
  * complete; its name goes to tmp[len]. 0, or -1 with errno set (ENAMETOOLONG when the
  * name does not fit). */
 int cli_tmp_next_to(const char *path, char *tmp, size_t len);
+/* The same name for a new folder (mkdtemp, mode 0700); 0, or -1 with errno (tmp then
+ * empty). */
+int cli_tmpdir_next_to(const char *path, char *tmp, size_t len);
 
 /* The command to use in messages: "hpml" (argv[0] basename). */
 extern const char *cli_prog;

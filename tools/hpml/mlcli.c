@@ -291,10 +291,10 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
 
 /*
  * Each file is written into a temporary folder next to its target rather than to a
- * temporary file: the io writers themselves write through "<name>.tmp.XXXXXX" next to the
- * name they are given, and inside a folder that name is short, so a target name that the
- * single-file writers accept is accepted here too. The folder is on the target's file
- * system (same parent), so the final rename is atomic per file.
+ * temporary file: the io writers themselves write through "<name>.tmp." and six random
+ * characters next to the name they are given, and inside a folder that name is short, so
+ * a target name that the single-file writers accept is accepted here too. The folder is
+ * on the target's file system (same parent), so the final rename is atomic per file.
  */
 #define OUT_NAME "out"
 #define TMP_LEN  sizeof(((mlcli_outset_t *)NULL)->f[0].tmp)
@@ -318,21 +318,6 @@ void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_head
     os->f[os->n].header = csv_header;
     os->f[os->n].tmp[0] = '\0';
     os->n++;
-}
-
-/* Make the temporary folder "<path>.tmp.XXXXXX" in tmp[len]. 0, or -1 with errno. */
-static int make_tmpdir(const char *path, char *tmp, size_t len)
-{
-    if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", path) >= len) {
-        errno = ENAMETOOLONG;
-        tmp[0] = '\0';
-        return -1;
-    }
-    if (mkdtemp(tmp) == NULL) {
-        tmp[0] = '\0';
-        return -1;
-    }
-    return 0;
 }
 
 /* Why path cannot be replaced by a new regular file, in why[len] (0: it can, as far as
@@ -435,7 +420,7 @@ int mlcli_outset_check(mlcli_outset_t *os)
                 break;
             if (bad_target(path, why, sizeof(why)) != 0) {
                 bad = 1;
-            } else if (make_tmpdir(path, tmp, sizeof(tmp)) != 0) {
+            } else if (cli_tmpdir_next_to(path, tmp, sizeof(tmp)) != 0) {
                 snprintf(why, sizeof(why), "%s: cannot create a file there: %s", path,
                          strerror(errno));
                 bad = 1;
@@ -466,7 +451,7 @@ static int write_tmp(mlcli_outset_t *os, const char *path, const void *data, hpm
     }
     if (bad_target(path, why, len) != 0)
         return -1;
-    if (make_tmpdir(path, os->f[i].tmp, sizeof(os->f[i].tmp)) != 0) {
+    if (cli_tmpdir_next_to(path, os->f[i].tmp, sizeof(os->f[i].tmp)) != 0) {
         snprintf(why, len, "%s: cannot create a file there: %s", path, strerror(errno));
         return -1;
     }

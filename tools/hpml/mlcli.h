@@ -156,9 +156,10 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  * check: rank 0 makes sure every path can be created (not a directory, its folder there
  * and writable, no path named twice), so a bad --out fails at once, not after the run.
  * write / write_rows: rank 0 writes one file of the set (.npy, or CSV when the name ends
- * in .csv), complete and fsynced, into a temporary folder "<path>.tmp.XXXXXX" next to it;
- * nothing is replaced yet. write_rows first gathers row blocks (rows x cols of dtype on
- * each rank, in rank order); write takes a replicated array (only rank 0's is read).
+ * in .csv), complete and fsynced, into a temporary folder next to it ("<path>.tmp." and six
+ * random characters); nothing is replaced yet. write_rows first gathers row blocks (rows
+ * x cols of dtype on each rank, in rank order); write takes a replicated array (only rank
+ * 0's is read).
  * commit: once every added file is written, renames each into place and fsyncs the
  * folders. Any failure before the commit removes every temporary and leaves each old file
  * as it was. POSIX cannot rename several files at once, so a rename failing during the
