@@ -1,11 +1,13 @@
 /*
- * CSV: numeric tables, one row per line. The first non-blank, non-comment line decides
- * the delimiter (tab, ';', ',' in that order, else runs of spaces as np.savetxt writes)
- * and whether it is a header: a header when none of its fields is a number, data when all
- * are, an error when some are and some are not (a data row with a typo is not silently
- * dropped as a header). Blank lines and lines
- * starting with '#' are skipped. Fields may be double-quoted; quoted newlines are not
- * supported (the row scan is line based).
+ * CSV: numeric tables, one row per line. A UTF-8 byte-order mark at the start of the file
+ * (as Excel writes) is skipped. The first non-blank, non-comment line decides the delimiter
+ * (tab, ';', ',' in that order, else runs of spaces as np.savetxt writes) and whether it is
+ * a header: a header when none of its fields is a finite number (digits, as strtod reads
+ * them; nan, inf and infinity in any case are names there), otherwise a data row, checked
+ * as every data row is: an empty field or one that is not a number is an error, so a data
+ * row with a typo is not silently dropped as a header. Blank lines and lines starting with
+ * '#' are skipped. Fields may be double-quoted; quoted newlines are not supported (the row
+ * scan is line based).
  *
  * A block read scans the file once for line ends only (memchr, no number parsing),
  * remembering the byte offset of every CHECKPOINT-th row, then seeks to the block and
@@ -135,6 +137,29 @@ static int parse_num(const char *f, size_t len, double *v)
     return *endp == '\0';
 }
 
+/* Is the field a finite number, i.e. one written with digits? strtod also reads nan, inf
+ * and infinity (any case, signed): values in a data row, but plausible column names, so
+ * they do not make a first row data. An overflowing literal (1e999) is written with digits
+ * and counts, although strtod gives inf for it. */
+static int finite_num(const char *f, size_t len)
+{
+    size_t i = (len > 0 && (f[0] == '+' || f[0] == '-')) ? 1 : 0;
+    double v;
+
+    return parse_num(f, len, &v) && i < len && !isalpha((unsigned char)f[i]);
+}
+
+/* The error for field j that parse_num refused, as every data row reports it (hint is
+ * appended to the "not a number" message: "" in data rows). */
+static int bad_field(const char *path, size_t lineno, size_t j, const char *f, size_t len,
+                     const char *hint)
+{
+    if (len == 0)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu is empty", path, lineno, j + 1);
+    return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu '%.*s' is not a number%s", path,
+                          lineno, j + 1, (int)(len > 40 ? 40 : len), f, hint);
+}
+
 static char detect_delim(const char *line)
 {
     if (strchr(line, '\t') != NULL)
@@ -197,7 +222,7 @@ static int scan(const char *path, FILE *f, scan_t *sc)
     }
     {
         char *copy = strdup(line), **fs = NULL;
-        size_t *fl = NULL, k, nums = 0, bad;
+        size_t *fl = NULL, k;
         double v;
         if (copy == NULL) {
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
@@ -216,26 +241,21 @@ static int scan(const char *path, FILE *f, scan_t *sc)
         }
         split(copy, sc->delim, fs, fl, nf);
         sc->cols = nf;
-        bad = nf;
-        /* A number is what a data row accepts (parse_num: nan and inf too); an empty field
-         * is not one, so a header may have unnamed columns (",a,b"). */
-        for (k = 0; k < nf; k++) {
-            if (parse_num(fs[k], fl[k], &v))
-                nums++;
-            else if (bad == nf)
-                bad = k;
+        /* A header has no finite number (an empty field is a name: ",a,b" has an unnamed
+         * first column). Otherwise the line is data and must pass what every data row
+         * passes, so its first empty or non-numeric field is reported as parse_field would,
+         * and nan/inf fields are left to the conversion, which knows the type wanted. */
+        sc->has_header = 1;
+        for (k = 0; k < nf; k++)
+            if (finite_num(fs[k], fl[k]))
+                sc->has_header = 0;
+        for (k = 0; !sc->has_header && k < nf; k++) {
+            if (!parse_num(fs[k], fl[k], &v)) {
+                rc = bad_field(path, lineno, k, fs[k], fl[k],
+                               " (a header row must have no finite numeric fields)");
+                break;
+            }
         }
-        sc->has_header = nums == 0;
-        if (nums > 0 && bad < nf && fl[bad] == 0)
-            rc = hpml_set_error(HPML_ERR_FORMAT,
-                                "%s:%zu: field %zu is empty (a header row must have no numeric "
-                                "fields)",
-                                path, lineno, bad + 1);
-        else if (nums > 0 && bad < nf)
-            rc = hpml_set_error(HPML_ERR_FORMAT,
-                                "%s:%zu: field %zu '%.*s' is not a number (a header row must "
-                                "have no numeric fields)",
-                                path, lineno, bad + 1, (int)(fl[bad] > 40 ? 40 : fl[bad]), fs[bad]);
         free(copy);
         free(fs);
         free(fl);
@@ -306,22 +326,31 @@ out:
     return rc;
 }
 
+/* Open for reading, refusing gzip, and positioned after a UTF-8 byte-order mark if the
+ * file starts with one. The scan takes its offsets from ftello, so they are file offsets
+ * past the mark and the block reads' seeks land on the right rows. */
 static FILE *open_text(const char *path, int *rc)
 {
     FILE *f = fopen(path, "rb");
-    unsigned char m[2];
+    unsigned char m[3];
+    size_t n;
 
     if (f == NULL) {
         *rc = hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    if (fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b) {
+    n = fread(m, 1, 3, f);
+    if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) {
         fclose(f);
         *rc =
             hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: gzip-compressed CSV is not supported", path);
         return NULL;
     }
-    rewind(f);
+    if (fseeko(f, n == 3 && m[0] == 0xef && m[1] == 0xbb && m[2] == 0xbf ? 3 : 0, SEEK_SET) != 0) {
+        *rc = hpml_set_error(HPML_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
+        fclose(f);
+        return NULL;
+    }
     *rc = 0;
     return f;
 }
@@ -352,11 +381,8 @@ static int parse_field(const char *path, size_t lineno, size_t j, const char *f,
     double v;
     int rc;
 
-    if (len == 0)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu is empty", path, lineno, j + 1);
     if (!parse_num(f, len, &v))
-        return hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu '%.*s' is not a number", path,
-                              lineno, j + 1, (int)(len > 40 ? 40 : len), f);
+        return bad_field(path, lineno, j, f, len, "");
     if (want == HPML_I64 && fabs(v) >= 9007199254740992.0) {
         /* Beyond 2^53 a double loses integers: parse those exactly. */
         char buf[128], *endp;

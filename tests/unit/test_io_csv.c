@@ -1,9 +1,26 @@
 /* io: CSV reader and writer: round trips at 1-3 ranks, header and delimiter detection
- * (a mixed first row is an error), blank and comment lines, NumPy savetxt files, line-numbered
- * errors. */
+ * (a mixed first row is an error; nan/inf may be column names), a UTF-8 byte-order mark,
+ * blank and comment lines, NumPy savetxt files, line-numbered errors. */
 #include <math.h>
 
 #include "test_io_util.h"
+
+#define BOM "\xEF\xBB\xBF" /* UTF-8 byte-order mark, as Excel writes at the start of a CSV */
+
+/* The call failed with code `want` and the message is exactly "<temp dir>/<tail>":
+ * expect_error's substring match would also pass a message with a hint appended. */
+#define expect_exact(rc, want, tail) expect_exact_at((rc), (want), (tail), __LINE__)
+static void expect_exact_at(int rc, int want, const char *tail, int line)
+{
+    const char *msg = hpml_last_error();
+    size_t m = strlen(msg), t = strlen(tail);
+
+    if (rc != want || m <= t || strcmp(msg + m - t, tail) != 0 || msg[m - t - 1] != '/') {
+        print_error("%s:%d: got %d '%s', expected %d with '.../%s'\n", __FILE__, line, rc, msg,
+                    want, tail);
+        fail();
+    }
+}
 
 static void read_all_blocks_f64(const char *path, int p, double *out, size_t *rows_out,
                                 size_t *cols_out)
@@ -130,8 +147,9 @@ static void test_dialects(void **state)
     hpml_array_free(&a);
 }
 
-/* The first content line is a header when none of its fields is a number, data when all
- * are, and an error when it mixes the two (a data row with a typo is not a header). */
+/* The first content line is a header when none of its fields is a finite number, and
+ * otherwise a data row, so a word in it is an error (a data row with a typo is not a
+ * header). */
 static void test_header(void **state)
 {
     static const char *headers[][2] = {
@@ -160,7 +178,7 @@ static void test_header(void **state)
         for (size_t i = 0; i < 6; i++)
             assert_true(got[i] == (double)(i + 1));
     }
-    /* A first row of numbers (nan and inf count, as in data rows) is data. */
+    /* A first row of numbers is data (with one finite number, nan and inf are values). */
     for (k = 0; k < sizeof(data) / sizeof(data[0]); k++) {
         write_text(tp(data[k][0]), data[k][1]);
         read_all_blocks_f64(tp(data[k][0]), 1, got, &rows, &cols);
@@ -172,8 +190,8 @@ static void test_header(void **state)
     /* Mixed: an error on every call and every rank, naming line and field. */
     write_text(tp("typo.csv"), "1.5,abc,3\n4,5,6\n7,8,9\n");
     expect_error(hpml_io_shape(tp("typo.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
-                 "typo.csv:1: field 2 'abc' is not a number (a header row must have no numeric "
-                 "fields)");
+                 "typo.csv:1: field 2 'abc' is not a number (a header row must have no finite "
+                 "numeric fields)");
     for (int r = 0; r < 2; r++) {
         expect_error(hpml_io_read_block(tp("typo.csv"), HPML_FMT_AUTO, HPML_F64, r, 2, 0, &a),
                      HPML_ERR_FORMAT, "typo.csv:1: field 2 'abc' is not a number");
@@ -182,9 +200,159 @@ static void test_header(void **state)
     write_text(tp("typo2.csv"), "# x\n\nx1,2,label\n1,2,3\n");
     expect_error(hpml_io_shape(tp("typo2.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
                  "typo2.csv:3: field 1 'x1' is not a number (a header row");
+}
+
+/* A UTF-8 byte-order mark at the start is skipped: it is not part of field 1, nor a line of
+ * its own. Block reads seek to the scan's offsets, so those must count its three bytes. */
+static void test_bom(void **state)
+{
+    enum { R = 2500 }; /* more rows than one scan checkpoint (1024) */
+    static const char *files[][2] = {
+        {"bom_num.csv", BOM "1,2,3\n4,5,6\n"},
+        {"bom_head.csv", BOM "x1,x2,label\n1,2,3\n4,5,6\n"},
+        {"bom_quoted.csv", BOM "\"x1\";\"x2\";\"y\"\n1;2;3\n4;5;6\n"},
+        {"bom_comment.csv", BOM "# written by Excel\nx1,x2,label\n1,2,3\n4,5,6\n"},
+        {"bom_blank.csv", BOM "\r\n1,2,3\r\n\r\n4,5,6\r\n"},
+    };
+    char *text = malloc(64 * 1024);
+    double got[2 * R];
+    size_t k, i, len, rows, cols;
+    hpml_array_t a;
+    int p, head;
+
+    (void)state;
+    assert_non_null(text);
+    for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        write_text(tp(files[k][0]), files[k][1]);
+        for (p = 1; p <= 2; p++) {
+            memset(got, 0, sizeof(got));
+            read_all_blocks_f64(tp(files[k][0]), p, got, &rows, &cols);
+            assert_int_equal(rows, 2);
+            assert_int_equal(cols, 3);
+            for (i = 0; i < 6; i++)
+                assert_true(got[i] == (double)(i + 1));
+        }
+    }
+    /* Past the first checkpoint, with and without a header, at 1-3 ranks and one block in
+     * the middle. */
+    for (head = 0; head <= 1; head++) {
+        len = (size_t)snprintf(text, 64, BOM "%s", head ? "x,y\n" : "");
+        for (i = 0; i < R; i++)
+            len += (size_t)snprintf(text + len, 64 * 1024 - len, "%zu,%zu\n", i, 2 * i);
+        write_text(tp("bom_big.csv"), text);
+        for (p = 1; p <= 3; p++) {
+            read_all_blocks_f64(tp("bom_big.csv"), p, got, &rows, &cols);
+            assert_int_equal(rows, R);
+            assert_int_equal(cols, 2);
+            for (i = 0; i < R; i++)
+                assert_true(got[2 * i] == (double)i && got[2 * i + 1] == (double)(2 * i));
+        }
+        assert_int_equal(
+            hpml_io_read_rows(tp("bom_big.csv"), HPML_FMT_CSV, HPML_F64, 1023, 2049, 1, &a), 0);
+        assert_int_equal(a.rows, 1026);
+        assert_true(((double *)a.data)[0] == 1023.0 && ((double *)a.data)[2051] == 4096.0);
+        hpml_array_free(&a);
+    }
+    /* A mark and nothing else is an empty table, as an empty file is. */
+    write_text(tp("bom_only.csv"), BOM);
+    assert_int_equal(hpml_io_shape(tp("bom_only.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 0);
+    assert_int_equal(cols, 0);
+    /* Errors still name line 1 and the field, without the mark. */
+    write_text(tp("bom_typo.csv"), BOM "1,abc\n");
+    expect_exact(hpml_io_shape(tp("bom_typo.csv"), HPML_FMT_AUTO, &rows, &cols, NULL),
+                 HPML_ERR_FORMAT,
+                 "bom_typo.csv:1: field 2 'abc' is not a number (a header row must have no finite "
+                 "numeric fields)");
+    free(text);
+}
+
+/* strtod reads nan, inf and infinity (any case, signed) as numbers, but as names of columns
+ * they do not make a first row data: only a finite number does. A first row with one is
+ * data, and its nan/inf fields get what they get on any other data line. */
+static void test_header_nonfinite(void **state)
+{
+    static const char *headers[][2] = {
+        {"h_nan.csv", "x,nan\n1,2\n3,4\n"},
+        {"h_inf.csv", "inf,y\n1,2\n3,4\n"},
+        {"h_case.csv", "NaN,Infinity\n1,2\n3,4\n"},
+        {"h_signed.csv", "-inf;+NAN\n1;2\n3;4\n"},
+    };
+    size_t k, i, rows, cols;
+    hpml_array_t a;
+    double got[4];
+    int p;
+
+    (void)state;
+    for (k = 0; k < sizeof(headers) / sizeof(headers[0]); k++) {
+        write_text(tp(headers[k][0]), headers[k][1]);
+        for (p = 1; p <= 2; p++) {
+            read_all_blocks_f64(tp(headers[k][0]), p, got, &rows, &cols);
+            if (rows != 2 || cols != 2)
+                print_error("%s: %zu x %zu\n", headers[k][0], rows, cols);
+            assert_int_equal(rows, 2);
+            assert_int_equal(cols, 2);
+            for (i = 0; i < 4; i++)
+                assert_true(got[i] == (double)(i + 1));
+        }
+    }
+    /* Data: the same message on line 1 as on line 2 after a header. */
+    write_text(tp("d_nan1.csv"), "1,nan\n2,3\n");
+    write_text(tp("d_nan2.csv"), "a,b\n1,nan\n2,3\n");
+    assert_int_equal(hpml_io_shape(tp("d_nan1.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 2);
+    expect_exact(hpml_io_read_block(tp("d_nan1.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 1, &a),
+                 HPML_ERR_NUMERIC, "d_nan1.csv:1: field 2 is NaN");
+    expect_exact(hpml_io_read_block(tp("d_nan2.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 1, &a),
+                 HPML_ERR_NUMERIC, "d_nan2.csv:2: field 2 is NaN");
+    assert_int_equal(hpml_io_read_block(tp("d_nan1.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a), 0);
+    assert_true(((double *)a.data)[0] == 1.0 && isnan(((double *)a.data)[1]));
+    hpml_array_free(&a);
+    write_text(tp("d_inf1.csv"), "-Infinity,7\n");
+    write_text(tp("d_inf2.csv"), "a,b\n-Infinity,7\n");
+    expect_exact(hpml_io_read_block(tp("d_inf1.csv"), HPML_FMT_AUTO, HPML_I32, 0, 1, 0, &a),
+                 HPML_ERR_NUMERIC, "d_inf1.csv:1: field 1 is -Inf (cannot be read as i32)");
+    expect_exact(hpml_io_read_block(tp("d_inf2.csv"), HPML_FMT_AUTO, HPML_I32, 0, 1, 0, &a),
+                 HPML_ERR_NUMERIC, "d_inf2.csv:2: field 1 is -Inf (cannot be read as i32)");
+    /* A finite number makes the row data, so a word next to it is a typo, nan or not. */
+    write_text(tp("d_mixed.csv"), "nan,abc,1\n");
+    expect_exact(hpml_io_shape(tp("d_mixed.csv"), HPML_FMT_AUTO, &rows, &cols, NULL),
+                 HPML_ERR_FORMAT,
+                 "d_mixed.csv:1: field 2 'abc' is not a number (a header row must have no finite "
+                 "numeric fields)");
+    /* Overflow is still a number written in digits (read as inf), not a name. */
+    write_text(tp("d_big.csv"), "1e999,x\n");
+    expect_exact(hpml_io_shape(tp("d_big.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "d_big.csv:1: field 2 'x' is not a number (a header row must have no finite "
+                 "numeric fields)");
+}
+
+/* An empty field in a first row that has numbers is a missing value of a data row, and is
+ * reported exactly as on any other line: not as a header with a number in it. */
+static void test_first_row_empty(void **state)
+{
+    size_t rows, cols;
+    hpml_array_t a;
+
+    (void)state;
     write_text(tp("hole.csv"), "1.5,,3\n4,5,6\n");
-    expect_error(hpml_io_shape(tp("hole.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
-                 "hole.csv:1: field 2 is empty (a header row must have no");
+    expect_exact(hpml_io_shape(tp("hole.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "hole.csv:1: field 2 is empty");
+    for (int r = 0; r < 2; r++) {
+        expect_exact(hpml_io_read_block(tp("hole.csv"), HPML_FMT_AUTO, HPML_F64, r, 2, 0, &a),
+                     HPML_ERR_FORMAT, "hole.csv:1: field 2 is empty");
+        assert_null(a.data);
+    }
+    write_text(tp("hole2.csv"), "a,b,c\n1.5,,3\n");
+    expect_exact(hpml_io_read_block(tp("hole2.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "hole2.csv:2: field 2 is empty");
+    /* A trailing delimiter; and the first bad field wins, as in a data row. */
+    write_text(tp("tail.csv"), "1,2,\n");
+    expect_exact(hpml_io_shape(tp("tail.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "tail.csv:1: field 3 is empty");
+    write_text(tp("first.csv"), "1;;abc\n");
+    expect_exact(hpml_io_shape(tp("first.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "first.csv:1: field 2 is empty");
 }
 
 /* np.savetxt files (default: spaces and %.18e; with delimiter and a '# ' header). */
@@ -310,9 +478,15 @@ static void test_fuzz(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_dialects),
-        cmocka_unit_test(test_numpy_savetxt), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_fuzz),          cmocka_unit_test(test_header),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_dialects),
+        cmocka_unit_test(test_numpy_savetxt),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_header),
+        cmocka_unit_test(test_bom),
+        cmocka_unit_test(test_header_nonfinite),
+        cmocka_unit_test(test_first_row_empty),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }
