@@ -105,6 +105,18 @@ int hpml_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count, hpml_d
 int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_t count,
                              hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm);
 
+/* Every rank sends block q of sendbuf (scounts[q] elements at element offset sdispls[q])
+ * to rank q and receives rank q's block for it into recvbuf (rcounts[q] elements at
+ * rdispls[q]): MPI_Alltoallv with size_t counts. What rank p sends to q must be what q
+ * expects from p (HPML_CHECK compares every pair; without it a disagreement is undefined,
+ * as in MPI). The receive blocks must not overlap each other nor any send block, but
+ * sendbuf and recvbuf may be the same array (a rank sharing its own rows of a matrix
+ * with every other rank is an all-gather). Any block size: larger blocks travel in
+ * several messages. Collective; the arrays have hpml_comm_size entries. */
+int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdispls, void *recvbuf,
+                   const size_t *rcounts, const size_t *rdispls, hpml_dtype_t dtype,
+                   hpml_comm_t *comm);
+
 /* The algorithms implemented for a collective (HPML_ALGO_MPI first, AUTO excluded).
  * *algos points to static storage. */
 int hpml_algo_list(hpml_coll_t coll, const hpml_algo_t **algos, size_t *n);

@@ -29,6 +29,7 @@ static const char *kind_name(int64_t k)
         [HPML__KIND_ALLOC_SHARED] = "alloc_shared",
         [HPML__KIND_ALLREDUCE_APPLY] = "allreduce_apply",
         [HPML__KIND_IALLREDUCE_APPLY] = "iallreduce_apply",
+        [HPML__KIND_ALLTOALLV] = "alltoallv",
     };
     return k >= 0 && k < HPML__KIND_COUNT && names[k] ? names[k] : "?";
 }
@@ -36,10 +37,16 @@ static const char *kind_name(int64_t k)
 /* "allreduce(count=100, f32, sum)" or "bcast(count=8, u8, root=2)" into out. */
 static void describe(char *out, size_t n, const int64_t *s)
 {
-    int w = snprintf(out, n, "%s(count=%lld", kind_name(s[SIG_KIND]), (long long)s[SIG_COUNT]);
+    /* An alltoallv's counts differ from rank to rank: hpml_alltoallv checks them itself. */
+    int w =
+        s[SIG_KIND] == HPML__KIND_ALLTOALLV
+            ? snprintf(out, n, "%s(", kind_name(s[SIG_KIND]))
+            : snprintf(out, n, "%s(count=%lld", kind_name(s[SIG_KIND]), (long long)s[SIG_COUNT]);
 
     if (w > 0 && (size_t)w < n && s[SIG_DTYPE] >= 0)
-        w += snprintf(out + w, n - (size_t)w, ", %s", hpml_dtype_name((hpml_dtype_t)s[SIG_DTYPE]));
+        w += snprintf(out + w, n - (size_t)w, "%s%s",
+                      s[SIG_KIND] == HPML__KIND_ALLTOALLV ? "" : ", ",
+                      hpml_dtype_name((hpml_dtype_t)s[SIG_DTYPE]));
     if (w > 0 && (size_t)w < n && s[SIG_OP] >= 0)
         w += snprintf(out + w, n - (size_t)w, ", %s", hpml_op_name((hpml_op_t)s[SIG_OP]));
     if (w > 0 && (size_t)w < n && s[SIG_ROOT] >= 0)

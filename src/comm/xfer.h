@@ -19,6 +19,7 @@ enum {
     HPML_TAG_REDUCE = 0x4b20,
     HPML_TAG_ALLGATHER = 0x4b30,
     HPML_TAG_REDUCE_SCATTER = 0x4b40,
+    HPML_TAG_ALLTOALLV = 0x4b50,
 };
 
 /* Largest piece, in bytes, handed to a single MPI call (comm A's chunk limit). */
