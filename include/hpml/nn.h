@@ -198,6 +198,19 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
 
 /* ---- data-parallel trainer ------------------------------------------------------ */
 
+/* How the ranks share the work. DATA: every rank holds the whole model and computes it
+ * on its part of each global batch; the gradients are allreduced. HYBRID (on more than
+ * one rank, a first layer that is dense, the whole training set on every rank): that
+ * first layer is split by outputs, each rank computing its outputs for the whole global
+ * batch and updating its rows of the weights, with two all-to-alls of activations and
+ * their gradients per step instead of an allreduce of the layer's gradients; the layers
+ * above are data-parallel (docs/nn.md). AUTO: HYBRID where it moves less data than
+ * DATA (samples per rank at most the first layer's inputs), else DATA. */
+typedef enum { HPML_PARALLEL_AUTO = 0, HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID } hpml_parallel_t;
+/* "auto", "data" or "hybrid"; HPML_ERR_INVAL otherwise. */
+int hpml_parallel_parse(const char *name, hpml_parallel_t *out);
+const char *hpml_parallel_name(hpml_parallel_t p);
+
 typedef struct hpml_train_config {
     const char *spec;
     hpml_opt_config_t opt;
@@ -213,11 +226,20 @@ typedef struct hpml_train_config {
     int resume;
     long max_steps; /* stop after this many steps in total (0: no limit) */
     size_t eval_batch;
-    float mean, std;    /* normalisation applied to the data (saved with the model) */
-    int sharded_update; /* 1: the gradient allreduce updates the parameters (see below) */
+    float mean, std;          /* normalisation applied to the data (saved with the model) */
+    int sharded_update;       /* 1: the gradient allreduce updates the parameters (see below) */
+    hpml_parallel_t parallel; /* default AUTO */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
+/* The layout (HPML_PARALLEL_DATA or HPML_PARALLEL_HYBRID) that hpml_train and
+ * hpml_train_synthetic use for c on nranks ranks with inputs (in_c, in_h, in_w),
+ * `local_batch` samples per rank, and the whole training set on every rank (replicated
+ * = 1; hpml_train_synthetic counts as replicated). Errors: HPML_ERR_INVAL with a
+ * message when c->parallel is HYBRID and cannot be used; HPML_ERR_FORMAT for a bad
+ * spec. Local, not collective. */
+int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in_h, int in_w,
+                      int replicated, size_t local_batch, hpml_parallel_t *out);
 /* Does hpml_train update the parameters inside the gradient allreduce on `nranks` ranks
  * (sharded_update set, f32 gradients, more than one rank)? Each rank then updates the
  * parameters whose gradients it reduces (ZeRO-1 style; docs/nn.md). */
@@ -232,7 +254,8 @@ typedef struct hpml_epoch_report {
     double seconds;             /* wall time of the epoch's training steps */
     double images_per_s;        /* total over ranks */
     double images_per_s_rank;
-    double comm_exposed_s; /* time waiting for gradient allreduces after backward */
+    double comm_exposed_s; /* time waiting for gradient allreduces after backward and,
+                              in the hybrid layout, in its all-to-alls */
     double elapsed;        /* since training started (excluding evaluation) */
     double lr;
     int last; /* 1 for the final report */
@@ -266,7 +289,8 @@ typedef struct hpml_synth_result {
     double images_per_s_rank, images_per_s_total;
     double step_s;         /* mean time per step */
     double compute_s;      /* forward + backward + optimizer per step */
-    double comm_exposed_s; /* waiting for allreduces after backward, per step */
+    double comm_exposed_s; /* waiting for allreduces after backward (and the hybrid
+                              layout's all-to-alls), per step */
     double cpu_s;          /* process CPU time per step (max over ranks): on a loaded
                               machine batch / cpu_s estimates the unloaded speed */
 } hpml_synth_result_t;

@@ -230,6 +230,55 @@ static void bias_act(float *y, const float *b, size_t rows, size_t cols, int rel
     }
 }
 
+/* db (cols) = the column sums of g (rows, cols). */
+static void col_sums(float *restrict db, const float *restrict g, size_t rows, size_t cols)
+{
+    for (size_t j = 0; j < cols; j++)
+        db[j] = 0.0f;
+    for (size_t s = 0; s < rows; s++)
+        for (size_t j = 0; j < cols; j++)
+            db[j] += g[s * cols + j];
+}
+
+void hpml__nn_dense_rows_forward(const hpml_model_t *m, int li, const float *x, size_t n, size_t o0,
+                                 size_t o1, float *y)
+{
+    const nn_layer_t *l = &m->layers[li];
+    const size_t in = l->in_size, no = o1 - o0;
+
+    if (n == 0 || no == 0)
+        return;
+    /* y (n, no) = x (n, in) * w[o0:o1]^T, w stored (out, in) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)no, (int)in, 1.0f, x, (int)in,
+                m->params + l->w_off + o0 * in, (int)in, 0.0f, y, (int)no);
+    bias_act(y, m->params + l->b_off + o0, n, no, l->relu);
+}
+
+void hpml__nn_dense_rows_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t o0,
+                                  size_t o1, const float *y, float *g)
+{
+    const nn_layer_t *l = &m->layers[li];
+    const size_t in = l->in_size, no = o1 - o0;
+    float *dw = m->grads + l->w_off + o0 * in, *db = m->grads + l->b_off + o0;
+
+    if (no == 0)
+        return;
+    if (n == 0) {
+        memset(dw, 0, no * in * sizeof(float));
+        memset(db, 0, no * sizeof(float));
+        return;
+    }
+    if (l->relu)
+        for (size_t j = 0; j < n * no; j++) {
+            float gv = g[j];
+            g[j] = y[j] > 0.0f ? gv : 0.0f;
+        }
+    /* dw (no, in) = g^T (no, n) * x (n, in) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)no, (int)in, (int)n, 1.0f, g, (int)no,
+                x, (int)in, 0.0f, dw, (int)in);
+    col_sums(db, g, n, no);
+}
+
 /* col (K = C*k*k rows, n*OH*OW columns) from x (n, C, H, W). */
 static void im2col(const nn_layer_t *l, const float *x, size_t n, float *col)
 {
@@ -487,8 +536,8 @@ static void dropout_forward(nn_layer_t *l, int li, const float *x, size_t n, con
 
 /* ---- forward / backward ---------------------------------------------------------- */
 
-int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, const uint64_t *ids,
-                       uint64_t key, const float **logits)
+int hpml__nn_forward_from(hpml_model_t *m, int first, const float *x, size_t n, int training,
+                          const uint64_t *ids, uint64_t key, const float **logits)
 {
     const float *in = x;
     int err;
@@ -498,9 +547,11 @@ int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, 
     if ((err = hpml_model_reserve(m, n)) != 0)
         return err;
     m->n = n;
-    m->input = x;
+    m->input = first == 0 ? x : NULL;
     m->training = training;
-    for (int i = 0; i < m->nlayers; i++) {
+    if (first > 0) /* what backward reads as layer `first`'s input */
+        m->layers[first - 1].y = (float *)x;
+    for (int i = first; i < m->nlayers; i++) {
         nn_layer_t *l = &m->layers[i];
         switch (l->kind) {
         case NN_DENSE: {
@@ -540,6 +591,12 @@ int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, 
     }
     *logits = in;
     return 0;
+}
+
+int hpml_model_forward(hpml_model_t *m, const float *x, size_t n, int training, const uint64_t *ids,
+                       uint64_t key, const float **logits)
+{
+    return hpml__nn_forward_from(m, 0, x, n, training, ids, key, logits);
 }
 
 /* Softmax of the logits into probs; loss sum and correct count. */
@@ -590,8 +647,9 @@ int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_s
     return softmax_loss(m, labels, NULL, loss_sum, correct);
 }
 
-int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
-                        hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct)
+int hpml__nn_backward_to(hpml_model_t *m, int stop, const int32_t *labels, float scale,
+                         hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct,
+                         const float **dx_out)
 {
     const size_t n = m->n, C = hpml_model_output_size(m);
     int err, cur = 0, first_param = m->nlayers;
@@ -610,7 +668,9 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
             first_param = i;
             break;
         }
-    for (int i = m->nlayers - 1; i >= 0; i--) {
+    if (stop > 0) /* the caller wants the gradient of layer `stop`'s input */
+        first_param = stop - 1;
+    for (int i = m->nlayers - 1; i >= stop; i--) {
         nn_layer_t *l = &m->layers[i];
         const float *in = i == 0 ? m->input : m->layers[i - 1].y;
         float *dx = i > first_param ? m->dbuf[1 - cur] : NULL;
@@ -627,16 +687,7 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)l->out_size, (int)l->in_size,
                         (int)n, 1.0f, g, (int)l->out_size, in, (int)l->in_size, 0.0f, dw,
                         (int)l->in_size);
-            {
-                float *restrict dbr = db;
-                const float *restrict gr = g;
-                const size_t O = l->out_size;
-                for (size_t j = 0; j < O; j++)
-                    dbr[j] = 0.0f;
-                for (size_t s = 0; s < n; s++)
-                    for (size_t j = 0; j < O; j++)
-                        dbr[j] += gr[s * O + j];
-            }
+            col_sums(db, g, n, l->out_size);
             if (dx)
                 /* dx (n, in) = g (n, out) * w (out, in) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)l->in_size,
@@ -682,5 +733,13 @@ int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
             cur = 1 - cur;
         g = dx;
     }
+    if (dx_out)
+        *dx_out = stop > 0 ? g : NULL;
     return 0;
+}
+
+int hpml_model_backward(hpml_model_t *m, const int32_t *labels, float scale,
+                        hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct)
+{
+    return hpml__nn_backward_to(m, 0, labels, scale, ready, ctx, loss_sum, correct, NULL);
 }

@@ -60,6 +60,25 @@ void hpml__conv_direct_backward(const nn_layer_t *l, const float *w, const float
 /* Tests: use (on = 1, where usable) or avoid (on = 0) the direct kernel in every conv. */
 void hpml__nn_set_conv_direct(hpml_model_t *m, int on);
 
+/* Forward from layer `first` (0: the whole model) of n samples whose input to that layer
+ * is x (layer first-1's output, borrowed until backward), as hpml_model_forward. */
+int hpml__nn_forward_from(hpml_model_t *m, int first, const float *x, size_t n, int training,
+                          const uint64_t *ids, uint64_t key, const float **logits);
+/* Backward down to layer `stop` (0: the whole model, as hpml_model_backward). With
+ * stop > 0, *dx_out is the gradient of layer stop's input (n rows, in the model's
+ * buffers until the next call), and the layers below keep their old gradients. */
+int hpml__nn_backward_to(hpml_model_t *m, int stop, const int32_t *labels, float scale,
+                         hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct,
+                         const float **dx_out);
+/* Outputs [o0, o1) of dense layer li for n samples x: y (n, o1-o0) = x w[o0:o1]^T + b,
+ * with the layer's ReLU. */
+void hpml__nn_dense_rows_forward(const hpml_model_t *m, int li, const float *x, size_t n, size_t o0,
+                                 size_t o1, float *y);
+/* Their backward: g (n, o1-o0), the gradient of y, goes through the ReLU in place; the
+ * gradients of w[o0:o1] and b[o0:o1] are overwritten (rows o0..o1 of the layer's). */
+void hpml__nn_dense_rows_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t o0,
+                                  size_t o1, const float *y, float *g);
+
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);
 

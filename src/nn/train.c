@@ -83,6 +83,7 @@ struct dp {
     double lr;   /* sharded: this step's learning rate */
     dp_slice_t *slice;
     size_t nparams;
+    size_t lo;         /* the buckets hold parameters [lo, nparams) (hybrid: above layer 0) */
     int nb;            /* buckets, in the order backward completes them */
     size_t *beg, *end; /* parameter ranges */
     hpml_request_t **req;
@@ -91,11 +92,12 @@ struct dp {
     uint16_t *wire; /* f16/bf16 copy of the gradients */
     int overlap;
     int err;
-    double exposed; /* seconds waiting after backward */
+    double exposed; /* seconds waiting after backward (hybrid: and in the exchanges) */
 };
 
+/* Buckets of the gradients of layers first.. (1 in the hybrid layout, else 0). */
 static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
-                   const hpml_train_config_t *c)
+                   const hpml_train_config_t *c, int first)
 {
     size_t cap, cur_end, cur_beg, cur_bytes = 0;
 
@@ -107,6 +109,7 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
     d->o = o;
     d->sharded = hpml_train_update_is_sharded(c, d->P);
     d->nparams = m->nparams;
+    d->lo = first < m->nlayers ? m->layers[first].w_off : m->nparams;
     d->dt = c->grad_dtype;
     d->overlap = c->overlap;
     d->beg = calloc((size_t)m->nlayers + 1, sizeof(size_t));
@@ -123,7 +126,7 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
      * layer's weight gradient is still being computed (DDP: 1 MiB first bucket). */
     cap = c->first_bucket_bytes ? c->first_bucket_bytes : c->bucket_bytes;
     cur_end = cur_beg = m->nparams;
-    for (int i = m->nlayers - 1; i >= 0; i--) {
+    for (int i = m->nlayers - 1; i >= first; i--) {
         nn_layer_t *l = &m->layers[i];
         size_t bytes = (l->nw + l->nb) * sizeof(float);
         if (bytes == 0)
@@ -274,13 +277,13 @@ static void dp_ready(void *ctx, size_t offset)
         dp_start(d, d->next++);
 }
 
-/* Before backward: the step's optimizer update, when the buckets' allreduces do it. */
+/* Before forward: a new optimizer step at learning rate lr (its updates come from the
+ * buckets' allreduces when sharded, from dp_sync otherwise, and in the hybrid layout
+ * from split_step for layer 0). */
 static void dp_begin(dp_t *d, double lr)
 {
-    if (d->sharded) {
-        hpml_optim_begin(d->o);
-        d->lr = lr;
-    }
+    hpml_optim_begin(d->o);
+    d->lr = lr;
 }
 
 /* After backward: start what is left, wait for everything; then the optimizer step
@@ -292,7 +295,7 @@ static int dp_sync(dp_t *d, double lr)
 
     if (d->P == 1) {
         d->next = 0;
-        hpml_optim_step(d->o, d->params, d->grads, lr);
+        hpml_optim_update(d->o, 0, d->nparams, d->params, d->grads, d->params, lr);
         return 0;
     }
     while (d->next < d->nb)
@@ -311,7 +314,268 @@ static int dp_sync(dp_t *d, double lr)
     err = d->err;
     d->err = 0;
     if (err == 0 && !d->sharded)
-        hpml_optim_step(d->o, d->params, d->grads, lr);
+        hpml_optim_update(d->o, d->lo, d->nparams - d->lo, d->params + d->lo, d->grads + d->lo,
+                          d->params + d->lo, lr);
+    return err;
+}
+
+/* ---- hybrid layout: the first dense layer split by outputs ---------------------------- */
+
+/*
+ * Data parallel where the weights are few, model parallel where they are many
+ * (Krizhevsky, "One weird trick for parallelizing convolutional neural networks", 2014).
+ * Rank p owns outputs [o[p], o[p+1]) of layer 0, a dense layer, and computes them for the
+ * whole global batch, whose inputs every rank holds. One all-to-all gives each rank all
+ * the outputs of its own samples, and the layers above run data-parallel as usual. In
+ * backward a second all-to-all returns to each owner the gradients of its outputs for
+ * the whole batch; it computes its rows of the weight gradient as one rank would for
+ * the global batch and updates them. Per step a rank sends about 2 gb out (P-1) / P^2
+ * floats instead of allreducing the layer's in x out gradients (2 in out (P-1) / P):
+ * less while the samples per rank (gb / P) are fewer than the inputs, which AUTO
+ * requires. The rows a rank does not own, and their optimizer moments, go stale in its
+ * copy; split_gather brings them up to date when the whole model is needed (evaluation,
+ * checkpoints, the end of training).
+ */
+typedef struct {
+    int on;
+    hpml_comm_t *comm;
+    int P, me;
+    size_t in, out;            /* layer 0: inputs and outputs per sample */
+    size_t *o;                 /* P + 1: rank p owns outputs [o[p], o[p+1]) */
+    size_t *rows;              /* P + 1: rank p has samples [rows[p], rows[p+1]) of a batch */
+    size_t *sc, *sd, *rc, *rd; /* all-to-all counts and displacements */
+    float *x;                  /* (gb, in): the inputs of the whole global batch */
+    float *y;                  /* (gb, no): this rank's outputs for them (after the ReLU) */
+    float *g;                  /* (gb, no): their gradients */
+    float *a;                  /* (lb, out): all outputs of this rank's samples */
+    float *t;                  /* (lb, out): blocks in transit */
+} split_t;
+
+int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
+{
+    static const char *const names[] = {"auto", "data", "hybrid"};
+
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            *out = (hpml_parallel_t)i;
+            return 0;
+        }
+    return hpml_set_error(HPML_ERR_INVAL,
+                          "parallel layout: expected auto, data or hybrid, got '%s'",
+                          name ? name : "(null)");
+}
+
+const char *hpml_parallel_name(hpml_parallel_t p)
+{
+    return p == HPML_PARALLEL_HYBRID ? "hybrid" : p == HPML_PARALLEL_DATA ? "data" : "auto";
+}
+
+/* Does model m use the hybrid layout on P ranks (lb samples per rank)? 1 or 0, or an
+ * error when it was asked for and cannot be used. */
+static int use_hybrid(const hpml_train_config_t *c, const hpml_model_t *m, int P, int replicated,
+                      size_t lb)
+{
+    static const char *const kinds[] = {"dense", "conv", "pool", "relu", "flatten", "dropout"};
+    const nn_layer_t *l = &m->layers[0];
+    const int forced = c->parallel == HPML_PARALLEL_HYBRID;
+
+    if (P == 1 || c->parallel == HPML_PARALLEL_DATA)
+        return 0;
+    if (l->kind != NN_DENSE)
+        return forced ? hpml_set_error(HPML_ERR_INVAL,
+                                       "train: the hybrid layout splits a first 'dense' layer; "
+                                       "this model starts with '%s'",
+                                       kinds[l->kind])
+                      : 0;
+    if (!replicated)
+        return forced ? hpml_set_error(HPML_ERR_INVAL,
+                                       "train: the hybrid layout needs the whole training set "
+                                       "on every rank (not sharded data)")
+                      : 0;
+    if (l->out_size < (size_t)P)
+        return forced ? hpml_set_error(HPML_ERR_INVAL,
+                                       "train: the hybrid layout needs an output of the first "
+                                       "layer per rank (it has %zu, for %d ranks)",
+                                       l->out_size, P)
+                      : 0;
+    return forced || lb <= l->in_size;
+}
+
+int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in_h, int in_w,
+                      int replicated, size_t local_batch, hpml_parallel_t *out)
+{
+    hpml_model_t *m = NULL;
+    int rc;
+
+    if ((rc = hpml_model_create(c->spec, in_c, in_h, in_w, &m)) != 0)
+        return rc;
+    rc = use_hybrid(c, m, nranks, replicated, local_batch);
+    hpml_model_destroy(m);
+    if (rc < 0)
+        return rc;
+    *out = rc ? HPML_PARALLEL_HYBRID : HPML_PARALLEL_DATA;
+    return 0;
+}
+
+static void split_free(split_t *sp)
+{
+    free(sp->o);
+    free(sp->rows);
+    free(sp->sc);
+    free(sp->sd);
+    free(sp->rc);
+    free(sp->rd);
+    hpml_free(sp->x);
+    hpml_free(sp->y);
+    hpml_free(sp->g);
+    hpml_free(sp->a);
+    hpml_free(sp->t);
+    memset(sp, 0, sizeof(*sp));
+}
+
+/* Buffers for global batches of up to gb samples, at most lb per rank. */
+static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb)
+{
+    const nn_layer_t *l = &m->layers[0];
+    size_t P1, no;
+
+    memset(sp, 0, sizeof(*sp));
+    sp->on = 1;
+    sp->comm = comm;
+    sp->P = hpml_comm_size(comm);
+    sp->me = hpml_comm_rank(comm);
+    sp->in = l->in_size;
+    sp->out = l->out_size;
+    P1 = (size_t)sp->P + 1;
+    sp->o = malloc(P1 * sizeof(size_t));
+    sp->rows = malloc(P1 * sizeof(size_t));
+    sp->sc = malloc(P1 * sizeof(size_t));
+    sp->sd = malloc(P1 * sizeof(size_t));
+    sp->rc = malloc(P1 * sizeof(size_t));
+    sp->rd = malloc(P1 * sizeof(size_t));
+    if (!sp->o || !sp->rows || !sp->sc || !sp->sd || !sp->rc || !sp->rd)
+        return HPML_ERR_NOMEM;
+    for (int p = 0; p < sp->P; p++)
+        hpml_io_partition(sp->out, p, sp->P, &sp->o[p], &sp->o[p + 1]);
+    no = sp->o[sp->me + 1] - sp->o[sp->me];
+    sp->x = hpml_malloc(gb * sp->in * sizeof(float) + 1);
+    sp->y = hpml_malloc(gb * no * sizeof(float) + 1);
+    sp->g = hpml_malloc(gb * no * sizeof(float) + 1);
+    sp->a = hpml_malloc(lb * sp->out * sizeof(float) + 1);
+    sp->t = hpml_malloc(lb * sp->out * sizeof(float) + 1);
+    if (!sp->x || !sp->y || !sp->g || !sp->a || !sp->t)
+        return HPML_ERR_NOMEM;
+    return 0;
+}
+
+/* One training step of a global batch of gb samples (inputs in sp->x), of which this
+ * rank's are labels[0..nl) with ids: forward, backward with the buckets of the layers
+ * above 0 started by dp_ready, then layer 0's rows: gradient and update. */
+static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const int32_t *labels,
+                      const uint64_t *ids, uint64_t key, double *lsum, size_t *ok)
+{
+    const nn_layer_t *l0 = &m->layers[0];
+    const size_t *o = sp->o, out = sp->out, in = sp->in;
+    const size_t o0 = o[sp->me], no = o[sp->me + 1] - o0;
+    const float *z, *da = NULL;
+    double t0;
+    size_t nl;
+    int err;
+
+    for (int p = 0; p < sp->P; p++)
+        hpml_io_partition(gb, p, sp->P, &sp->rows[p], &sp->rows[p + 1]);
+    nl = sp->rows[sp->me + 1] - sp->rows[sp->me];
+    *lsum = 0;
+    *ok = 0;
+
+    /* Forward: my outputs for every sample; each rank gets its samples' block of them. */
+    hpml__nn_dense_rows_forward(m, 0, sp->x, gb, o0, o0 + no, sp->y);
+    for (int p = 0; p < sp->P; p++) {
+        size_t np = o[p + 1] - o[p];
+        sp->sc[p] = (sp->rows[p + 1] - sp->rows[p]) * no;
+        sp->sd[p] = sp->rows[p] * no;
+        sp->rc[p] = nl * np;
+        sp->rd[p] = nl * o[p];
+    }
+    t0 = hpml_time();
+    err = hpml_alltoallv(sp->y, sp->sc, sp->sd, sp->t, sp->rc, sp->rd, HPML_F32, sp->comm);
+    dp->exposed += hpml_time() - t0;
+    if (err)
+        return err;
+    for (int p = 0; p < sp->P; p++) { /* block p is (nl, np): columns o[p].. of a */
+        size_t np = o[p + 1] - o[p];
+        for (size_t r = 0; r < nl; r++)
+            memcpy(sp->a + r * out + o[p], sp->t + nl * o[p] + r * np, np * sizeof(float));
+    }
+    /* The buckets above layer 0 start in dp_sync, after this step: started by dp_ready
+     * during backward, their allreduce would compete for the core with the exchange and
+     * layer 0's backward, which every rank waits for. */
+    if (nl > 0) {
+        if ((err = hpml__nn_forward_from(m, 1, sp->a, nl, 1, ids, key, &z)) != 0 ||
+            (err = hpml__nn_backward_to(m, 1, labels, 1.0f / (float)gb, NULL, NULL, lsum, ok,
+                                        &da)) != 0)
+            return err;
+        for (int p = 0; p < sp->P; p++) { /* the gradients of rank p's outputs, packed */
+            size_t np = o[p + 1] - o[p];
+            for (size_t r = 0; r < nl; r++)
+                memcpy(sp->t + nl * o[p] + r * np, da + r * out + o[p], np * sizeof(float));
+        }
+    } else {
+        memset(m->grads + dp->lo, 0, (m->nparams - dp->lo) * sizeof(float));
+    }
+
+    /* Backward: every rank's gradients of my outputs, then my rows of layer 0. */
+    for (int p = 0; p < sp->P; p++) {
+        size_t np = o[p + 1] - o[p];
+        sp->sc[p] = nl * np;
+        sp->sd[p] = nl * o[p];
+        sp->rc[p] = (sp->rows[p + 1] - sp->rows[p]) * no;
+        sp->rd[p] = sp->rows[p] * no;
+    }
+    t0 = hpml_time();
+    err = hpml_alltoallv(sp->t, sp->sc, sp->sd, sp->g, sp->rc, sp->rd, HPML_F32, sp->comm);
+    dp->exposed += hpml_time() - t0;
+    if (err)
+        return err;
+    hpml__nn_dense_rows_backward(m, 0, sp->x, gb, o0, o0 + no, sp->y, sp->g);
+    hpml_optim_update(dp->o, l0->w_off + o0 * in, no * in, m->params + l0->w_off + o0 * in,
+                      m->grads + l0->w_off + o0 * in, m->params + l0->w_off + o0 * in, dp->lr);
+    hpml_optim_update(dp->o, l0->b_off + o0, no, m->params + l0->b_off + o0,
+                      m->grads + l0->b_off + o0, m->params + l0->b_off + o0, dp->lr);
+    return 0;
+}
+
+/* v, laid out as the parameters (the parameters or an optimizer moment): every rank's
+ * rows of layer 0 (weights and biases) to every rank. Collective. */
+static int split_gather(split_t *sp, const hpml_model_t *m, float *v)
+{
+    const nn_layer_t *l0 = &m->layers[0];
+    const size_t me = (size_t)sp->me;
+    int err = 0;
+
+    if (!sp->on)
+        return 0;
+    for (int part = 0; part < 2 && err == 0; part++) { /* weights (rows of in), biases */
+        size_t w = part == 0 ? sp->in : 1;
+        float *base = v + (part == 0 ? l0->w_off : l0->b_off);
+        for (int p = 0; p < sp->P; p++) {
+            sp->sc[p] = (size_t)p == me ? 0 : (sp->o[me + 1] - sp->o[me]) * w;
+            sp->sd[p] = sp->o[me] * w;
+            sp->rc[p] = (size_t)p == me ? 0 : (sp->o[p + 1] - sp->o[p]) * w;
+            sp->rd[p] = sp->o[p] * w;
+        }
+        err = hpml_alltoallv(base, sp->sc, sp->sd, base, sp->rc, sp->rd, HPML_F32, sp->comm);
+    }
+    return err;
+}
+
+/* The parameters and every optimizer moment, whole on every rank (for a checkpoint). */
+static int split_gather_all(split_t *sp, const hpml_model_t *m, hpml_optim_t *o)
+{
+    int err = split_gather(sp, m, m->params);
+
+    for (int i = 0; i < hpml_optim_nstate(o) && err == 0; i++)
+        err = split_gather(sp, m, hpml_optim_state(o, i));
     return err;
 }
 
@@ -497,6 +761,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     hpml_model_t *m = NULL;
     hpml_optim_t *o = NULL;
     dp_t dp;
+    split_t sp;
     train_state_t st;
     uint32_t *perm = NULL;
     float *xb = NULL;
@@ -506,11 +771,12 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     size_t in, B = cfg->batch, N = train->n, lb_max;
     long steps_per_epoch, total_steps;
     double t_start;
-    int shard_rows;
+    int shard_rows, hybrid = 0;
     int err;
 
     *out = NULL;
     memset(&dp, 0, sizeof(dp));
+    memset(&sp, 0, sizeof(sp));
     memset(&st, 0, sizeof(st));
     if (B == 0 || N == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
@@ -533,9 +799,14 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     lb_max = B / (size_t)P + 1;
     steps_per_epoch = (long)((train->total + B - 1) / B);
     total_steps = steps_per_epoch * cfg->epochs;
+    if ((hybrid = use_hybrid(cfg, m, P, !shard_rows, (B + (size_t)P - 1) / (size_t)P)) < 0) {
+        err = hybrid;
+        goto out;
+    }
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg)) != 0)
+        (err = dp_init(&dp, comm, m, o, cfg, hybrid)) != 0 ||
+        (hybrid && (err = split_init(&sp, comm, m, B, lb_max)) != 0))
         goto out;
     perm = malloc(N * sizeof(uint32_t));
     xb = hpml_malloc(lb_max * in * sizeof(float));
@@ -594,12 +865,18 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             for (size_t j = 0; j < nl; j++) {
                 uint32_t s = shard_rows ? perm[((size_t)st.step_in_epoch * lb_max + j) % N]
                                         : perm[g0 + b0 + j];
-                memcpy(xb + j * in, train->x + (size_t)s * in, in * sizeof(float));
+                if (!hybrid)
+                    memcpy(xb + j * in, train->x + (size_t)s * in, in * sizeof(float));
                 yb[j] = train->y[s];
                 ids[j] = train->offset + s;
             }
+            for (size_t j = 0; hybrid && j < gb; j++) /* layer 0 takes the whole batch */
+                memcpy(sp.x + j * in, train->x + (size_t)perm[g0 + j] * in, in * sizeof(float));
             dp_begin(&dp, lr);
-            if (nl > 0) {
+            if (hybrid) {
+                if ((err = split_step(&sp, m, &dp, gb, yb, ids, key, &lsum, &ok)) != 0)
+                    goto out;
+            } else if (nl > 0) {
                 if ((err = hpml_model_forward(m, xb, nl, 1, ids, key, &z)) != 0 ||
                     (err = hpml_model_backward(m, yb, 1.0f / (float)gb, dp_ready, &dp, &lsum,
                                                &ok)) != 0)
@@ -622,7 +899,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
                 train_state_t s2 = st;
                 s2.step_in_epoch++; /* resume after this step */
                 s2.exposed = dp.exposed;
-                if ((err = dp_gather_state(&dp)) != 0 ||
+                if ((err = dp_gather_state(&dp)) != 0 || (err = split_gather_all(&sp, m, o)) != 0 ||
                     (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
                     goto out;
             }
@@ -650,6 +927,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             r.lr = hpml_opt_lr(&cfg->opt, (long)st.global_step - 1, total_steps, steps_per_epoch);
             r.elapsed = hpml_time() - t_start;
             r.test_loss = r.test_acc = -1;
+            if ((err = split_gather(&sp, m, m->params)) != 0) /* the whole model */
+                goto out;
             if (test && (err = hpml_evaluate(comm, m, test, cfg->eval_batch, &r.test_loss,
                                              &r.test_acc)) != 0)
                 goto out;
@@ -666,7 +945,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             train_state_t s2 = st;
             s2.epoch++;
             s2.step_in_epoch = 0;
-            if ((err = dp_gather_state(&dp)) != 0 ||
+            if ((err = dp_gather_state(&dp)) != 0 || (err = split_gather_all(&sp, m, o)) != 0 ||
                 (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
                 goto out;
         }
@@ -675,6 +954,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     m = NULL;
 out:
     dp_free(&dp);
+    split_free(&sp);
     hpml_optim_destroy(o);
     hpml_model_destroy(m);
     free(perm);
@@ -698,38 +978,53 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     hpml_model_t *m = NULL;
     hpml_optim_t *o = NULL;
     dp_t dp;
-    float *x = NULL;
+    split_t sp;
+    float *x = NULL, *xown = NULL;
     int32_t *y = NULL;
     const int P = hpml_comm_size(comm);
     const size_t B = cfg->batch; /* per rank, as in Horovod's benchmark */
     double t_total = 0, t_comm = 0, cpu0 = 0;
     hpml_rng_t rng;
     size_t in, classes;
-    int err;
+    int err, hybrid = 0;
 
     memset(&dp, 0, sizeof(dp));
+    memset(&sp, 0, sizeof(sp));
     memset(res, 0, sizeof(*res));
     if (B == 0 || iters <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "synthetic: batch and iterations must be > 0");
-    if ((err = hpml_model_create(cfg->spec, in_c, in_h, in_w, &m)) != 0 ||
-        (err = hpml_model_reserve(m, B)) != 0 ||
+    if ((err = hpml_model_create(cfg->spec, in_c, in_h, in_w, &m)) != 0)
+        goto out;
+    /* Synthetic data counts as on every rank: each rank can generate every rank's. */
+    if ((hybrid = use_hybrid(cfg, m, P, 1, B)) < 0) {
+        err = hybrid;
+        goto out;
+    }
+    if ((err = hpml_model_reserve(m, B)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg)) != 0)
+        (err = dp_init(&dp, comm, m, o, cfg, hybrid)) != 0 ||
+        (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B)) != 0))
         goto out;
     in = hpml_model_input_size(m);
     classes = hpml_model_output_size(m);
-    x = hpml_malloc(B * in * sizeof(float));
+    x = hybrid ? sp.x : (xown = hpml_malloc(B * in * sizeof(float)));
     y = malloc(B * sizeof(int32_t));
     if (!x || !y) {
         err = HPML_ERR_NOMEM;
         goto out;
     }
     hpml_model_init(m, cfg->seed);
-    hpml_rng_init(&rng, cfg->seed, (uint64_t)hpml_comm_rank(comm) + 1);
-    for (size_t i = 0; i < B * in; i++)
-        x[i] = (float)hpml_rng_uniform(&rng);
-    for (size_t i = 0; i < B; i++)
-        y[i] = (int32_t)hpml_rng_below(&rng, classes);
+    /* Rank q's samples come from stream q + 1; the hybrid layout's layer 0 needs all. */
+    for (int q = 0; q < P; q++) {
+        if (!hybrid && q != hpml_comm_rank(comm))
+            continue;
+        float *xq = hybrid ? x + (size_t)q * B * in : x;
+        hpml_rng_init(&rng, cfg->seed, (uint64_t)q + 1);
+        for (size_t i = 0; i < B * in; i++)
+            xq[i] = (float)hpml_rng_uniform(&rng);
+        for (size_t i = 0; q == hpml_comm_rank(comm) && i < B; i++)
+            y[i] = (int32_t)hpml_rng_below(&rng, classes);
+    }
     if ((err = hpml_bcast(m->params, m->nparams, HPML_F32, 0, comm)) != 0)
         goto out;
     for (int it = 0; it < warmup + iters; it++) {
@@ -744,10 +1039,14 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
             cpu0 = cpu_seconds();
         }
         dp_begin(&dp, cfg->opt.lr * 0.01);
-        if ((err = hpml_model_forward(m, x, B, 1, NULL, (uint64_t)it, &z)) != 0 ||
-            (err = hpml_model_backward(m, y, 1.0f / (float)(B * (size_t)P), dp_ready, &dp, &l,
-                                       &ok)) != 0 ||
-            (err = dp_sync(&dp, cfg->opt.lr * 0.01)) != 0)
+        if (hybrid) {
+            err = split_step(&sp, m, &dp, B * (size_t)P, y, NULL, (uint64_t)it, &l, &ok);
+            if (err != 0 || (err = dp_sync(&dp, cfg->opt.lr * 0.01)) != 0)
+                goto out;
+        } else if ((err = hpml_model_forward(m, x, B, 1, NULL, (uint64_t)it, &z)) != 0 ||
+                   (err = hpml_model_backward(m, y, 1.0f / (float)(B * (size_t)P), dp_ready, &dp,
+                                              &l, &ok)) != 0 ||
+                   (err = dp_sync(&dp, cfg->opt.lr * 0.01)) != 0)
             goto out;
     }
     t_total = hpml_time() - t_total;
@@ -767,9 +1066,10 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     res->images_per_s_total = res->images_per_s_rank * P;
 out:
     dp_free(&dp);
+    split_free(&sp);
     hpml_optim_destroy(o);
     hpml_model_destroy(m);
-    hpml_free(x);
+    hpml_free(xown);
     free(y);
     return err;
 }

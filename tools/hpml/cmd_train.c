@@ -27,7 +27,8 @@ static void usage(void)
     printf(
         "Usage: mpirun -np N hpml train [options]\n\n"
         "Data-parallel training: every rank computes gradients on its part of each global\n"
-        "batch; gradient buckets are allreduced (averaged) while backward runs.\n\n"
+        "batch; gradient buckets are allreduced (averaged) while backward runs. A first\n"
+        "dense layer may instead be split across the ranks (--parallel).\n\n"
         "Model:\n"
         "  -m, --model SPEC         layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
         "                           or a preset: mlp, lenet, cnn (default mlp)\n"
@@ -53,6 +54,13 @@ static void usage(void)
         "      --replicated-update  every rank runs the whole optimizer step (default with\n"
         "                           f32 gradients and >1 rank: each rank updates the\n"
         "                           parameters it reduces, inside the allreduce)\n"
+        "      --parallel auto|data|hybrid   hybrid: the first layer, a dense one, split by\n"
+        "                           outputs across the ranks, each computing its outputs\n"
+        "                           for the whole batch (two all-to-alls of activations per\n"
+        "                           step instead of allreducing its weights; needs the\n"
+        "                           training set on every rank); data: every layer\n"
+        "                           data-parallel; auto (default): hybrid where it moves\n"
+        "                           less data (samples per rank <= the layer's inputs)\n"
         "      --max-steps N        stop after N steps in total\n"
         "Checkpoints and output:\n"
         "      --checkpoint DIR     write checkpoints there (created if missing)\n"
@@ -213,6 +221,7 @@ int cmd_train(int argc, char **argv)
         O_FIRST,
         O_NOOVL,
         O_REPL,
+        O_PAR,
         O_MAXS,
         O_CKPT,
         O_CKEV,
@@ -253,6 +262,7 @@ int cmd_train(int argc, char **argv)
                                          {"first-bucket", required_argument, 0, O_FIRST},
                                          {"no-overlap", no_argument, 0, O_NOOVL},
                                          {"replicated-update", no_argument, 0, O_REPL},
+                                         {"parallel", required_argument, 0, O_PAR},
                                          {"max-steps", required_argument, 0, O_MAXS},
                                          {"checkpoint", required_argument, 0, O_CKPT},
                                          {"checkpoint-every", required_argument, 0, O_CKEV},
@@ -268,6 +278,7 @@ int cmd_train(int argc, char **argv)
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
     const char *model = "mlp", *save = NULL, *upd;
+    hpml_parallel_t lay = HPML_PARALLEL_DATA;
     int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0, ckev_set = 0,
         data_set = 0, files = 0, rc = CLI_EXIT_FAIL;
     long iters = 50, witers = 10, v;
@@ -383,6 +394,11 @@ int cmd_train(int argc, char **argv)
         }
         case O_NOOVL: cfg.overlap = 0; break;
         case O_REPL: cfg.sharded_update = 0; break;
+        case O_PAR:
+            if (hpml_parallel_parse(optarg, &cfg.parallel) != 0)
+                return cli_usage_error(CMD, "--parallel: expected auto, data or hybrid, got '%s'",
+                                       optarg);
+            break;
         case O_MAXS:
         case O_CKEV:
             if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 50, &v))
@@ -445,6 +461,15 @@ int cmd_train(int argc, char **argv)
         }
         hpml_model_destroy(probe);
     }
+    /* A hybrid layout the model or the data cannot take, too. */
+    if (hpml_train_layout(&cfg, cli_size(), in_c, in_h, in_w, synthetic || !shard,
+                          synthetic ? cfg.batch
+                                    : (cfg.batch + (size_t)cli_size() - 1) / (size_t)cli_size(),
+                          &lay) != 0) {
+        const char *msg = hpml_last_error();
+        return cli_usage_error(CMD, "--parallel hybrid: %s",
+                               strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
+    }
 
     memset(&sc, 0, sizeof(sc));
     sc.base.json = json;
@@ -486,18 +511,21 @@ int cmd_train(int argc, char **argv)
                 hpml_json_string(stdout, cfg.spec);
                 printf(
                     ", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
-                    "\"overlap\": %s, \"update\": \"%s\", \"iters\": %ld, \"step_s\": %.6f, "
+                    "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", \"iters\": %ld, "
+                    "\"step_s\": %.6f, "
                     "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
                     "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
                     sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
-                    cfg.overlap ? "true" : "false", upd, iters, r.step_s, r.compute_s,
-                    r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total, r.cpu_s);
+                    cfg.overlap ? "true" : "false", upd, hpml_parallel_name(lay), iters, r.step_s,
+                    r.compute_s, r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total,
+                    r.cpu_s);
             } else {
                 printf("# hpml train --synthetic: %s\n", cfg.spec);
                 printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
-                       "%ld iters after %ld warm-up\n",
+                       "%s layout, %ld iters after %ld warm-up\n",
                        sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
-                       cfg.overlap ? "overlapped" : "blocking", upd, iters, witers);
+                       cfg.overlap ? "overlapped" : "blocking", upd, hpml_parallel_name(lay), iters,
+                       witers);
                 /* img/cpu_s: images per second of process CPU time, which on a
                  * loaded machine estimates the unloaded speed of one rank. */
                 printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms",
@@ -572,6 +600,11 @@ int cmd_train(int argc, char **argv)
             if (mlcli_check(CMD, comm, err))
                 goto out;
         }
+        /* The layout for the data as loaded (hpml_train's batch is at most the set). */
+        hpml_train_layout(&cfg, sc.base.size, train.c, train.h, train.w, !shard,
+                          ((cfg.batch < train.n ? cfg.batch : train.n) + (size_t)sc.base.size - 1) /
+                              (size_t)sc.base.size,
+                          &lay);
         if (sc.base.rank == 0 && !json) {
             printf("# hpml train: %s\n", cfg.spec);
             printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
@@ -579,7 +612,7 @@ int cmd_train(int argc, char **argv)
                    train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
                    hpml_time() - t0);
             printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
-                   "%llu, grad %s %s, %s update\n",
+                   "%llu, grad %s %s, %s update, %s layout\n",
                    sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
                    cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
                    : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
@@ -589,7 +622,7 @@ int cmd_train(int argc, char **argv)
                    : cfg.opt.sched == HPML_SCHED_STEP ? " step"
                                                       : "",
                    cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
-                   cfg.overlap ? "overlapped" : "blocking", upd);
+                   cfg.overlap ? "overlapped" : "blocking", upd, hpml_parallel_name(lay));
             printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
                    "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
             fflush(stdout);
@@ -617,10 +650,10 @@ int cmd_train(int argc, char **argv)
                    "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
                    "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
                    "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
-                   "\"saved\": ",
+                   "\"parallel\": \"%s\", \"saved\": ",
                    sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
                    r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips, ips / sc.base.size,
-                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd);
+                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd, hpml_parallel_name(lay));
             if (save)
                 hpml_json_string(stdout, save);
             else

@@ -1,0 +1,289 @@
+/*
+ * The hybrid layout (the first dense layer split by outputs across the ranks, the rest
+ * data-parallel) trains the model that 1 rank and the data-parallel layout train: the
+ * same parameters within float rounding, with dropout, uneven splits of the outputs and
+ * of the batch, a batch smaller than the rank count, 16-bit gradients, blocking or
+ * overlapped, sharded or replicated updates. A run resumed from a checkpoint (mid-epoch
+ * or at an epoch's end, AdamW: every rank's rows and moments gathered) ends
+ * bit-identical to the uninterrupted run. AUTO picks it where it applies; asking for it
+ * where it cannot apply is a clear error.
+ *
+ * hpml-test: ranks=1 2 3 4
+ * hpml-test: mpich-ranks=1 2 3
+ * hpml-test: timeout=240
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hpml/nn.h"
+
+/* 7 outputs: uneven at 2, 3 and 4 ranks. */
+#define SPEC "dense 7 relu | dropout 0.2 | dense 16 relu | dense 3"
+
+/* A deterministic 3-class problem on 8x8 inputs: the class shifts a quadrant's mean. */
+static void make_data(hpml_dataset_t *d, size_t n)
+{
+    hpml_rng_t rng;
+
+    memset(d, 0, sizeof(*d));
+    d->n = d->total = n;
+    d->c = 1;
+    d->h = d->w = 8;
+    d->classes = 3;
+    d->x = hpml_malloc(n * 64 * sizeof(float));
+    d->y = hpml_malloc(n * sizeof(int32_t));
+    hpml_rng_init(&rng, 7, 0);
+    for (size_t i = 0; i < n; i++) {
+        int c = (int)hpml_rng_below(&rng, 3);
+        d->y[i] = c;
+        for (int p = 0; p < 64; p++) {
+            int q = (p / 8 < 4 ? 0 : 1) + (p % 8 < 4 ? 0 : 2);
+            d->x[i * 64 + (size_t)p] = (float)(0.5 * hpml_rng_normal(&rng) + (q == c ? 1.0 : 0.0));
+        }
+    }
+}
+
+static hpml_model_t *run(hpml_comm_t *comm, const hpml_train_config_t *cfg,
+                         const hpml_dataset_t *d)
+{
+    hpml_model_t *m = NULL;
+
+    HPMLT_CALL(hpml_train(comm, cfg, d, NULL, NULL, NULL, NULL, &m));
+    return m;
+}
+
+/* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
+static double rel_diff(hpml_model_t *a, hpml_model_t *b)
+{
+    double v = 0, mx = 1;
+
+    if (a == NULL || b == NULL)
+        return INFINITY;
+    for (size_t i = 0; i < hpml_model_num_params(a); i++) {
+        v = fmax(v, fabs((double)hpml_model_params(a)[i] - hpml_model_params(b)[i]));
+        mx = fmax(mx, fabs((double)hpml_model_params(a)[i]));
+    }
+    return v / mx;
+}
+
+static int same_bits(hpml_model_t *a, hpml_model_t *b)
+{
+    return a && b &&
+           memcmp(hpml_model_params(a), hpml_model_params(b),
+                  hpml_model_num_params(a) * sizeof(float)) == 0;
+}
+
+/* Did every rank end with the same parameters? Collective. */
+static int same_on_all_ranks(hpml_model_t *m)
+{
+    size_t n = m ? hpml_model_num_params(m) : 0;
+    float *r0 = malloc(n * sizeof(float) + 1);
+    int same = 1, all;
+
+    if (m)
+        memcpy(r0, hpml_model_params(m), n * sizeof(float));
+    MPI_Bcast(r0, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    same = m != NULL && memcmp(r0, hpml_model_params(m), n * sizeof(float)) == 0;
+    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    free(r0);
+    return all;
+}
+
+static void ckpt_dir(char *dir, size_t size, const char *tag)
+{
+    long pid = (long)getpid();
+
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    snprintf(dir, size, "/tmp/hpml_hybrid_ckpt%s_%ld_%d", tag, pid, hpmlt_size());
+}
+
+static void ckpt_remove(const char *dir)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (hpmlt_rank() == 0) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/checkpoint.hpml", dir);
+        unlink(path);
+        rmdir(dir);
+    }
+}
+
+/* The layout hpml_train picks for cfg on P ranks of this data (replicated). */
+static hpml_parallel_t layout(const hpml_train_config_t *cfg, int P, size_t lb)
+{
+    hpml_parallel_t l = HPML_PARALLEL_AUTO;
+
+    HPMLT_CALL(hpml_train_layout(cfg, P, 1, 8, 8, 1, lb, &l));
+    return l;
+}
+
+/* hpml_train fails with HPML_ERR_INVAL on every rank and a message containing `what`. */
+static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg,
+                         const hpml_dataset_t *d, const char *what)
+{
+    hpml_model_t *m = NULL;
+    int rc = hpml_train(comm, cfg, d, NULL, NULL, NULL, NULL, &m);
+
+    HPMLT_CHECK(rc == HPML_ERR_INVAL && m == NULL, "%s: got %d (%s)", what, rc,
+                hpml_last_error());
+    HPMLT_CHECK(strstr(hpml_last_error(), what) != NULL, "message '%s' lacks '%s'",
+                hpml_last_error(), what);
+    hpml_model_destroy(m);
+}
+
+int main(int argc, char **argv)
+{
+    hpml_comm_t *world = NULL, *self = NULL;
+    hpml_train_config_t cfg, c;
+    hpml_dataset_t d;
+    hpml_model_t *one, *data, *hyb;
+    char dir[256];
+    int P;
+
+    hpmlt_init(&argc, &argv, "nn_hybrid");
+    P = hpmlt_size();
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &world));
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_SELF, NULL, &self));
+    make_data(&d, 250);
+    hpml_train_config_default(&cfg);
+    cfg.spec = SPEC;
+    cfg.epochs = 2;
+    cfg.batch = 30; /* 250 = 8*30 + 10; 30 splits unevenly over 4 ranks */
+    cfg.opt.lr = 0.05;
+    cfg.first_bucket_bytes = 256;
+
+    /* AUTO: hybrid on several ranks while the samples per rank are at most the first
+     * layer's 64 inputs; data otherwise. */
+    HPMLT_OK(layout(&cfg, 1, 30) == HPML_PARALLEL_DATA);
+    HPMLT_OK(layout(&cfg, 2, 15) == HPML_PARALLEL_HYBRID);
+    HPMLT_OK(layout(&cfg, 2, 65) == HPML_PARALLEL_DATA);
+    c = cfg;
+    c.parallel = HPML_PARALLEL_HYBRID;
+    HPMLT_OK(layout(&c, 2, 65) == HPML_PARALLEL_HYBRID);
+    c.parallel = HPML_PARALLEL_DATA;
+    HPMLT_OK(layout(&c, 2, 15) == HPML_PARALLEL_DATA);
+
+    /* 1 rank, P ranks data-parallel and P ranks hybrid: one model. */
+    one = run(self, &cfg, &d);
+    c = cfg;
+    c.parallel = HPML_PARALLEL_DATA;
+    data = run(world, &c, &d);
+    c.parallel = HPML_PARALLEL_HYBRID;
+    hyb = run(world, &c, &d);
+    HPMLT_CHECK(rel_diff(one, hyb) <= 1e-4, "hybrid vs 1 rank: %g", rel_diff(one, hyb));
+    HPMLT_CHECK(rel_diff(data, hyb) <= 1e-4, "hybrid vs data-parallel: %g", rel_diff(data, hyb));
+    HPMLT_CHECK(hyb && same_on_all_ranks(hyb), "the ranks' hybrid models differ");
+
+    /* The variants of the layers above layer 0 train the same model. */
+    {
+        struct {
+            const char *name;
+            hpml_dtype_t dt;
+            int overlap, sharded;
+            double tol;
+        } v[] = {{"blocking", HPML_F32, 0, 1, 1e-5},
+                 {"replicated update", HPML_F32, 1, 0, 1e-5},
+                 {"f16 gradients", HPML_F16, 1, 1, 2e-3},
+                 {"bf16 gradients", HPML_BF16, 1, 1, 2e-2}};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+            hpml_model_t *mk;
+            c = cfg;
+            c.parallel = HPML_PARALLEL_HYBRID;
+            c.grad_dtype = v[k].dt;
+            c.overlap = v[k].overlap;
+            c.sharded_update = v[k].sharded;
+            mk = run(world, &c, &d);
+            HPMLT_CHECK(rel_diff(hyb, mk) <= v[k].tol, "%s: %g (tolerance %g)", v[k].name,
+                        rel_diff(hyb, mk), v[k].tol);
+            hpml_model_destroy(mk);
+        }
+    }
+
+    /* A batch smaller than the rank count: some ranks have no sample in a step but
+     * still compute their outputs for the others. */
+    {
+        hpml_model_t *a, *b;
+        c = cfg;
+        c.batch = 2;
+        c.epochs = 1;
+        c.max_steps = 20;
+        a = run(self, &c, &d);
+        c.parallel = HPML_PARALLEL_HYBRID;
+        b = run(world, &c, &d);
+        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "batch 2: hybrid vs 1 rank: %g", rel_diff(a, b));
+        hpml_model_destroy(a);
+        hpml_model_destroy(b);
+    }
+
+    /* Checkpoints with AdamW: a mid-epoch checkpoint and an epoch-end one each resume to
+     * the uninterrupted run's bits (every rank's rows of layer 0 and their moments are
+     * gathered into the checkpoint). */
+    {
+        hpml_model_t *full, *res;
+        c = cfg;
+        c.parallel = HPML_PARALLEL_HYBRID;
+        c.opt.kind = HPML_OPT_ADAMW;
+        c.opt.lr = 0.01;
+        c.opt.weight_decay = 0.01;
+        full = run(world, &c, &d);
+        ckpt_dir(dir, sizeof(dir), "_mid");
+        c.checkpoint_dir = dir;
+        c.checkpoint_every = 5;
+        c.max_steps = 5;
+        hpml_model_destroy(run(world, &c, &d));
+        c.max_steps = 0;
+        c.checkpoint_every = 1000;
+        c.resume = 1;
+        res = run(world, &c, &d);
+        HPMLT_CHECK(same_bits(full, res), "resumed from a mid-epoch checkpoint: differs");
+        hpml_model_destroy(res);
+        ckpt_remove(dir);
+
+        ckpt_dir(dir, sizeof(dir), "_epoch");
+        c.resume = 0;
+        c.checkpoint_every = 0;
+        c.epochs = 1;
+        hpml_model_destroy(run(world, &c, &d));
+        c.epochs = cfg.epochs;
+        c.resume = 1;
+        res = run(world, &c, &d);
+        HPMLT_CHECK(same_bits(full, res), "resumed from an epoch-end checkpoint: differs");
+        hpml_model_destroy(res);
+        ckpt_remove(dir);
+        hpml_model_destroy(full);
+    }
+
+    /* Where the hybrid layout cannot apply, asking for it is an error (on 1 rank it is
+     * the whole model anyway). */
+    if (P > 1) {
+        hpml_dataset_t part = d;
+        c = cfg;
+        c.parallel = HPML_PARALLEL_HYBRID;
+        c.spec = "conv 2 3x3 relu | dense 3";
+        expect_inval(world, &c, &d, "starts with 'conv'");
+        c.spec = "dense 1 relu | dense 3";
+        expect_inval(world, &c, &d, "an output of the first layer per rank");
+        c.spec = SPEC;
+        part.n = d.n / (size_t)P; /* as --shard-data loads it: a block of the rows */
+        part.offset = (size_t)hpmlt_rank() * part.n;
+        part.x = d.x + part.offset * 64;
+        part.y = d.y + part.offset;
+        expect_inval(world, &c, &part, "whole training set");
+        /* AUTO falls back to data-parallel there. */
+        c.parallel = HPML_PARALLEL_AUTO;
+        c.spec = "dense 1 relu | dense 3";
+        hpml_model_destroy(run(world, &c, &d));
+    }
+
+    hpml_model_destroy(one);
+    hpml_model_destroy(data);
+    hpml_model_destroy(hyb);
+    hpml_dataset_free(&d);
+    hpml_comm_destroy(self);
+    hpml_comm_destroy(world);
+    return hpmlt_finish();
+}
