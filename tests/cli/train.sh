@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hpml train on a small Fashion-MNIST subset across 2 ranks reaches a fixed accuracy
 # within a loose time budget; the saved model is loadable by hpml eval / hpml predict and
-# gives the same accuracy; --json prints a parsable summary.
+# gives the same accuracy (so the model gathered from the hybrid layout's ranks is the
+# one evaluated); --json prints a parsable summary.
 # hpml-test: timeout=240
 set -eu
 : "${HPML:?}" "${MPIRUN:?}"
@@ -17,6 +18,8 @@ cat "$tmp/out.json"
 acc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_acc"])' "$tmp/out.json")
 echo "test accuracy $acc in $((t1 - t0)) s"
 python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.78 else 1)" || { echo "accuracy $acc < 0.78"; exit 1; }
+# 32 samples per rank, a first dense layer of 784 inputs: auto picks the hybrid layout
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parallel"]; sys.exit(0 if p == "hybrid" else f"layout {p}")' "$tmp/out.json"
 [ $((t1 - t0)) -le 180 ] || { echo "took $((t1 - t0)) s (budget 180 s)"; exit 1; }
 
 # eval over the same 2000 test rows gives the same accuracy
@@ -36,5 +39,5 @@ grep -qvE '^[0-9]$' "$tmp/pred.txt" && { echo "bad prediction line"; exit 1; }
 $MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 2 --batch 64 \
     --train-limit 6000 --test-limit 1000 --shard-data --json --no-progress >"$tmp/shard.json"
 cat "$tmp/shard.json"
-python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["test_acc"]; sys.exit(0 if a >= 0.7 else f"sharded accuracy {a}")' "$tmp/shard.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["test_acc"] >= 0.7 and j["parallel"] == "data" else f"sharded: {j}")' "$tmp/shard.json"
 echo ok

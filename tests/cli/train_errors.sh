@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Malformed model specs and options: exit status 2 and a message naming the column and
 # what was expected, on every rank count (no hang). Bad options name the option; an
-# unwritable --save or --checkpoint fails before training (one line, exit 1).
+# unwritable --save or --checkpoint fails before training (one line, exit 1). A
+# --parallel hybrid the model or data cannot take is a usage error naming the reason.
 # hpml-test: timeout=120
 set -u
 : "${HPML:?}" "${MPIRUN:?}"
@@ -52,4 +53,8 @@ opt_error 1 "cannot create a file there" --save "$tmp/no/m.hpml" --epochs 1
 opt_error 1 "cannot create the folder" --checkpoint "$tmp/no/ck" --epochs 1
 opt_error 1 "--resume: checkpoint folder" --checkpoint "$tmp/none" --resume
 opt_error 1 "cannot open" --data "$tmp/none" --epochs 1
+opt_error 2 "--parallel: expected auto, data or hybrid, got 'model'" --parallel model
+opt_error 2 "--parallel hybrid: the hybrid layout splits a first 'dense' layer; this model starts with 'conv'" --parallel hybrid --model lenet
+opt_error 2 "--parallel hybrid: the hybrid layout needs the whole training set on every rank" --parallel hybrid --shard-data
+opt_error 2 "--parallel hybrid: the hybrid layout needs an output of the first layer per rank (it has 1, for 2 ranks)" --parallel hybrid --model "dense 1 relu | dense 10" --synthetic
 exit $fail
