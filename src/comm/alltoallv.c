@@ -61,8 +61,8 @@ out:
     return rc;
 }
 
-int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdispls,
-                   void *recvbuf, const size_t *rcounts, const size_t *rdispls, hpml_dtype_t dtype,
+int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdispls, void *recvbuf,
+                   const size_t *rcounts, const size_t *rdispls, hpml_dtype_t dtype,
                    hpml_comm_t *comm)
 {
     const char *s = sendbuf;
@@ -72,8 +72,8 @@ int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdi
     size_t es, lim, nreq = 0, posted = 0, nrecv;
     int rc = 0, p, me;
 
-    if (comm == NULL || (unsigned)dtype >= HPML_DTYPE_COUNT || !scounts || !sdispls ||
-        !rcounts || !rdispls)
+    if (comm == NULL || (unsigned)dtype >= HPML_DTYPE_COUNT || !scounts || !sdispls || !rcounts ||
+        !rdispls)
         return hpml_set_error(HPML_ERR_INVAL,
                               "hpml_alltoallv: invalid communicator, dtype or count array");
     p = comm->size;
@@ -132,8 +132,7 @@ int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdi
         for (size_t i = 0; i < nrecv; i++)
             MPI_Cancel(&req[i]);
     if (posted > 0) {
-        int wrc = hpml__xfer_mpi_err(MPI_Waitall((int)posted, req, st),
-                                     "MPI_Waitall");
+        int wrc = hpml__xfer_mpi_err(MPI_Waitall((int)posted, req, st), "MPI_Waitall");
         if (rc == 0)
             rc = wrc;
     }

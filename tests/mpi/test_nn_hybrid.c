@@ -47,8 +47,7 @@ static void make_data(hpml_dataset_t *d, size_t n)
     }
 }
 
-static hpml_model_t *run(hpml_comm_t *comm, const hpml_train_config_t *cfg,
-                         const hpml_dataset_t *d)
+static hpml_model_t *run(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *d)
 {
     hpml_model_t *m = NULL;
 
@@ -122,14 +121,13 @@ static hpml_parallel_t layout(const hpml_train_config_t *cfg, int P, size_t lb)
 }
 
 /* hpml_train fails with HPML_ERR_INVAL on every rank and a message containing `what`. */
-static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg,
-                         const hpml_dataset_t *d, const char *what)
+static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *d,
+                         const char *what)
 {
     hpml_model_t *m = NULL;
     int rc = hpml_train(comm, cfg, d, NULL, NULL, NULL, NULL, &m);
 
-    HPMLT_CHECK(rc == HPML_ERR_INVAL && m == NULL, "%s: got %d (%s)", what, rc,
-                hpml_last_error());
+    HPMLT_CHECK(rc == HPML_ERR_INVAL && m == NULL, "%s: got %d (%s)", what, rc, hpml_last_error());
     HPMLT_CHECK(strstr(hpml_last_error(), what) != NULL, "message '%s' lacks '%s'",
                 hpml_last_error(), what);
     hpml_model_destroy(m);
