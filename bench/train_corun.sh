@@ -11,7 +11,9 @@
 # waits for the slower core; two_eff = two / (2 solo) is the scaling efficiency that
 # bench/train_scaling.sh reports. Medians over the rounds at the end. Run it under
 # `chrt -f 1` on an otherwise idle machine. Binary: build/<mpi>/bin/hpml or $HPML;
-# ITERS (default 300) and BATCH (default 128) as in train_scaling.sh.
+# ITERS (default 300) and BATCH (default 128) as in train_scaling.sh. LAYOUTS (default
+# "auto"): the --parallel layouts of the 2-rank run, each measured in every round with
+# a column two_eff_<layout>, e.g. LAYOUTS="data hybrid" compares them side by side.
 set -eu
 mpi=${1:-openmpi}
 model=${2:-mlp}
@@ -30,6 +32,10 @@ case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" 
 [ -x "$hpml" ] || { echo "$0: $hpml: not built (make MPI=$mpi)" >&2; exit 2; }
 [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] || { echo "$0: needs 2 cores" >&2; exit 2; }
 args=(train --synthetic --model "$model" --batch "$batch" --iters "$iters" --no-progress)
+read -ra layouts <<<"${LAYOUTS:-auto}"
+for l in "${layouts[@]}"; do
+    case $l in auto | data | hybrid) ;; *) echo "$0: LAYOUTS: '$l' is not auto, data or hybrid" >&2; exit 2 ;; esac
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -40,20 +46,40 @@ alone() { # core: a 1-rank run pinned to that core
 }
 echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
 echo "# ${run[*]} -np 1|2 $hpml ${args[*]}"
-printf '# %-5s %9s %9s %9s %9s %8s %8s %8s\n' round solo co_a co_b two co_eff slow_eff two_eff
-co=() slow=() two=()
+printf '# %-5s %9s %9s %9s' round solo co_a co_b
+for l in "${layouts[@]}"; do printf ' %9s' "two_$l"; done
+printf ' %8s %8s' co_eff slow_eff
+for l in "${layouts[@]}"; do printf ' %14s' "two_eff_$l"; done
+echo
+co=() slow=()
+declare -A two
 for r in $(seq "$rounds"); do
     s=$(alone 0)
     alone 0 >"$tmp/a" &
     alone 1 >"$tmp/b"
     wait
     a=$(cat "$tmp/a") b=$(cat "$tmp/b")
-    t=$("${run[@]}" "${bind[@]}" -np 2 "$hpml" "${args[@]}" | rate)
-    read -r ce se te <<<"$(awk -v s="$s" -v a="$a" -v b="$b" -v t="$t" 'BEGIN {
-        printf "%.1f %.1f %.1f", 100 * (a + b) / (2 * s), 100 * (a < b ? a : b) / s, 100 * t / (2 * s) }')"
-    co+=("$ce") slow+=("$se") two+=("$te")
-    printf '  %-5s %9s %9s %9s %9s %7s%% %7s%% %7s%%\n' "$r" "$s" "$a" "$b" "$t" "$ce" "$se" "$te"
+    ts=() tes=()
+    for l in "${layouts[@]}"; do
+        t=$("${run[@]}" "${bind[@]}" -np 2 "$hpml" "${args[@]}" --parallel "$l" | rate)
+        te=$(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.1f", 100 * t / (2 * s) }')
+        ts+=("$t") tes+=("$te")
+        two[$l]="${two[$l]:-} $te"
+    done
+    read -r ce se <<<"$(awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN {
+        printf "%.1f %.1f", 100 * (a + b) / (2 * s), 100 * (a < b ? a : b) / s }')"
+    co+=("$ce") slow+=("$se")
+    printf '  %-5s %9s %9s %9s' "$r" "$s" "$a" "$b"
+    printf ' %9s' "${ts[@]}"
+    printf ' %7s%% %7s%%' "$ce" "$se"
+    printf ' %13s%%' "${tes[@]}"
+    echo
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
     printf "%.1f%%", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-echo "# median over $rounds rounds: co_eff $(median "${co[@]}"), slow_eff $(median "${slow[@]}"), two_eff $(median "${two[@]}")"
+m="# median over $rounds rounds: co_eff $(median "${co[@]}"), slow_eff $(median "${slow[@]}")"
+for l in "${layouts[@]}"; do
+    # shellcheck disable=SC2086 # the list of one layout's values
+    m="$m, two_eff_$l $(median ${two[$l]})"
+done
+echo "$m"
