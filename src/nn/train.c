@@ -349,6 +349,17 @@ typedef struct {
     float *g;                  /* (gb, no): their gradients */
     float *a;                  /* (lb, out): all outputs of this rank's samples */
     float *t;                  /* (lb, out): blocks in transit */
+    /* Fused (f32, sharded update): the layers above 0 without an allreduce. Rank p owns
+     * their parameters [gs[p], gs[p+1]); after the second all-to-all the ranks'
+     * gradients of each slice go to its owner (a reduce-scatter as one more all-to-all),
+     * who sums them in rank order and updates the slice; the new slices go to every rank
+     * right after the next step's first all-to-all (or before anything else reads the
+     * whole model). Both exchanges follow an all-to-all, when the ranks are in step, so
+     * a step has two points where ranks wait for each other instead of three. */
+    int fused, pending; /* pending: this rank's slice is updated, not yet sent */
+    size_t lo;          /* the layers above 0 start at parameter lo */
+    size_t *gs;         /* P + 1 */
+    float *gr;          /* (P, this rank's slice): every rank's gradients of it */
 } split_t;
 
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
@@ -430,11 +441,14 @@ static void split_free(split_t *sp)
     hpml_free(sp->g);
     hpml_free(sp->a);
     hpml_free(sp->t);
+    free(sp->gs);
+    hpml_free(sp->gr);
     memset(sp, 0, sizeof(*sp));
 }
 
-/* Buffers for global batches of up to gb samples, at most lb per rank. */
-static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb)
+/* Buffers for global batches of up to gb samples, at most lb per rank; fused: see split_t. */
+static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb,
+                      int fused)
 {
     const nn_layer_t *l = &m->layers[0];
     size_t P1, no;
@@ -465,6 +479,64 @@ static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, siz
     sp->t = hpml_malloc(lb * sp->out * sizeof(float) + 1);
     if (!sp->x || !sp->y || !sp->g || !sp->a || !sp->t)
         return HPML_ERR_NOMEM;
+    sp->lo = m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
+    sp->fused = fused && sp->lo < m->nparams;
+    if (sp->fused) {
+        size_t mine;
+        if (!(sp->gs = malloc(P1 * sizeof(size_t))))
+            return HPML_ERR_NOMEM;
+        for (int p = 0; p < sp->P; p++) {
+            hpml_io_partition(m->nparams - sp->lo, p, sp->P, &sp->gs[p], &sp->gs[p + 1]);
+            sp->gs[p] += sp->lo;
+        }
+        sp->gs[sp->P] = m->nparams;
+        mine = sp->gs[sp->me + 1] - sp->gs[sp->me];
+        if (!(sp->gr = hpml_malloc((size_t)sp->P * mine * sizeof(float) + 1)))
+            return HPML_ERR_NOMEM;
+    }
+    return 0;
+}
+
+/* v + bounds[p] * w .. v + bounds[p+1] * w is rank p's: each rank's part to every rank
+ * (the exchange is an all-gather). Collective. */
+static int split_share(split_t *sp, float *v, const size_t *bounds, size_t w)
+{
+    const size_t me = (size_t)sp->me;
+
+    for (int p = 0; p < sp->P; p++) {
+        sp->sc[p] = (size_t)p == me ? 0 : (bounds[me + 1] - bounds[me]) * w;
+        sp->sd[p] = bounds[me] * w;
+        sp->rc[p] = (size_t)p == me ? 0 : (bounds[p + 1] - bounds[p]) * w;
+        sp->rd[p] = bounds[p] * w;
+    }
+    return hpml_alltoallv(v, sp->sc, sp->sd, v, sp->rc, sp->rd, HPML_F32, sp->comm);
+}
+
+/* Fused: the ranks' gradients of each slice to its owner, summed in rank order (the same
+ * order at every step, so runs repeat bit for bit), and the owner's update. */
+static int split_reduce_update(split_t *sp, hpml_model_t *m, dp_t *dp)
+{
+    const size_t g0 = sp->gs[sp->me], n = sp->gs[sp->me + 1] - g0;
+    float *sum = m->grads + g0;
+    int err;
+
+    for (int p = 0; p < sp->P; p++) {
+        sp->sc[p] = sp->gs[p + 1] - sp->gs[p];
+        sp->sd[p] = sp->gs[p];
+        sp->rc[p] = n;
+        sp->rd[p] = (size_t)p * n;
+    }
+    if ((err = hpml_alltoallv(m->grads, sp->sc, sp->sd, sp->gr, sp->rc, sp->rd, HPML_F32,
+                              sp->comm)) != 0)
+        return err;
+    memcpy(sum, sp->gr, n * sizeof(float));
+    for (int p = 1; p < sp->P; p++) {
+        const float *g = sp->gr + (size_t)p * n;
+        for (size_t i = 0; i < n; i++)
+            sum[i] += g[i];
+    }
+    hpml_optim_update(dp->o, g0, n, m->params + g0, sum, m->params + g0, dp->lr);
+    sp->pending = 1;
     return 0;
 }
 
@@ -499,6 +571,10 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
     }
     t0 = hpml_time();
     err = hpml_alltoallv(sp->y, sp->sc, sp->sd, sp->t, sp->rc, sp->rd, HPML_F32, sp->comm);
+    if (err == 0 && sp->pending) { /* fused: last step's slices, before layer 1 reads them */
+        err = split_share(sp, m->params, sp->gs, 1);
+        sp->pending = 0;
+    }
     dp->exposed += hpml_time() - t0;
     if (err)
         return err;
@@ -521,7 +597,7 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
                 memcpy(sp->t + nl * o[p] + r * np, da + r * out + o[p], np * sizeof(float));
         }
     } else {
-        memset(m->grads + dp->lo, 0, (m->nparams - dp->lo) * sizeof(float));
+        memset(m->grads + sp->lo, 0, (m->nparams - sp->lo) * sizeof(float));
     }
 
     /* Backward: every rank's gradients of my outputs, then my rows of layer 0. */
@@ -534,6 +610,8 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
     }
     t0 = hpml_time();
     err = hpml_alltoallv(sp->t, sp->sc, sp->sd, sp->g, sp->rc, sp->rd, HPML_F32, sp->comm);
+    if (err == 0 && sp->fused)
+        err = split_reduce_update(sp, m, dp);
     dp->exposed += hpml_time() - t0;
     if (err)
         return err;
@@ -546,27 +624,30 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
 }
 
 /* v, laid out as the parameters (the parameters or an optimizer moment): every rank's
- * rows of layer 0 (weights and biases) to every rank. Collective. */
+ * rows of layer 0 (weights and biases), and when fused its slice of the layers above, to
+ * every rank. Collective. */
 static int split_gather(split_t *sp, const hpml_model_t *m, float *v)
 {
     const nn_layer_t *l0 = &m->layers[0];
-    const size_t me = (size_t)sp->me;
-    int err = 0;
+    int err;
 
     if (!sp->on)
         return 0;
-    for (int part = 0; part < 2 && err == 0; part++) { /* weights (rows of in), biases */
-        size_t w = part == 0 ? sp->in : 1;
-        float *base = v + (part == 0 ? l0->w_off : l0->b_off);
-        for (int p = 0; p < sp->P; p++) {
-            sp->sc[p] = (size_t)p == me ? 0 : (sp->o[me + 1] - sp->o[me]) * w;
-            sp->sd[p] = sp->o[me] * w;
-            sp->rc[p] = (size_t)p == me ? 0 : (sp->o[p + 1] - sp->o[p]) * w;
-            sp->rd[p] = sp->o[p] * w;
-        }
-        err = hpml_alltoallv(base, sp->sc, sp->sd, base, sp->rc, sp->rd, HPML_F32, sp->comm);
-    }
+    if ((err = split_share(sp, v + l0->w_off, sp->o, sp->in)) != 0 ||
+        (err = split_share(sp, v + l0->b_off, sp->o, 1)) != 0)
+        return err;
+    if (sp->fused && (err = split_share(sp, v, sp->gs, 1)) == 0 && v == m->params)
+        sp->pending = 0;
     return err;
+}
+
+/* The first layer whose gradients the buckets allreduce: 0 in the data-parallel layout;
+ * in the hybrid one 1, or none (nlayers) when split_t's fused exchange updates them. */
+static int dp_first(const hpml_train_config_t *c, const hpml_model_t *m, int P, int hybrid)
+{
+    if (!hybrid)
+        return 0;
+    return hpml_train_update_is_sharded(c, P) ? m->nlayers : 1;
 }
 
 /* The parameters and every optimizer moment, whole on every rank (for a checkpoint). */
@@ -805,8 +886,9 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     }
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg, hybrid)) != 0 ||
-        (hybrid && (err = split_init(&sp, comm, m, B, lb_max)) != 0))
+        (err = dp_init(&dp, comm, m, o, cfg, dp_first(cfg, m, P, hybrid))) != 0 ||
+        (hybrid &&
+         (err = split_init(&sp, comm, m, B, lb_max, hpml_train_update_is_sharded(cfg, P))) != 0))
         goto out;
     perm = malloc(N * sizeof(uint32_t));
     xb = hpml_malloc(lb_max * in * sizeof(float));
@@ -1002,8 +1084,9 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     }
     if ((err = hpml_model_reserve(m, B)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg, hybrid)) != 0 ||
-        (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B)) != 0))
+        (err = dp_init(&dp, comm, m, o, cfg, dp_first(cfg, m, P, hybrid))) != 0 ||
+        (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B,
+                                     hpml_train_update_is_sharded(cfg, P))) != 0))
         goto out;
     in = hpml_model_input_size(m);
     classes = hpml_model_output_size(m);
