@@ -75,6 +75,16 @@ static void usage(void)
         HPML_NN_DEFAULT_DATA);
 }
 
+/* How the gradients above a hybrid split travel, or the buckets' allreduces, for the
+ * header line. */
+static const char *sync_mode(const hpml_train_config_t *cfg, hpml_parallel_t lay, int nranks)
+{
+    if (lay == HPML_PARALLEL_HYBRID) /* docs/nn.md, "Hybrid layout" */
+        return hpml_train_update_is_sharded(cfg, nranks) ? "in the exchanges"
+                                                         : "summed after the split layer";
+    return cfg->overlap ? "overlapped" : "blocking";
+}
+
 typedef struct {
     int json, progress_bar, is_tty;
     double best_acc, t85;
@@ -524,7 +534,7 @@ int cmd_train(int argc, char **argv)
                 printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
                        "%s layout, %ld iters after %ld warm-up\n",
                        sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
-                       cfg.overlap ? "overlapped" : "blocking", upd, hpml_parallel_name(lay), iters,
+                       sync_mode(&cfg, lay, sc.base.size), upd, hpml_parallel_name(lay), iters,
                        witers);
                 /* img/cpu_s: images per second of process CPU time, which on a
                  * loaded machine estimates the unloaded speed of one rank. */
@@ -622,7 +632,7 @@ int cmd_train(int argc, char **argv)
                    : cfg.opt.sched == HPML_SCHED_STEP ? " step"
                                                       : "",
                    cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
-                   cfg.overlap ? "overlapped" : "blocking", upd, hpml_parallel_name(lay));
+                   sync_mode(&cfg, lay, sc.base.size), upd, hpml_parallel_name(lay));
             printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
                    "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
             fflush(stdout);
