@@ -541,8 +541,9 @@ static int split_reduce_update(split_t *sp, hpml_model_t *m, dp_t *dp)
 }
 
 /* One training step of a global batch of gb samples (inputs in sp->x), of which this
- * rank's are labels[0..nl) with ids: forward, backward with the buckets of the layers
- * above 0 started by dp_ready, then layer 0's rows: gradient and update. */
+ * rank's are labels[0..nl) with ids: forward, backward down to layer 1, the exchanges,
+ * then layer 0's rows: gradient and update. Fused, the layers above are updated here
+ * too; otherwise dp_sync's buckets do it after this. */
 static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const int32_t *labels,
                       const uint64_t *ids, uint64_t key, double *lsum, size_t *ok)
 {
@@ -583,9 +584,10 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
         for (size_t r = 0; r < nl; r++)
             memcpy(sp->a + r * out + o[p], sp->t + nl * o[p] + r * np, np * sizeof(float));
     }
-    /* The buckets above layer 0 start in dp_sync, after this step: started by dp_ready
-     * during backward, their allreduce would compete for the core with the exchange and
-     * layer 0's backward, which every rank waits for. */
+    /* Not fused, the buckets above layer 0 start in dp_sync, after this step: started by
+     * dp_ready during backward, their allreduce would run beside the exchange and layer
+     * 0's backward, which every rank waits for; where the progress thread shares the
+     * rank's core (a 2-core node at 2 ranks) that slowed the step down. */
     if (nl > 0) {
         if ((err = hpml__nn_forward_from(m, 1, sp->a, nl, 1, ids, key, &z)) != 0 ||
             (err = hpml__nn_backward_to(m, 1, labels, 1.0f / (float)gb, NULL, NULL, lsum, ok,
