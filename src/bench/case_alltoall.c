@@ -1,11 +1,48 @@
 /*
- * alltoall: MPI_Alltoall (osu_alltoall); hpml has no alltoall of its own, so native MPI
- * only. Size = one block per destination; algbw counts the p blocks a rank receives and
- * busbw = algbw * (p-1)/p (nccl-tests).
+ * alltoall: MPI_Alltoall against hpml_alltoallv with every block `count` elements
+ * (osu_alltoall): block d of the send buffer goes to rank d and block s of the receive
+ * buffer comes from rank s, MPI_Alltoall's layout, so both are validated alike.
+ * hpml_alltoallv has no in-place form: -l runs native MPI only. Size = one block per
+ * destination; algbw counts the p blocks a rank receives and busbw = algbw * (p-1)/p
+ * (nccl-tests).
  */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_internal.h"
+
+/* hpml_alltoallv's counts (the same for sending and receiving: every block is `count`
+ * elements) and displacements (d * count). They change only with the size or the rank
+ * count, so they are rebuilt then, not in every timed call. The harness runs one benchmark
+ * at a time (bench.h), so one cache per process suffices; it is kept for later runs. */
+static struct {
+    size_t *counts, *displs; /* one allocation of 2 * size entries */
+    int size;
+    size_t count;
+} layout;
+
+static int set_layout(const bench_ctx_t *c)
+{
+    if (layout.size != c->size) {
+        size_t *a = realloc(layout.counts, 2 * (size_t)c->size * sizeof(*a));
+
+        if (a == NULL)
+            return HPML_ERR_NOMEM;
+        layout.counts = a;
+        layout.displs = a + c->size;
+        layout.size = c->size;
+        layout.count = SIZE_MAX; /* no block has this many elements: refill below */
+    }
+    if (layout.count != c->count) {
+        for (int d = 0; d < c->size; d++) {
+            layout.counts[d] = c->count;
+            layout.displs[d] = (size_t)d * c->count;
+        }
+        layout.count = c->count;
+    }
+    return 0;
+}
 
 static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 {
@@ -15,8 +52,21 @@ static void buffers(const bench_ctx_t *c, size_t bytes, size_t *s, size_t *r)
 
 static int run(bench_ctx_t *c)
 {
-    return BENCH_MPI(MPI_Alltoall(BENCH_SEND_MPI(c), (int)c->count, c->mdt, c->rbuf, (int)c->count,
-                                  c->mdt, c->comm));
+    int rc;
+
+    if (c->impl->native)
+        return BENCH_MPI(MPI_Alltoall(BENCH_SEND_MPI(c), (int)c->count, c->mdt, c->rbuf,
+                                      (int)c->count, c->mdt, c->comm));
+    /* Every rank sees the same options, so every rank fails here alike: one error line. */
+    if (c->in_place)
+        return hpml_set_error(HPML_ERR_UNSUPPORTED,
+                              "-l/--in-place with alltoall --impl %s: hpml_alltoallv has no "
+                              "in-place form (--impl mpi runs in place)",
+                              c->impl->name);
+    if ((rc = set_layout(c)) != 0)
+        return rc;
+    return hpml_alltoallv(c->sbuf, layout.counts, layout.displs, c->rbuf, layout.counts,
+                          layout.displs, c->dtype, c->hcomm);
 }
 
 /* Block d of rank r's input holds value(r, d*count + j): every block is distinct. */
@@ -47,6 +97,7 @@ const bench_case_t hpml__bench_alltoall = {
     .title = "All-to-All Personalized Exchange Latency Test",
     .kind = HPML_BENCH_KIND_COLL,
     .hpml_coll = -1,
+    .hpml_plain = 1,
     .total_mult = hpml__bench_ranks,
     .bus_factor = hpml__bench_ring_factor,
     .time_scale = 1.0,

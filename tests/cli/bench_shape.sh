@@ -57,9 +57,16 @@ for im in mpi hpml hpml:ring hpml:recursive_doubling hpml:rabenseifner; do
     echo "$hdr" | grep -q " $im Avg Latency(us)" || fail "--impl all lacks $im: $hdr"
 done
 grep -q 'Implementations: mpi hpml' "$out" || fail "implementations line"
-# Collectives hpml has no algorithm for: mpi only, and the output says so.
+# One hpml implementation without an algorithm choice (alltoall: hpml_alltoallv): all
+# means mpi and hpml, side by side, with no note.
 bench 2 alltoall -m 64 -i 5 -x 1 --impl all
-grep -q '^# Note: hpml has no alltoall of its own: native MPI only\.' "$out" || fail "alltoall note: $(head -5 "$out")"
+hdr=$(grep '^# Size' "$out")
+echo "$hdr" | grep -qE ' mpi Avg Latency\(us\) +hpml Avg Latency\(us\)$' || fail "alltoall --impl all: $hdr"
+grep -q '^# Ranks: 2\. Implementations: mpi hpml\.$' "$out" || fail "alltoall implementations: $(head -4 "$out")"
+! grep -q '^# Note:' "$out" || fail "alltoall note: $(grep '^# Note:' "$out")"
+# Collectives hpml has no implementation of: mpi only, and the output says so.
+bench 2 gather -m 64 -i 5 -x 1 --impl all
+grep -q '^# Note: hpml has no gather of its own: native MPI only\.' "$out" || fail "gather note: $(head -5 "$out")"
 
 # CSV and JSON parse and hold every size of every implementation.
 bench 2 allreduce -m 256 -i 5 -x 1 --impl mpi,hpml:ring --csv -T f32 -z

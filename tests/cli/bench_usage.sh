@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad options: a one-line error naming the problem plus a usage line naming --help, on
-# rank 0 only, and exit status 2 (every rank). --help exits 0.
+# rank 0 only, and exit status 2 (every rank). --help exits 0. A combination only the run
+# refuses (in place with hpml's alltoall): one line, exit 1.
 # hpml-test: timeout=180
 . "$(dirname "$0")/bench_common.bash"
 
@@ -40,7 +41,11 @@ expect_usage "-W must be an integer from 1 to 100000" bw -W 0
 expect_usage "bad -M" allreduce -M lots
 expect_usage "unknown option" allreduce --bogus
 expect_usage "needs a value" allreduce -m
-expect_usage "hpml has no alltoall" alltoall --impl hpml
+# alltoall has one hpml implementation (hpml_alltoallv): --impl hpml passes parsing (the
+# singleton then stops at the rank count), an algorithm name does not.
+expect_usage "alltoall needs at least 2 ranks" alltoall --impl hpml
+expect_usage "hpml has no algorithm choice for alltoall" alltoall --impl hpml:ring
+expect_usage "hpml has no gather" gather --impl hpml
 expect_usage "bad --impl" allreduce --impl nccl
 expect_usage "--plot wants" allreduce --plot out.pdf
 # MAX 0 would mean "the default" and silently run the whole sweep; a MIN above the default
@@ -52,6 +57,18 @@ expect_usage "default maximum 4194304" latency -m 8M:
 expect_usage "cannot be combined" allreduce --csv --json
 $MPIRUN -np 1 "$HPML" bench allreduce >"$tmp/o1" 2>"$tmp/e1"
 [ $? -eq 2 ] && grep -q 'at least 2 ranks' "$tmp/e1" || fail "1 rank: $(cat "$tmp/e1")"
+# A combination the run itself refuses, alike on every rank: one line from rank 0 naming
+# the option and the case, exit 1, nothing on stdout. hpml_alltoallv has no in-place form;
+# native MPI's in-place alltoall still runs.
+bench 2 alltoall --impl mpi,hpml -l -m 64 -i 2 -x 1
+[ $rc -eq 1 ] || fail "alltoall --impl mpi,hpml -l: exit $rc, expected 1"
+grep -q '^hpml bench: .*-l/--in-place with alltoall --impl hpml' "$err" \
+    || fail "alltoall -l with hpml: $(head -3 "$err")"
+[ "$(grep -c '^hpml bench:' "$err")" -eq 1 ] || fail "alltoall -l with hpml: error printed more than once"
+[ ! -s "$out" ] || fail "alltoall -l with hpml: printed on stdout"
+bench 2 alltoall --impl mpi -l -c -m 64 -i 2 -x 1
+[ $rc -eq 0 ] && [ "$(grep -c ' Pass' "$out")" -eq 8 ] \
+    || fail "alltoall --impl mpi -l: exit $rc: $(head -3 "$err")"
 bench 2 --help
 [ $rc -eq 0 ] && grep -q -- '--impl' "$out" && [ "$(grep -c '^Usage: hpml bench' "$out")" -eq 1 ] \
     || fail "--help: exit $rc"

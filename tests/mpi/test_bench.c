@@ -2,8 +2,9 @@
  * The bench library API (include/hpml/bench.h): --impl resolution for every case, a
  * small validated run of every collective with every implementation, the statistics'
  * invariants (min <= avg <= max <= per-iteration max across ranks, busbw = algbw *
- * factor), and HPML_BENCH_BREAK=drop-last turning every non-empty hpml row into a
- * validation failure while native MPI rows still pass.
+ * factor), HPML_BENCH_BREAK=drop-last turning every non-empty hpml row into a
+ * validation failure while native MPI rows still pass, and alltoall's hpml implementation
+ * refusing -l (hpml_alltoallv has no in-place form).
  *
  * hpml-test: ranks=2 3 4
  * hpml-test: mpich-ranks=2
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
     hpml_bench_opts_t o;
     hpml_bench_result_t *r = NULL;
     char note[200];
-    int n = 0;
+    int n = 0, rc;
 
     hpmlt_init(&argc, &argv, "test_bench");
 
@@ -69,10 +70,20 @@ int main(int argc, char **argv)
     HPMLT_CALL(hpml_bench_parse_impls("allreduce", "all", &o, note, sizeof(note)));
     HPMLT_CHECK(o.nimpls >= 4 && o.impls[0].native && strcmp(o.impls[1].name, "hpml") == 0,
                 "allreduce all: %d impls", o.nimpls);
+    /* alltoall: one hpml implementation (hpml_alltoallv) and no algorithm choice. */
     HPMLT_CALL(hpml_bench_parse_impls("alltoall", "all", &o, note, sizeof(note)));
-    HPMLT_CHECK(o.nimpls == 1 && o.impls[0].native && note[0] != '\0', "alltoall all: %d, '%s'",
+    HPMLT_CHECK(o.nimpls == 2 && o.impls[0].native && !o.impls[1].native &&
+                    strcmp(o.impls[1].name, "hpml") == 0 && note[0] == '\0',
+                "alltoall all: %d, '%s'", o.nimpls, note);
+    HPMLT_CALL(hpml_bench_parse_impls("alltoall", "hpml", &o, note, sizeof(note)));
+    HPMLT_CHECK(o.nimpls == 1 && !o.impls[0].native, "alltoall hpml: %d", o.nimpls);
+    HPMLT_OK(hpml_bench_parse_impls("alltoall", "hpml:ring", &o, note, sizeof(note)) ==
+             HPML_ERR_INVAL);
+    /* gather: no hpml implementation at all. */
+    HPMLT_CALL(hpml_bench_parse_impls("gather", "all", &o, note, sizeof(note)));
+    HPMLT_CHECK(o.nimpls == 1 && o.impls[0].native && note[0] != '\0', "gather all: %d, '%s'",
                 o.nimpls, note);
-    HPMLT_OK(hpml_bench_parse_impls("alltoall", "hpml", &o, note, sizeof(note)) == HPML_ERR_INVAL);
+    HPMLT_OK(hpml_bench_parse_impls("gather", "hpml", &o, note, sizeof(note)) == HPML_ERR_INVAL);
     HPMLT_OK(hpml_bench_parse_impls("allreduce", "hpml:nope", &o, note, sizeof(note)) ==
              HPML_ERR_INVAL);
     HPMLT_CALL(hpml_bench_parse_impls("allreduce", "mpi,hpml:ring,mpi", &o, note, sizeof(note)));
@@ -93,7 +104,11 @@ int main(int argc, char **argv)
             o.dtype = b ? HPML_BF16 : HPML_F32;
             o.in_place = hpmlt_size() % 2 == 1 && b == 0;
             o.root_rotate = hpmlt_size() % 2 == 0;
-            HPMLT_CALL(hpml_bench_parse_impls(colls[c], "all", &o, note, sizeof(note)));
+            /* hpml_alltoallv has no in-place form: in place, alltoall is native MPI's alone
+             * (hpml's in-place refusal and its out-of-place run follow the loop). */
+            HPMLT_CALL(hpml_bench_parse_impls(
+                colls[c], o.in_place && strcmp(colls[c], "alltoall") == 0 ? "mpi" : "all", &o, note,
+                sizeof(note)));
             HPMLT_CALL(hpml_bench_run(MPI_COMM_WORLD, &o, &r));
             if (r == NULL)
                 continue;
@@ -109,6 +124,36 @@ int main(int argc, char **argv)
         }
     }
     unsetenv("HPML_BENCH_BREAK");
+
+    /* alltoall in place with the hpml implementation: refused alike on every rank, with a
+     * message naming the option and the case; out of place, hpml's runs and validates at
+     * every rank count, next to MPI's. */
+    hpml_bench_opts_init(&o);
+    o.case_name = "alltoall";
+    o.max_size = 64;
+    o.iters = 2;
+    o.warmup = 1;
+    o.validate = 1;
+    o.dtype = HPML_I32;
+    o.in_place = 1;
+    HPMLT_CALL(hpml_bench_parse_impls("alltoall", "mpi,hpml", &o, note, sizeof(note)));
+    rc = hpml_bench_run(MPI_COMM_WORLD, &o, &r);
+    HPMLT_CHECK(rc == HPML_ERR_UNSUPPORTED && r == NULL &&
+                    strstr(hpml_last_error(), "-l/--in-place") != NULL &&
+                    strstr(hpml_last_error(), "alltoall") != NULL,
+                "alltoall in place with hpml: rc %d, '%s'", rc, hpml_last_error());
+    hpml_bench_result_free(r);
+    r = NULL;
+    o.in_place = 0;
+    HPMLT_CALL(hpml_bench_run(MPI_COMM_WORLD, &o, &r));
+    if (r != NULL) {
+        HPMLT_CHECK(r->nimpls == 2 && r->nsizes == 6, "alltoall: %d impls, %zu sizes", r->nimpls,
+                    r->nsizes);
+        check_rows(r, 0);
+        HPMLT_CHECK(hpml_bench_failures(r) == 0, "alltoall: %d failures", hpml_bench_failures(r));
+    }
+    hpml_bench_result_free(r);
+    r = NULL;
     hpml_bench_result_free(NULL);
     return hpmlt_finish();
 }
