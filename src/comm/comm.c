@@ -189,7 +189,7 @@ out:
 
 int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t **out)
 {
-    hpml_comm_t *c = NULL;
+    hpml_comm_t *c = NULL, shell;
     MPI_Comm shared = MPI_COMM_NULL;
     int rc = 0, shared_rank, ints[2], maxes[2];
     long v;
@@ -198,8 +198,11 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
         return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_create: NULL argument");
     *out = NULL;
     c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return HPML_ERR_NOMEM;
+    if (c == NULL) { /* a stand-in meets the other ranks, which then fail with this one */
+        memset(&shell, 0, sizeof(shell));
+        c = &shell;
+        rc = hpml_set_error(HPML_ERR_NOMEM, "hpml_comm_create: out of memory");
+    }
     c->comm = c->local = c->leaders = MPI_COMM_NULL;
 
     HPML__MPI(MPI_Comm_dup(user, &c->comm));
@@ -215,7 +218,7 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
         v = env_long("HPML_CHECK");
         c->check = v > 0;
         v = env_long("HPML_RANKS_PER_NODE");
-        if (v == -2)
+        if (rc == 0 && v == -2)
             rc = hpml_set_error(HPML_ERR_INVAL,
                                 "HPML_RANKS_PER_NODE='%s' is not a non-negative integer",
                                 getenv("HPML_RANKS_PER_NODE"));
@@ -275,7 +278,8 @@ out:
             MPI_Comm_free(&c->local);
         if (c->comm != MPI_COMM_NULL)
             MPI_Comm_free(&c->comm);
-        free(c);
+        if (c != &shell)
+            free(c);
     }
     return rc;
 }
