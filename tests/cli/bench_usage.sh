@@ -25,20 +25,20 @@ expect_usage() { # pattern args...
 }
 ranks=2
 expect_usage "missing benchmark"
-expect_usage "bad -m" allreduce -m 64:8
+expect_usage "bad -m/--message-size" allreduce -m 64:8
 expect_usage "unknown allreduce algorithm 'fastest'" allreduce --impl hpml:fastest
 expect_usage "root out of range" bcast -k fixed:7
 ranks=single
 expect_usage "unknown benchmark 'allreduz'" allreduz
-expect_usage "bad -m" allreduce -m 1X
-expect_usage "-i must be an integer from 1 to 100000000 (got '0')" allreduce -i 0
-expect_usage "-i must be an integer from 1 to 100000000" allreduce -i abc
-expect_usage "-x must be an integer from 0 to 100000000" allreduce -x -1
-expect_usage "bad -T" allreduce -T mpi_complex
+expect_usage "bad -m/--message-size" allreduce -m 1X
+expect_usage "-i/--iterations must be an integer from 1 to 100000000 (got '0')" allreduce -i 0
+expect_usage "-i/--iterations must be an integer from 1 to 100000000" allreduce -i abc
+expect_usage "-x/--warmup must be an integer from 0 to 100000000" allreduce -x -1
+expect_usage "bad -T/--type" allreduce -T mpi_complex
 expect_usage "bad -z" allreduce -z101
-expect_usage "bad -k" bcast -k middle
-expect_usage "-W must be an integer from 1 to 100000" bw -W 0
-expect_usage "bad -M" allreduce -M lots
+expect_usage "bad -k/--root" bcast -k middle
+expect_usage "-W/--window must be an integer from 1 to 100000" bw -W 0
+expect_usage "bad -M/--mem-limit" allreduce -M lots
 expect_usage "unknown option" allreduce --bogus
 expect_usage "needs a value" allreduce -m
 # alltoall has one hpml implementation (hpml_alltoallv): --impl hpml passes parsing (the
@@ -50,8 +50,8 @@ expect_usage "bad --impl" allreduce --impl nccl
 expect_usage "--plot wants" allreduce --plot out.pdf
 # MAX 0 would mean "the default" and silently run the whole sweep; a MIN above the default
 # maximum would sweep nothing and exit 0.
-expect_usage "bad -m '0:0'" allreduce -m 0:0
-expect_usage "bad -m '0'" allreduce -m 0
+expect_usage "bad -m/--message-size '0:0'" allreduce -m 0:0
+expect_usage "bad -m/--message-size '0'" allreduce -m 0
 expect_usage "default maximum 1048576" allreduce -m 8M:
 expect_usage "default maximum 4194304" latency -m 8M:
 expect_usage "cannot be combined" allreduce --csv --json

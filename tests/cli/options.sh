@@ -158,9 +158,9 @@ usage 1 logreg "--max-iter must be an integer from 0 to 100000000 (got '20000000
 usage 1 train "--epochs must be an integer from 1 to 1000000 (got '2000000')" \
     train --epochs 2000000
 usage 1 train "--batch must be an integer from 1 to 1073741824 (got '0')" train --batch 0
-usage 1 bench "-i must be an integer from 1 to 100000000 (got '999999999')" \
+usage 1 bench "-i/--iterations must be an integer from 1 to 100000000 (got '999999999')" \
     bench allreduce -i 999999999
-usage 1 bench "-x must be an integer from 0 to 100000000 (got '-1')" bench allreduce -x -1
+usage 1 bench "-x/--warmup must be an integer from 0 to 100000000 (got '-1')" bench allreduce -x -1
 
 # bench -z: its value is optional and so, as in OMB, only attached ("-z50,90").
 usage 1 bench "unknown benchmark '50' (-z takes its value attached: -z50)" bench -z 50 allreduce

@@ -299,15 +299,16 @@ int cmd_bench(int argc, char **argv)
         switch (opt) {
         case 'm':
             if (parse_range(optarg, &o) != 0)
-                return cli_usage_error(CMD, "bad -m '%s' (want [MIN:]MAX bytes, MAX >= 1)", optarg);
+                return cli_usage_error(
+                    CMD, "bad -m/--message-size '%s' (want [MIN:]MAX bytes, MAX >= 1)", optarg);
             break;
         case 'i':
-            if (cli_opt_long(CMD, "-i", optarg, 1, 100000000, &v) != 0)
+            if (cli_opt_long(CMD, "-i/--iterations", optarg, 1, 100000000, &v) != 0)
                 return CLI_EXIT_USAGE;
             o.iters = v;
             break;
         case 'x':
-            if (cli_opt_long(CMD, "-x", optarg, 0, 100000000, &v) != 0)
+            if (cli_opt_long(CMD, "-x/--warmup", optarg, 0, 100000000, &v) != 0)
                 return CLI_EXIT_USAGE;
             o.warmup = v;
             break;
@@ -320,7 +321,7 @@ int cmd_bench(int argc, char **argv)
                 ndt = 3;
             } else if (hpml_dtype_parse(optarg, &dtypes[0]) != 0) {
                 return cli_usage_error(CMD,
-                                       "bad -T '%s' (mpi_char mpi_int mpi_float all "
+                                       "bad -T/--type '%s' (mpi_char mpi_int mpi_float all "
                                        "f32 f64 f16 bf16 i8 u8 i32 i64)",
                                        optarg);
             } else {
@@ -337,19 +338,20 @@ int cmd_bench(int argc, char **argv)
         case 'l': o.in_place = 1; break;
         case 'k':
             if (parse_root(optarg, &o) != 0)
-                return cli_usage_error(CMD, "bad -k '%s' (want fixed:N or rotate)", optarg);
+                return cli_usage_error(CMD, "bad -k/--root '%s' (want fixed:N or rotate)", optarg);
             break;
         case 'W':
-            if (cli_opt_long(CMD, "-W", optarg, 1, 100000, &v) != 0)
+            if (cli_opt_long(CMD, "-W/--window", optarg, 1, 100000, &v) != 0)
                 return CLI_EXIT_USAGE;
             o.window = (int)v;
             break;
         case 'M':
             if (cli_parse_size(optarg, &o.mem_limit) != 0 || o.mem_limit == 0)
-                return cli_usage_error(CMD, "bad -M '%s' (want bytes, e.g. 512M)", optarg);
+                return cli_usage_error(CMD, "bad -M/--mem-limit '%s' (want bytes, e.g. 512M)",
+                                       optarg);
             break;
         case 't':
-            if (cli_opt_long(CMD, "-t", optarg, 0, 1000000, &v) != 0)
+            if (cli_opt_long(CMD, "-t/--num-test-calls", optarg, 0, 1000000, &v) != 0)
                 return CLI_EXIT_USAGE;
             o.test_calls = (int)v;
             break;
