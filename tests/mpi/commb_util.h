@@ -7,6 +7,7 @@
 #define HPML_TESTS_COMMB_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,19 @@ static inline size_t tu_first_diff(const void *a, const void *b, size_t n, size_
         if (memcmp((const char *)a + i * es, (const char *)b + i * es, es) != 0)
             return i;
     return n;
+}
+
+/* A call that must fail with HPML_ERR_MISMATCH and a message containing `needle`; rank 0
+ * prints the message (what HPML_CHECK users see). */
+static inline void tu_expect_mismatch(int rc, const char *what, const char *needle)
+{
+    const char *msg = hpml_last_error();
+
+    HPMLT_CHECK(rc == HPML_ERR_MISMATCH, "%s: rc %d (%s), expected a mismatch", what, rc,
+                hpml_strerror(rc));
+    HPMLT_CHECK(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
+    if (hpmlt_rank() == 0)
+        printf("%s -> %s\n", what, msg);
 }
 
 #endif

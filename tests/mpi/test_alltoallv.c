@@ -349,17 +349,6 @@ static void still_works(hpml_comm_t *comm, const char *when)
     free(C);
 }
 
-static void expect_mismatch(int rc, const char *what, const char *needle)
-{
-    const char *msg = hpml_last_error();
-
-    HPMLT_CHECK(rc == HPML_ERR_MISMATCH, "%s: rc %d (%s), expected a mismatch", what, rc,
-                hpml_strerror(rc));
-    HPMLT_CHECK(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
-    if (hpmlt_rank() == 0)
-        printf("%s -> %s\n", what, msg);
-}
-
 /* Checking mode: a disagreement fails on every rank with a message naming both ranks. */
 static void check_mode(hpml_comm_t *checked)
 {
@@ -383,7 +372,7 @@ static void check_mode(hpml_comm_t *checked)
              "alltoallv: ranks disagree on a block: rank %d sends %zu elements to rank 0, "
              "which expects %zu",
              p - 1, sent, sent + 1);
-    expect_mismatch(rc, "check: rank 0 expects one more from the last rank", want);
+    tu_expect_mismatch(rc, "check: rank 0 expects one more from the last rank", want);
     if (me == 0)
         rcn[p - 1]--;
     still_works(checked, "check after a count mismatch");
@@ -395,7 +384,7 @@ static void check_mode(hpml_comm_t *checked)
     rcn[me]--;
     snprintf(want, sizeof(want), "rank 0 sends %zu elements to rank 0, which expects %zu",
              (size_t)1, (size_t)2);
-    expect_mismatch(rc, "check: self counts differ", want);
+    tu_expect_mismatch(rc, "check: self counts differ", want);
     still_works(checked, "check after a self-count mismatch");
     free(s);
     free(r);

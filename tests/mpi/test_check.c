@@ -16,17 +16,6 @@
 
 #include "commb_util.h"
 
-static void expect_mismatch(int rc, const char *what, const char *needle)
-{
-    const char *msg = hpml_last_error();
-
-    HPMLT_CHECK(rc == HPML_ERR_MISMATCH, "%s: rc %d (%s), expected a mismatch", what, rc,
-                hpml_strerror(rc));
-    HPMLT_CHECK(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
-    if (hpmlt_rank() == 0)
-        printf("%s -> %s\n", what, msg);
-}
-
 static void matching(hpml_comm_t *c, const char *when)
 {
     int32_t x = 1;
@@ -53,30 +42,30 @@ int main(int argc, char **argv)
     if (p > 1) {
         /* Rank 1 asks for a different count. */
         int rc = hpml_allreduce(HPML_IN_PLACE, buf, rank == 1 ? 200 : 100, HPML_F32, HPML_SUM, c);
-        expect_mismatch(rc, "allreduce count 100 vs 200", "rank 1 called allreduce(count=200");
-        expect_mismatch(rc, "allreduce count 100 vs 200 (field)", "disagree on count");
+        tu_expect_mismatch(rc, "allreduce count 100 vs 200", "rank 1 called allreduce(count=200");
+        tu_expect_mismatch(rc, "allreduce count 100 vs 200 (field)", "disagree on count");
         matching(c, "after a count mismatch");
 
         /* Different collectives: rank 0 bcasts, the others allreduce. */
         rc = rank == 0 ? hpml_bcast(buf, 10, HPML_F32, 0, c)
                        : hpml_allreduce(HPML_IN_PLACE, buf, 10, HPML_F32, HPML_SUM, c);
-        expect_mismatch(rc, "bcast vs allreduce", "rank 0 called bcast(count=10, f32, root=0)");
+        tu_expect_mismatch(rc, "bcast vs allreduce", "rank 0 called bcast(count=10, f32, root=0)");
         matching(c, "after a collective mismatch");
 
         /* Different roots. */
         rc = hpml_bcast(buf, 4, HPML_F32, rank == p - 1 ? p - 1 : 0, c);
-        expect_mismatch(rc, "bcast roots", "disagree on root");
+        tu_expect_mismatch(rc, "bcast roots", "disagree on root");
 
         /* Nonblocking operations are checked when they are submitted. */
         {
             hpml_request_t *r = NULL;
             rc = hpml_iallreduce(HPML_IN_PLACE, buf, rank == 0 ? 3 : 4, HPML_F32, HPML_MAX, c, &r);
-            expect_mismatch(rc, "iallreduce count", "iallreduce(count=3, f32, max)");
+            tu_expect_mismatch(rc, "iallreduce count", "iallreduce(count=3, f32, max)");
             HPMLT_OK(r == NULL);
         }
         /* Different dtype in reduce_scatter / allgather. */
         rc = hpml_allgather(HPML_IN_PLACE, buf, 2, rank == 1 ? HPML_I32 : HPML_F32, c);
-        expect_mismatch(rc, "allgather dtype", "disagree on dtype");
+        tu_expect_mismatch(rc, "allgather dtype", "disagree on dtype");
         matching(c, "at the end");
     }
     hpml_comm_destroy(c);
@@ -90,7 +79,7 @@ int main(int argc, char **argv)
         if (p > 1) {
             int rc =
                 hpml_reduce(HPML_IN_PLACE, buf, 5, HPML_F32, rank == 0 ? HPML_SUM : HPML_MAX, 0, e);
-            expect_mismatch(rc, "reduce op via HPML_CHECK", "disagree on op");
+            tu_expect_mismatch(rc, "reduce op via HPML_CHECK", "disagree on op");
         }
         hpml_comm_destroy(e);
     }

@@ -18,42 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "hpml/nn.h"
+#include "nn_util.h"
 
 /* 7 outputs: uneven at 2, 3 and 4 ranks. */
 #define SPEC "dense 7 relu | dropout 0.2 | dense 16 relu | dense 3"
-
-/* A deterministic 3-class problem on 8x8 inputs: the class shifts a quadrant's mean. */
-static void make_data(hpml_dataset_t *d, size_t n)
-{
-    hpml_rng_t rng;
-
-    memset(d, 0, sizeof(*d));
-    d->n = d->total = n;
-    d->c = 1;
-    d->h = d->w = 8;
-    d->classes = 3;
-    d->x = hpml_malloc(n * 64 * sizeof(float));
-    d->y = hpml_malloc(n * sizeof(int32_t));
-    hpml_rng_init(&rng, 7, 0);
-    for (size_t i = 0; i < n; i++) {
-        int c = (int)hpml_rng_below(&rng, 3);
-        d->y[i] = c;
-        for (int p = 0; p < 64; p++) {
-            int q = (p / 8 < 4 ? 0 : 1) + (p % 8 < 4 ? 0 : 2);
-            d->x[i * 64 + (size_t)p] = (float)(0.5 * hpml_rng_normal(&rng) + (q == c ? 1.0 : 0.0));
-        }
-    }
-}
-
-static hpml_model_t *run(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *d)
-{
-    hpml_model_t *m = NULL;
-
-    HPMLT_CALL(hpml_train(comm, cfg, d, NULL, NULL, NULL, NULL, &m));
-    return m;
-}
 
 /* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
 static double rel_diff(hpml_model_t *a, hpml_model_t *b)
@@ -67,13 +35,6 @@ static double rel_diff(hpml_model_t *a, hpml_model_t *b)
         mx = fmax(mx, fabs((double)hpml_model_params(a)[i]));
     }
     return v / mx;
-}
-
-static int same_bits(hpml_model_t *a, hpml_model_t *b)
-{
-    return a && b &&
-           memcmp(hpml_model_params(a), hpml_model_params(b),
-                  hpml_model_num_params(a) * sizeof(float)) == 0;
 }
 
 /* Did every rank end with the same parameters? Collective. */
@@ -90,25 +51,6 @@ static int same_on_all_ranks(hpml_model_t *m)
     MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     free(r0);
     return all;
-}
-
-static void ckpt_dir(char *dir, size_t size, const char *tag)
-{
-    long pid = (long)getpid();
-
-    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    snprintf(dir, size, "/tmp/hpml_hybrid_ckpt%s_%ld_%d", tag, pid, hpmlt_size());
-}
-
-static void ckpt_remove(const char *dir)
-{
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (hpmlt_rank() == 0) {
-        char path[300];
-        snprintf(path, sizeof(path), "%s/checkpoint.hpml", dir);
-        unlink(path);
-        rmdir(dir);
-    }
 }
 
 /* The layout hpml_train picks for cfg on P ranks of this data (replicated). */
@@ -146,7 +88,7 @@ int main(int argc, char **argv)
     P = hpmlt_size();
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &world));
     HPMLT_CALL(hpml_comm_create(MPI_COMM_SELF, NULL, &self));
-    make_data(&d, 250);
+    nnt_make_data(&d, 250, 7);
     hpml_train_config_default(&cfg);
     cfg.spec = SPEC;
     cfg.epochs = 2;
@@ -166,12 +108,12 @@ int main(int argc, char **argv)
     HPMLT_OK(layout(&c, 2, 15) == HPML_PARALLEL_DATA);
 
     /* 1 rank, P ranks data-parallel and P ranks hybrid: one model. */
-    one = run(self, &cfg, &d);
+    one = nnt_run(self, &cfg, &d);
     c = cfg;
     c.parallel = HPML_PARALLEL_DATA;
-    data = run(world, &c, &d);
+    data = nnt_run(world, &c, &d);
     c.parallel = HPML_PARALLEL_HYBRID;
-    hyb = run(world, &c, &d);
+    hyb = nnt_run(world, &c, &d);
     HPMLT_CHECK(rel_diff(one, hyb) <= 1e-4, "hybrid vs 1 rank: %g", rel_diff(one, hyb));
     HPMLT_CHECK(rel_diff(data, hyb) <= 1e-4, "hybrid vs data-parallel: %g", rel_diff(data, hyb));
     HPMLT_CHECK(hyb && same_on_all_ranks(hyb), "the ranks' hybrid models differ");
@@ -194,7 +136,7 @@ int main(int argc, char **argv)
             c.grad_dtype = v[k].dt;
             c.overlap = v[k].overlap;
             c.sharded_update = v[k].sharded;
-            mk = run(world, &c, &d);
+            mk = nnt_run(world, &c, &d);
             HPMLT_CHECK(rel_diff(hyb, mk) <= v[k].tol, "%s: %g (tolerance %g)", v[k].name,
                         rel_diff(hyb, mk), v[k].tol);
             hpml_model_destroy(mk);
@@ -209,9 +151,9 @@ int main(int argc, char **argv)
         c.batch = 2;
         c.epochs = 1;
         c.max_steps = 20;
-        a = run(self, &c, &d);
+        a = nnt_run(self, &c, &d);
         c.parallel = HPML_PARALLEL_HYBRID;
-        b = run(world, &c, &d);
+        b = nnt_run(world, &c, &d);
         HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "batch 2: hybrid vs 1 rank: %g", rel_diff(a, b));
         hpml_model_destroy(a);
         hpml_model_destroy(b);
@@ -227,31 +169,31 @@ int main(int argc, char **argv)
         c.opt.kind = HPML_OPT_ADAMW;
         c.opt.lr = 0.01;
         c.opt.weight_decay = 0.01;
-        full = run(world, &c, &d);
-        ckpt_dir(dir, sizeof(dir), "_mid");
+        full = nnt_run(world, &c, &d);
+        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_mid");
         c.checkpoint_dir = dir;
         c.checkpoint_every = 5;
         c.max_steps = 5;
-        hpml_model_destroy(run(world, &c, &d));
+        hpml_model_destroy(nnt_run(world, &c, &d));
         c.max_steps = 0;
         c.checkpoint_every = 1000;
         c.resume = 1;
-        res = run(world, &c, &d);
-        HPMLT_CHECK(same_bits(full, res), "resumed from a mid-epoch checkpoint: differs");
+        res = nnt_run(world, &c, &d);
+        HPMLT_CHECK(nnt_same_bits(full, res), "resumed from a mid-epoch checkpoint: differs");
         hpml_model_destroy(res);
-        ckpt_remove(dir);
+        nnt_ckpt_remove(dir);
 
-        ckpt_dir(dir, sizeof(dir), "_epoch");
+        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_epoch");
         c.resume = 0;
         c.checkpoint_every = 0;
         c.epochs = 1;
-        hpml_model_destroy(run(world, &c, &d));
+        hpml_model_destroy(nnt_run(world, &c, &d));
         c.epochs = cfg.epochs;
         c.resume = 1;
-        res = run(world, &c, &d);
-        HPMLT_CHECK(same_bits(full, res), "resumed from an epoch-end checkpoint: differs");
+        res = nnt_run(world, &c, &d);
+        HPMLT_CHECK(nnt_same_bits(full, res), "resumed from an epoch-end checkpoint: differs");
         hpml_model_destroy(res);
-        ckpt_remove(dir);
+        nnt_ckpt_remove(dir);
         hpml_model_destroy(full);
     }
 
@@ -274,7 +216,7 @@ int main(int argc, char **argv)
         /* AUTO falls back to data-parallel there. */
         c.parallel = HPML_PARALLEL_AUTO;
         c.spec = "dense 1 relu | dense 3";
-        hpml_model_destroy(run(world, &c, &d));
+        hpml_model_destroy(nnt_run(world, &c, &d));
     }
 
     hpml_model_destroy(one);

@@ -18,41 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "hpml/nn.h"
+#include "nn_util.h"
 
 #define SPEC "conv 4 3x3 pad1 relu | pool 2 | dropout 0.2 | dense 16 relu | dense 3"
-
-/* A small deterministic 3-class problem: the class shifts the mean of a quadrant. */
-static void make_data(hpml_dataset_t *d, size_t n)
-{
-    hpml_rng_t rng;
-
-    memset(d, 0, sizeof(*d));
-    d->n = d->total = n;
-    d->c = 1;
-    d->h = d->w = 8;
-    d->classes = 3;
-    d->x = hpml_malloc(n * 64 * sizeof(float));
-    d->y = hpml_malloc(n * sizeof(int32_t));
-    hpml_rng_init(&rng, 99, 0);
-    for (size_t i = 0; i < n; i++) {
-        int c = (int)hpml_rng_below(&rng, 3);
-        d->y[i] = c;
-        for (int p = 0; p < 64; p++) {
-            int q = (p / 8 < 4 ? 0 : 1) + (p % 8 < 4 ? 0 : 2);
-            d->x[i * 64 + (size_t)p] = (float)(0.5 * hpml_rng_normal(&rng) + (q == c ? 1.0 : 0.0));
-        }
-    }
-}
-
-static hpml_model_t *run(hpml_comm_t *comm, hpml_train_config_t *cfg, const hpml_dataset_t *d)
-{
-    hpml_model_t *m = NULL;
-
-    HPMLT_CALL(hpml_train(comm, cfg, d, NULL, NULL, NULL, NULL, &m));
-    return m;
-}
 
 /* max |p| over a run's parameters. */
 static double max_abs(hpml_model_t *m)
@@ -76,36 +44,6 @@ static double max_diff(hpml_model_t *a, hpml_model_t *b)
     return v;
 }
 
-/* Did two runs of one model end with the same parameters, bit for bit? */
-static int same_bits(hpml_model_t *a, hpml_model_t *b)
-{
-    return a && b &&
-           memcmp(hpml_model_params(a), hpml_model_params(b),
-                  hpml_model_num_params(a) * sizeof(float)) == 0;
-}
-
-/* A checkpoint folder of this run, named after rank 0's pid, the rank count and `tag`.
- * Collective. */
-static void ckpt_dir(char *dir, size_t size, const char *tag)
-{
-    long pid = (long)getpid();
-
-    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    snprintf(dir, size, "/tmp/hpml_nn_ckpt%s_%ld_%d", tag, pid, hpmlt_size());
-}
-
-/* Rank 0 removes the checkpoint once every rank is done with it. Collective. */
-static void ckpt_remove(const char *dir)
-{
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (hpmlt_rank() == 0) {
-        char path[300];
-        snprintf(path, sizeof(path), "%s/checkpoint.hpml", dir);
-        unlink(path);
-        rmdir(dir);
-    }
-}
-
 /* `adamw` on comm (`layout` names it in messages): the replicated and the sharded
  * update end within tol × max(1, max |p|) of each other (tol 0: the same bits), and the
  * sharded run checkpointed after 5 steps in dir and resumed sharded ends bit-identical
@@ -121,23 +59,23 @@ static hpml_model_t *check_sharded(hpml_comm_t *comm, const hpml_train_config_t 
     double maxd;
 
     c.sharded_update = 0;
-    rep = run(comm, &c, d);
+    rep = nnt_run(comm, &c, d);
     c.sharded_update = 1;
-    sh = run(comm, &c, d);
+    sh = nnt_run(comm, &c, d);
     maxd = max_diff(rep, sh);
     tol *= rep ? fmax(1.0, max_abs(rep)) : 1.0;
-    HPMLT_CHECK(tol > 0 ? maxd <= tol : same_bits(rep, sh),
+    HPMLT_CHECK(tol > 0 ? maxd <= tol : nnt_same_bits(rep, sh),
                 "%s: sharded and replicated updates differ by up to %g (tolerance %g)", layout,
                 maxd, tol);
     c.checkpoint_dir = dir;
     c.checkpoint_every = 5;
     c.max_steps = 5;
-    hpml_model_destroy(run(comm, &c, d));
+    hpml_model_destroy(nnt_run(comm, &c, d));
     c.max_steps = 0;
     c.checkpoint_every = 1000; /* no further checkpoint: the caller may resume from it too */
     c.resume = 1;
-    res = run(comm, &c, d);
-    HPMLT_CHECK(same_bits(sh, res),
+    res = nnt_run(comm, &c, d);
+    HPMLT_CHECK(nnt_same_bits(sh, res),
                 "%s: sharded run resumed sharded differs from the uninterrupted one", layout);
     hpml_model_destroy(rep);
     hpml_model_destroy(res);
@@ -156,7 +94,7 @@ int main(int argc, char **argv)
     hpmlt_init(&argc, &argv, "nn_train");
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &world));
     HPMLT_CALL(hpml_comm_create(MPI_COMM_SELF, NULL, &self));
-    make_data(&d, 300);
+    nnt_make_data(&d, 300, 99);
     hpml_train_config_default(&cfg);
     cfg.spec = SPEC;
     cfg.epochs = 2;
@@ -165,8 +103,8 @@ int main(int argc, char **argv)
     cfg.first_bucket_bytes = 256; /* several buckets even for this small model */
 
     /* P ranks vs 1 rank. */
-    mp = run(world, &cfg, &d);
-    m1 = run(self, &cfg, &d);
+    mp = nnt_run(world, &cfg, &d);
+    m1 = nnt_run(self, &cfg, &d);
     if (mp && m1) {
         double maxd = max_diff(mp, m1);
         HPMLT_CHECK(maxd <= 1e-4 * fmax(1.0, max_abs(m1)), "max |params(P) - params(1)| = %g",
@@ -182,7 +120,7 @@ int main(int argc, char **argv)
             double maxd, tol = k == 0 ? 1e-6 : k == 1 ? 2e-3 : 2e-2;
             cfg.overlap = k != 0;
             cfg.grad_dtype = dts[k];
-            mk = run(world, &cfg, &d);
+            mk = nnt_run(world, &cfg, &d);
             maxd = max_diff(mp, mk);
             HPMLT_CHECK(mk && maxd <= tol, "%s gradients, overlap %d: max diff %g (tolerance %g)",
                         hpml_dtype_name(dts[k]), cfg.overlap, maxd, tol);
@@ -214,14 +152,14 @@ int main(int argc, char **argv)
         hpml_comm_t *sliced = NULL;
 
         HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &sliced));
-        ckpt_dir(dir, sizeof(dir), "_adamw");
+        nnt_ckpt_dir(dir, sizeof(dir), "nn_ckpt_adamw");
         sh1 = check_sharded(sliced, &adamw, &d, dir, 0, "one node");
         c2.checkpoint_dir = dir;
         c2.checkpoint_every = 1000; /* no further checkpoint: resume from the same one */
         c2.resume = 1;
         c2.sharded_update = 0;
-        res = run(sliced, &c2, &d);
-        HPMLT_CHECK(same_bits(sh1, res),
+        res = nnt_run(sliced, &c2, &d);
+        HPMLT_CHECK(nnt_same_bits(sh1, res),
                     "sharded run resumed replicated differs from the uninterrupted one");
         hpml_model_destroy(res);
         /* The same from a checkpoint written at the end of epoch 1 (the other place that
@@ -231,15 +169,15 @@ int main(int argc, char **argv)
         c2.resume = 0;
         c2.checkpoint_every = 0;
         c2.epochs = 1;
-        hpml_model_destroy(run(sliced, &c2, &d));
+        hpml_model_destroy(nnt_run(sliced, &c2, &d));
         c2.epochs = adamw.epochs;
         c2.resume = 1;
-        res = run(sliced, &c2, &d);
-        HPMLT_CHECK(same_bits(sh1, res),
+        res = nnt_run(sliced, &c2, &d);
+        HPMLT_CHECK(nnt_same_bits(sh1, res),
                     "blocking sharded run resumed from an epoch-end checkpoint differs from the "
                     "uninterrupted overlapped one");
         hpml_model_destroy(res);
-        ckpt_remove(dir);
+        nnt_ckpt_remove(dir);
         hpml_comm_destroy(sliced);
     }
 
@@ -266,14 +204,14 @@ int main(int argc, char **argv)
 
         snprintf(layout, sizeof(layout), "virtual nodes of %d", k);
         HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &vc, &vnodes));
-        ckpt_dir(dir, sizeof(dir), "_vnodes");
+        nnt_ckpt_dir(dir, sizeof(dir), "nn_ckpt_vnodes");
         sh = check_sharded(vnodes, &adamw, &d, dir, hpmlt_size() == 2 ? 0 : steps * FLT_EPSILON,
                            layout);
         if (hpmlt_size() == 2)
-            HPMLT_CHECK(same_bits(sh1, sh), "%s: the sharded run differs from the one-node one",
+            HPMLT_CHECK(nnt_same_bits(sh1, sh), "%s: the sharded run differs from the one-node one",
                         layout);
         hpml_model_destroy(sh);
-        ckpt_remove(dir);
+        nnt_ckpt_remove(dir);
         hpml_comm_destroy(vnodes);
     }
     unsetenv("HPML_SHM_SMALL");
@@ -292,30 +230,30 @@ int main(int argc, char **argv)
         hpml_model_t *sh;
 
         HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &mpi_mode));
-        ckpt_dir(dir, sizeof(dir), "_mpi_progress");
+        nnt_ckpt_dir(dir, sizeof(dir), "nn_ckpt_mpi_progress");
         sh = check_sharded(mpi_mode, &adamw, &d, dir, 0, "HPML_PROGRESS=mpi");
         if (hpmlt_size() == 2)
-            HPMLT_CHECK(same_bits(sh1, sh),
+            HPMLT_CHECK(nnt_same_bits(sh1, sh),
                         "HPML_PROGRESS=mpi: the sharded run differs from the progress thread's");
         hpml_model_destroy(sh);
-        ckpt_remove(dir);
+        nnt_ckpt_remove(dir);
         hpml_comm_destroy(mpi_mode);
     }
     unsetenv("HPML_PROGRESS");
 
     /* Checkpoint after 7 steps, resume, compare with the uninterrupted run bit for bit.
      * Overlap off here too would be equally valid; keep the default (overlapped). */
-    ckpt_dir(dir, sizeof(dir), "");
-    full = run(world, &cfg, &d);
+    nnt_ckpt_dir(dir, sizeof(dir), "nn_ckpt");
+    full = nnt_run(world, &cfg, &d);
     cfg.checkpoint_dir = dir;
     cfg.checkpoint_every = 7;
     cfg.max_steps = 7;
-    hpml_model_destroy(run(world, &cfg, &d));
+    hpml_model_destroy(nnt_run(world, &cfg, &d));
     cfg.max_steps = 0;
     cfg.checkpoint_every = 0;
     cfg.resume = 1;
-    resumed = run(world, &cfg, &d);
-    HPMLT_CHECK(same_bits(full, resumed), "resumed run differs from the uninterrupted one");
+    resumed = nnt_run(world, &cfg, &d);
+    HPMLT_CHECK(nnt_same_bits(full, resumed), "resumed run differs from the uninterrupted one");
 
     /* Corrupt the checkpoint: a clear error on every rank, no crash. */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -341,7 +279,7 @@ int main(int argc, char **argv)
                         hpml_last_error());
         HPMLT_OK(bad == NULL);
     }
-    ckpt_remove(dir);
+    nnt_ckpt_remove(dir);
     hpml_model_destroy(mp);
     hpml_model_destroy(m1);
     hpml_model_destroy(sh1);
