@@ -53,7 +53,8 @@ static void usage(void)
         "      --no-overlap         allreduce after backward instead of during it\n"
         "      --replicated-update  every rank runs the whole optimizer step (default with\n"
         "                           f32 gradients and >1 rank: each rank updates the\n"
-        "                           parameters it reduces, inside the allreduce)\n"
+        "                           parameters it reduces, inside the allreduce or, in\n"
+        "                           the hybrid layout, the exchanges)\n"
         "      --parallel auto|data|hybrid   hybrid: the first layer, a dense one, split by\n"
         "                           outputs across the ranks, each computing its outputs\n"
         "                           for the whole batch (two all-to-alls of activations per\n"
@@ -610,11 +611,13 @@ int cmd_train(int argc, char **argv)
             if (mlcli_check(CMD, comm, err))
                 goto out;
         }
-        /* The layout for the data as loaded (hpml_train's batch is at most the set). */
-        hpml_train_layout(&cfg, sc.base.size, train.c, train.h, train.w, !shard,
-                          ((cfg.batch < train.n ? cfg.batch : train.n) + (size_t)sc.base.size - 1) /
-                              (size_t)sc.base.size,
-                          &lay);
+        /* The layout for the data as loaded (hpml_train's batch is at most the set); a spec
+         * that the data's shape breaks is hpml_train's error below. */
+        (void)hpml_train_layout(
+            &cfg, sc.base.size, train.c, train.h, train.w, !shard,
+            ((cfg.batch < train.n ? cfg.batch : train.n) + (size_t)sc.base.size - 1) /
+                (size_t)sc.base.size,
+            &lay);
         if (sc.base.rank == 0 && !json) {
             printf("# hpml train: %s\n", cfg.spec);
             printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
