@@ -154,9 +154,15 @@ double hpml_model_flops(const hpml_model_t *m)
     return f;
 }
 
+const char *hpml__nn_kind_name(nn_kind_t kind)
+{
+    static const char *const names[] = {"dense", "conv", "pool", "relu", "flatten", "dropout"};
+
+    return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
 void hpml_model_describe(const hpml_model_t *m, char *buf, size_t len)
 {
-    static const char *names[] = {"dense", "conv", "pool", "relu", "flatten", "dropout"};
     size_t used = 0;
 
     if (len == 0)
@@ -166,7 +172,7 @@ void hpml_model_describe(const hpml_model_t *m, char *buf, size_t len)
     for (int i = 0; i < m->nlayers && used < len; i++) {
         const nn_layer_t *l = &m->layers[i];
         used += (size_t)snprintf(buf + used, len - used, "%2d %-8s -> %dx%dx%d%s  params %zu\n", i,
-                                 names[l->kind], l->out_c, l->out_h, l->out_w,
+                                 hpml__nn_kind_name(l->kind), l->out_c, l->out_h, l->out_w,
                                  l->relu ? " relu" : "", l->nw + l->nb);
     }
     if (used < len)

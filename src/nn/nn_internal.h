@@ -44,6 +44,9 @@ struct hpml_model {
     char *spec; /* canonical */
 };
 
+/* The spec word of a layer kind ("dense", "conv", ...). */
+const char *hpml__nn_kind_name(nn_kind_t kind);
+
 /* Parse a spec into layers (shapes filled, no buffers). */
 int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **layers,
                    int *nlayers, char **canonical);

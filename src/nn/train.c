@@ -386,7 +386,6 @@ const char *hpml_parallel_name(hpml_parallel_t p)
 static int use_hybrid(const hpml_train_config_t *c, const hpml_model_t *m, int P, int replicated,
                       size_t lb)
 {
-    static const char *const kinds[] = {"dense", "conv", "pool", "relu", "flatten", "dropout"};
     const nn_layer_t *l = &m->layers[0];
     const int forced = c->parallel == HPML_PARALLEL_HYBRID;
 
@@ -396,7 +395,7 @@ static int use_hybrid(const hpml_train_config_t *c, const hpml_model_t *m, int P
         return forced ? hpml_set_error(HPML_ERR_INVAL,
                                        "train: the hybrid layout splits a first 'dense' layer; "
                                        "this model starts with '%s'",
-                                       kinds[l->kind])
+                                       hpml__nn_kind_name(l->kind))
                       : 0;
     if (!replicated)
         return forced ? hpml_set_error(HPML_ERR_INVAL,
