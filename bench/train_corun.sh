@@ -13,7 +13,8 @@
 # `chrt -f 1` on an otherwise idle machine. Binary: build/<mpi>/bin/hpml or $HPML;
 # ITERS (default 300) and BATCH (default 128) as in train_scaling.sh. LAYOUTS (default
 # "auto"): the --parallel layouts of the 2-rank run, each measured in every round with
-# a column two_eff_<layout>, e.g. LAYOUTS="data hybrid" compares them side by side.
+# a column two_eff_<layout>, e.g. LAYOUTS="data hybrid" compares them side by side;
+# split1 and split2 are the hybrid layout with 1 or 2 layers split (--split-layers).
 set -eu
 mpi=${1:-openmpi}
 model=${2:-mlp}
@@ -34,7 +35,9 @@ case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" 
 args=(train --synthetic --model "$model" --batch "$batch" --iters "$iters" --no-progress)
 read -ra layouts <<<"${LAYOUTS:-auto}"
 for l in "${layouts[@]}"; do
-    case $l in auto | data | hybrid) ;; *) echo "$0: LAYOUTS: '$l' is not auto, data or hybrid" >&2; exit 2 ;; esac
+    case $l in auto | data | hybrid | split1 | split2) ;;
+    *) echo "$0: LAYOUTS: '$l' is not auto, data, hybrid, split1 or split2" >&2; exit 2 ;;
+    esac
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -61,7 +64,11 @@ for r in $(seq "$rounds"); do
     a=$(cat "$tmp/a") b=$(cat "$tmp/b")
     ts=() tes=()
     for l in "${layouts[@]}"; do
-        t=$("${run[@]}" "${bind[@]}" -np 2 "$hpml" "${args[@]}" --parallel "$l" | rate)
+        case $l in
+        split?) lay=(--split-layers "${l#split}") ;;
+        *) lay=(--parallel "$l") ;;
+        esac
+        t=$("${run[@]}" "${bind[@]}" -np 2 "$hpml" "${args[@]}" "${lay[@]}" | rate)
         te=$(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.1f", 100 * t / (2 * s) }')
         ts+=("$t") tes+=("$te")
         two[$l]="${two[$l]:-} $te"

@@ -203,9 +203,11 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
  * one rank, a first layer that is dense, the whole training set on every rank): that
  * first layer is split by outputs, each rank computing its outputs for the whole global
  * batch and updating its rows of the weights, with two all-to-alls of activations and
- * their gradients per step instead of an allreduce of the layer's gradients; the layers
- * above are data-parallel (docs/nn.md). AUTO: HYBRID where it moves less data than
- * DATA (samples per rank at most the first layer's inputs), else DATA. */
+ * their gradients per step instead of an allreduce of the layer's gradients. When the
+ * second layer is dense too it can be split with it, by inputs (each rank's columns take
+ * its outputs of the first layer; split_layers below). The layers above are
+ * data-parallel (docs/nn.md). AUTO: HYBRID where it moves less data than DATA (samples
+ * per rank at most the first layer's inputs), else DATA. */
 typedef enum { HPML_PARALLEL_AUTO = 0, HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID } hpml_parallel_t;
 /* "auto", "data" or "hybrid"; HPML_ERR_INVAL otherwise. */
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out);
@@ -229,17 +231,20 @@ typedef struct hpml_train_config {
     float mean, std;          /* normalisation applied to the data (saved with the model) */
     int sharded_update;       /* 1: the gradient allreduce updates the parameters (see below) */
     hpml_parallel_t parallel; /* default AUTO */
+    int split_layers;         /* hybrid: 1 or 2 layers split, 0 (default): the one that moves less
+                                 data; nonzero asks for the hybrid layout */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
 /* The layout (HPML_PARALLEL_DATA or HPML_PARALLEL_HYBRID) that hpml_train and
  * hpml_train_synthetic use for c on nranks ranks with inputs (in_c, in_h, in_w),
  * `local_batch` samples per rank, and the whole training set on every rank (replicated
- * = 1; hpml_train_synthetic counts as replicated). Errors: HPML_ERR_INVAL with a
- * message when c->parallel is HYBRID and cannot be used; HPML_ERR_FORMAT for a bad
- * spec. Local, not collective. */
+ * = 1; hpml_train_synthetic counts as replicated), and in *split_layers (unless NULL)
+ * how many layers it splits (0 for DATA, else 1 or 2). Errors: HPML_ERR_INVAL with a
+ * message when c->parallel is HYBRID or c->split_layers is set and cannot be used;
+ * HPML_ERR_FORMAT for a bad spec. Local, not collective. */
 int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in_h, int in_w,
-                      int replicated, size_t local_batch, hpml_parallel_t *out);
+                      int replicated, size_t local_batch, hpml_parallel_t *out, int *split_layers);
 /* Does hpml_train update the parameters inside the gradient allreduce on `nranks` ranks
  * (sharded_update set, f32 gradients, more than one rank)? Each rank then updates the
  * parameters whose gradients it reduces (ZeRO-1 style; docs/nn.md). */

@@ -285,6 +285,68 @@ void hpml__nn_dense_rows_backward(hpml_model_t *m, int li, const float *x, size_
     col_sums(db, g, n, no);
 }
 
+void hpml__nn_dense_cols_forward(const hpml_model_t *m, int li, const float *x, size_t n, size_t i0,
+                                 size_t i1, float *z)
+{
+    const nn_layer_t *l = &m->layers[li];
+    const size_t in = l->in_size, ni = i1 - i0, out = l->out_size;
+
+    if (n == 0)
+        return;
+    if (ni == 0) {
+        memset(z, 0, n * out * sizeof(float));
+        return;
+    }
+    /* z (n, out) = x (n, ni) * w[:, i0:i1]^T, w stored (out, in) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)ni, 1.0f, x,
+                (int)ni, m->params + l->w_off + i0, (int)in, 0.0f, z, (int)out);
+}
+
+float *hpml__nn_dense_sums(hpml_model_t *m, int li)
+{
+    return m->layers[li].out;
+}
+
+void hpml__nn_dense_finish_forward(hpml_model_t *m, int li, size_t n)
+{
+    nn_layer_t *l = &m->layers[li];
+
+    bias_act(l->out, m->params + l->b_off, n, l->out_size, l->relu);
+    l->y = l->out;
+}
+
+void hpml__nn_dense_act_backward(hpml_model_t *m, int li, const float *dy, size_t n, float *g)
+{
+    const nn_layer_t *l = &m->layers[li];
+    const size_t k = n * l->out_size;
+
+    for (size_t j = 0; j < k; j++)
+        g[j] = !l->relu || l->out[j] > 0.0f ? dy[j] : 0.0f;
+    col_sums(m->grads + l->b_off, g, n, l->out_size);
+}
+
+void hpml__nn_dense_cols_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t i0,
+                                  size_t i1, const float *g, float *dx)
+{
+    const nn_layer_t *l = &m->layers[li];
+    const size_t in = l->in_size, ni = i1 - i0, out = l->out_size;
+    float *dw = m->grads + l->w_off + i0;
+
+    if (ni == 0)
+        return;
+    if (n == 0) {
+        for (size_t r = 0; r < out; r++)
+            memset(dw + r * in, 0, ni * sizeof(float));
+        return;
+    }
+    /* dw[:, i0:i1] (out, ni) = g^T (out, n) * x (n, ni) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)ni, (int)n, 1.0f, g,
+                (int)out, x, (int)ni, 0.0f, dw, (int)in);
+    /* dx (n, ni) = g (n, out) * w[:, i0:i1] (out, ni) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)ni, (int)out, 1.0f, g,
+                (int)out, m->params + l->w_off + i0, (int)in, 0.0f, dx, (int)ni);
+}
+
 /* col (K = C*k*k rows, n*OH*OW columns) from x (n, C, H, W). */
 static void im2col(const nn_layer_t *l, const float *x, size_t n, float *col)
 {

@@ -82,6 +82,25 @@ void hpml__nn_dense_rows_forward(const hpml_model_t *m, int li, const float *x, 
 void hpml__nn_dense_rows_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t o0,
                                   size_t o1, const float *y, float *g);
 
+/* Dense layer li split by inputs (the layer above hpml__nn_dense_rows_*'s, whose outputs
+ * [i0, i1) are its inputs [i0, i1)): z (n, out) = x (n, i1-i0) w[:, i0:i1]^T, the part of
+ * the pre-activations those inputs give, no bias or ReLU. */
+void hpml__nn_dense_cols_forward(const hpml_model_t *m, int li, const float *x, size_t n, size_t i0,
+                                 size_t i1, float *z);
+/* Where the caller puts the summed pre-activations of layer li's samples (its output
+ * buffer, room for the reserved batch); hpml__nn_dense_finish_forward then adds the bias
+ * and applies the ReLU to n of them, and backward reads them as the layer's output. */
+float *hpml__nn_dense_sums(hpml_model_t *m, int li);
+void hpml__nn_dense_finish_forward(hpml_model_t *m, int li, size_t n);
+/* The ReLU and bias part of layer li's backward for those n samples: g (n, out) = dy
+ * through the ReLU; b's gradient (overwritten) = the column sums of g. */
+void hpml__nn_dense_act_backward(hpml_model_t *m, int li, const float *dy, size_t n, float *g);
+/* The inputs [i0, i1) part of layer li's backward, g (n, out) being the gradient of the
+ * pre-activations and x (n, i1-i0) those inputs: the gradient of w[:, i0:i1] (those
+ * columns of every row, overwritten) and dx (n, i1-i0) = g w[:, i0:i1]. */
+void hpml__nn_dense_cols_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t i0,
+                                  size_t i1, const float *g, float *dx);
+
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);
 

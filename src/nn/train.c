@@ -83,7 +83,7 @@ struct dp {
     double lr;   /* sharded: this step's learning rate */
     dp_slice_t *slice;
     size_t nparams;
-    size_t lo;         /* the buckets hold parameters [lo, nparams) (hybrid: above layer 0) */
+    size_t lo;         /* the buckets hold parameters [lo, nparams) (hybrid: above the split) */
     int nb;            /* buckets, in the order backward completes them */
     size_t *beg, *end; /* parameter ranges */
     hpml_request_t **req;
@@ -95,9 +95,10 @@ struct dp {
     double exposed; /* seconds waiting after backward (hybrid: and in the exchanges) */
 };
 
-/* Buckets of the gradients of layers first.. (1 in the hybrid layout, else 0). */
+/* Buckets of the gradients of parameters lo.. (dp_lo: 0, or above the hybrid layout's
+ * split, where lo may be a layer's bias after its weights). */
 static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
-                   const hpml_train_config_t *c, int first)
+                   const hpml_train_config_t *c, size_t lo)
 {
     size_t cap, cur_end, cur_beg, cur_bytes = 0;
 
@@ -109,7 +110,7 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
     d->o = o;
     d->sharded = hpml_train_update_is_sharded(c, d->P);
     d->nparams = m->nparams;
-    d->lo = first < m->nlayers ? m->layers[first].w_off : m->nparams;
+    d->lo = lo;
     d->dt = c->grad_dtype;
     d->overlap = c->overlap;
     d->beg = calloc((size_t)m->nlayers + 1, sizeof(size_t));
@@ -126,9 +127,10 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
      * layer's weight gradient is still being computed (DDP: 1 MiB first bucket). */
     cap = c->first_bucket_bytes ? c->first_bucket_bytes : c->bucket_bytes;
     cur_end = cur_beg = m->nparams;
-    for (int i = m->nlayers - 1; i >= first; i--) {
+    for (int i = m->nlayers - 1; i >= 0; i--) {
         nn_layer_t *l = &m->layers[i];
-        size_t bytes = (l->nw + l->nb) * sizeof(float);
+        size_t beg = l->w_off > lo ? l->w_off : lo, end = l->w_off + l->nw + l->nb;
+        size_t bytes = end > beg ? (end - beg) * sizeof(float) : 0;
         if (bytes == 0)
             continue;
         if (cur_bytes > 0 && cur_bytes + bytes > cap) {
@@ -138,7 +140,7 @@ static int dp_init(dp_t *d, hpml_comm_t *comm, hpml_model_t *m, hpml_optim_t *o,
             cur_bytes = 0;
             cap = c->bucket_bytes;
         }
-        cur_beg = l->w_off;
+        cur_beg = beg;
         cur_bytes += bytes;
         if (cur_bytes >= cap) {
             d->beg[d->nb] = cur_beg;
@@ -357,9 +359,21 @@ typedef struct {
      * whole model). Both exchanges follow an all-to-all, when the ranks are in step, so
      * a step has two points where ranks wait for each other instead of three. */
     int fused, pending; /* pending: this rank's slice is updated, not yet sent */
-    size_t lo;          /* the layers above 0 start at parameter lo */
+    size_t lo;          /* the parameters above the split start at lo */
     size_t *gs;         /* P + 1 */
     float *gr;          /* (P, this rank's slice): every rank's gradients of it */
+    /* Two layers split (pair): layer 1, dense too, is split by inputs, rank p holding
+     * columns [o[p], o[p+1]) of its weights, which take exactly its outputs of layer 0.
+     * Each rank computes its part of layer 1's pre-activations for the whole batch; one
+     * all-to-all takes each sample's parts to the sample's rank, who sums them; in
+     * backward the gradients of those pre-activations for every sample go to every
+     * rank (an all-gather). Only layer 1's bias and the layers above are data-parallel. */
+    int pair;
+    size_t out1; /* layer 1's outputs */
+    float *zp;   /* (gb, out1): my part of layer 1's pre-activations */
+    float *zr;   /* (P, lb, out1): the other ranks' parts for my samples */
+    float *gz;   /* (gb, out1): their gradients, my samples' at rows[me] */
+    float *wc;   /* (out1, in1): layer 1's weights, blocked by owner, for gathering */
 } split_t;
 
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
@@ -381,14 +395,38 @@ const char *hpml_parallel_name(hpml_parallel_t p)
     return p == HPML_PARALLEL_HYBRID ? "hybrid" : p == HPML_PARALLEL_DATA ? "data" : "auto";
 }
 
-/* Does model m use the hybrid layout on P ranks (lb samples per rank)? 1 or 0, or an
- * error when it was asked for and cannot be used. */
+/* Floats a rank sends per step, times P, with `layers` layers split (lb samples per rank,
+ * an even split): the activations' exchanges, and the gradients of the parameters above
+ * the split (reduce-scattered and all-gathered, or allreduced: 2 (P-1)/P each). */
+static double split_cost(const hpml_model_t *m, int P, size_t lb, int layers)
+{
+    const size_t n = m->nparams;
+
+    if (layers == 1)
+        return (double)lb * (double)m->layers[0].out_size +
+               (double)(m->nlayers > 1 ? n - m->layers[1].w_off : 0);
+    return (double)P * (double)lb * (double)m->layers[1].out_size +
+           (double)(n - m->layers[1].b_off);
+}
+
+/* How many layers model m has split on P ranks (lb samples per rank): 0 (the data-parallel
+ * layout), 1 or 2 (the hybrid layout), or an error when the hybrid layout or a number of
+ * split layers was asked for and cannot be used. */
 static int use_hybrid(const hpml_train_config_t *c, const hpml_model_t *m, int P, int replicated,
                       size_t lb)
 {
     const nn_layer_t *l = &m->layers[0];
-    const int forced = c->parallel == HPML_PARALLEL_HYBRID;
+    const int forced = c->parallel == HPML_PARALLEL_HYBRID || c->split_layers != 0;
+    const int pair_ok = m->nlayers > 1 && m->layers[1].kind == NN_DENSE;
 
+    if (c->split_layers < 0 || c->split_layers > 2)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: split layers must be 0 (auto), 1 or 2, not %d",
+                              c->split_layers);
+    if (c->split_layers != 0 && c->parallel == HPML_PARALLEL_DATA)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: splitting layers is the hybrid layout, not the data-parallel "
+                              "one");
     if (P == 1 || c->parallel == HPML_PARALLEL_DATA)
         return 0;
     if (l->kind != NN_DENSE)
@@ -408,11 +446,21 @@ static int use_hybrid(const hpml_train_config_t *c, const hpml_model_t *m, int P
                                        "layer per rank (it has %zu, for %d ranks)",
                                        l->out_size, P)
                       : 0;
-    return forced || lb <= l->in_size;
+    if (c->split_layers == 2 && !pair_ok)
+        return hpml_set_error(
+            HPML_ERR_INVAL,
+            "train: splitting 2 layers needs a second 'dense' layer; this model's "
+            "second layer is '%s'",
+            m->nlayers > 1 ? hpml__nn_kind_name(m->layers[1].kind) : "(none)");
+    if (!forced && lb > l->in_size)
+        return 0;
+    if (c->split_layers != 0)
+        return c->split_layers;
+    return pair_ok && split_cost(m, P, lb, 2) < split_cost(m, P, lb, 1) ? 2 : 1;
 }
 
 int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in_h, int in_w,
-                      int replicated, size_t local_batch, hpml_parallel_t *out)
+                      int replicated, size_t local_batch, hpml_parallel_t *out, int *split_layers)
 {
     hpml_model_t *m = NULL;
     int rc;
@@ -424,6 +472,8 @@ int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in
     if (rc < 0)
         return rc;
     *out = rc ? HPML_PARALLEL_HYBRID : HPML_PARALLEL_DATA;
+    if (split_layers)
+        *split_layers = rc;
     return 0;
 }
 
@@ -442,12 +492,17 @@ static void split_free(split_t *sp)
     hpml_free(sp->t);
     free(sp->gs);
     hpml_free(sp->gr);
+    hpml_free(sp->zp);
+    hpml_free(sp->zr);
+    hpml_free(sp->gz);
+    hpml_free(sp->wc);
     memset(sp, 0, sizeof(*sp));
 }
 
-/* Buffers for global batches of up to gb samples, at most lb per rank; fused: see split_t. */
+/* Buffers for global batches of up to gb samples, at most lb per rank, with `layers` (1 or
+ * 2) layers split; fused: see split_t. */
 static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb,
-                      int fused)
+                      int layers, int fused)
 {
     const nn_layer_t *l = &m->layers[0];
     size_t P1, no;
@@ -478,8 +533,20 @@ static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, siz
     sp->t = hpml_malloc(lb * sp->out * sizeof(float) + 1);
     if (!sp->x || !sp->y || !sp->g || !sp->a || !sp->t)
         return HPML_ERR_NOMEM;
-    sp->lo = m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
-    sp->fused = fused && sp->lo < m->nparams;
+    sp->pair = layers == 2;
+    if (sp->pair) {
+        const nn_layer_t *l1 = &m->layers[1];
+        sp->out1 = l1->out_size;
+        sp->zp = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
+        sp->zr = hpml_malloc((size_t)sp->P * lb * sp->out1 * sizeof(float) + 1);
+        sp->gz = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
+        sp->wc = hpml_malloc(l1->nw * sizeof(float) + 1);
+        if (!sp->zp || !sp->zr || !sp->gz || !sp->wc)
+            return HPML_ERR_NOMEM;
+    }
+    sp->lo = sp->pair ? m->layers[1].b_off : m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
+    /* The pair leaves only layer 1's bias and the small layers above to the buckets. */
+    sp->fused = fused && !sp->pair && sp->lo < m->nparams;
     if (sp->fused) {
         size_t mine;
         if (!(sp->gs = malloc(P1 * sizeof(size_t))))
@@ -539,15 +606,92 @@ static int split_reduce_update(split_t *sp, hpml_model_t *m, dp_t *dp)
     return 0;
 }
 
+/* The optimizer step for what this rank owns of the split layers: its rows of layer 0
+ * (weights and biases) and, in a pair, its columns of layer 1's weights. */
+static void split_update(split_t *sp, hpml_model_t *m, dp_t *dp)
+{
+    const nn_layer_t *l0 = &m->layers[0];
+    const size_t o0 = sp->o[sp->me], no = sp->o[sp->me + 1] - o0, in = sp->in;
+    size_t at = l0->w_off + o0 * in;
+
+    hpml_optim_update(dp->o, at, no * in, m->params + at, m->grads + at, m->params + at, dp->lr);
+    at = l0->b_off + o0;
+    hpml_optim_update(dp->o, at, no, m->params + at, m->grads + at, m->params + at, dp->lr);
+    for (size_t r = 0; sp->pair && r < sp->out1; r++) {
+        at = m->layers[1].w_off + r * sp->out + o0;
+        hpml_optim_update(dp->o, at, no, m->params + at, m->grads + at, m->params + at, dp->lr);
+    }
+}
+
+/* split_step for a pair (split_t): layer 0's outputs and my part of layer 1's
+ * pre-activations for every sample, whose parts go to the sample's rank and are summed
+ * there in rank order; the layers above on my samples; every sample's gradient of
+ * layer 1's pre-activations to every rank; then my columns of layer 1 and rows of
+ * layer 0, gradients and update. */
+static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t nl,
+                     const int32_t *labels, const uint64_t *ids, uint64_t key, double *lsum,
+                     size_t *ok)
+{
+    const size_t o0 = sp->o[sp->me], o1 = sp->o[sp->me + 1], out1 = sp->out1;
+    const size_t r0 = sp->rows[sp->me];
+    const float *z, *da;
+    double t0;
+    int err;
+
+    hpml__nn_dense_rows_forward(m, 0, sp->x, gb, o0, o1, sp->y);
+    hpml__nn_dense_cols_forward(m, 1, sp->y, gb, o0, o1, sp->zp);
+    for (int p = 0; p < sp->P; p++) {
+        int self = p == sp->me; /* my own part is read where it is */
+        sp->sc[p] = self ? 0 : (sp->rows[p + 1] - sp->rows[p]) * out1;
+        sp->sd[p] = sp->rows[p] * out1;
+        sp->rc[p] = self ? 0 : nl * out1;
+        sp->rd[p] = (size_t)p * nl * out1;
+    }
+    t0 = hpml_time();
+    err = hpml_alltoallv(sp->zp, sp->sc, sp->sd, sp->zr, sp->rc, sp->rd, HPML_F32, sp->comm);
+    dp->exposed += hpml_time() - t0;
+    if (err)
+        return err;
+    if (nl > 0) {
+        float *sum = hpml__nn_dense_sums(m, 1);
+        const size_t k = nl * out1;
+
+        for (int p = 0; p < sp->P; p++) { /* rank order, so every run sums alike */
+            const float *part = p == sp->me ? sp->zp + r0 * out1 : sp->zr + (size_t)p * k;
+            if (p == 0)
+                memcpy(sum, part, k * sizeof(float));
+            else
+                for (size_t j = 0; j < k; j++)
+                    sum[j] += part[j];
+        }
+        hpml__nn_dense_finish_forward(m, 1, nl);
+        if ((err = hpml__nn_forward_from(m, 2, sum, nl, 1, ids, key, &z)) != 0 ||
+            (err = hpml__nn_backward_to(m, 2, labels, 1.0f / (float)gb, NULL, NULL, lsum, ok,
+                                        &da)) != 0)
+            return err;
+        hpml__nn_dense_act_backward(m, 1, da, nl, sp->gz + r0 * out1);
+    } else {
+        memset(m->grads + sp->lo, 0, (m->nparams - sp->lo) * sizeof(float));
+    }
+    t0 = hpml_time();
+    err = split_share(sp, sp->gz, sp->rows, out1);
+    dp->exposed += hpml_time() - t0;
+    if (err)
+        return err;
+    hpml__nn_dense_cols_backward(m, 1, sp->y, gb, o0, o1, sp->gz, sp->g);
+    hpml__nn_dense_rows_backward(m, 0, sp->x, gb, o0, o1, sp->y, sp->g);
+    split_update(sp, m, dp);
+    return 0;
+}
+
 /* One training step of a global batch of gb samples (inputs in sp->x), of which this
  * rank's are labels[0..nl) with ids: forward, backward down to layer 1, the exchanges,
  * then layer 0's rows: gradient and update. Fused, the layers above are updated here
- * too; otherwise dp_sync's buckets do it after this. */
+ * too; otherwise dp_sync's buckets do it after this. A pair: pair_step. */
 static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const int32_t *labels,
                       const uint64_t *ids, uint64_t key, double *lsum, size_t *ok)
 {
-    const nn_layer_t *l0 = &m->layers[0];
-    const size_t *o = sp->o, out = sp->out, in = sp->in;
+    const size_t *o = sp->o, out = sp->out;
     const size_t o0 = o[sp->me], no = o[sp->me + 1] - o0;
     const float *z, *da = NULL;
     double t0;
@@ -559,6 +703,8 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
     nl = sp->rows[sp->me + 1] - sp->rows[sp->me];
     *lsum = 0;
     *ok = 0;
+    if (sp->pair)
+        return pair_step(sp, m, dp, gb, nl, labels, ids, key, lsum, ok);
 
     /* Forward: my outputs for every sample; each rank gets its samples' block of them. */
     hpml__nn_dense_rows_forward(m, 0, sp->x, gb, o0, o0 + no, sp->y);
@@ -617,16 +763,36 @@ static int split_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, const i
     if (err)
         return err;
     hpml__nn_dense_rows_backward(m, 0, sp->x, gb, o0, o0 + no, sp->y, sp->g);
-    hpml_optim_update(dp->o, l0->w_off + o0 * in, no * in, m->params + l0->w_off + o0 * in,
-                      m->grads + l0->w_off + o0 * in, m->params + l0->w_off + o0 * in, dp->lr);
-    hpml_optim_update(dp->o, l0->b_off + o0, no, m->params + l0->b_off + o0,
-                      m->grads + l0->b_off + o0, m->params + l0->b_off + o0, dp->lr);
+    split_update(sp, m, dp);
+    return 0;
+}
+
+/* Layer 1's weights in v (a pair): every rank's columns to every rank, through sp->wc
+ * where rank p's columns are the (out1, n_p) block at o[p] * out1. Collective. */
+static int pair_gather(split_t *sp, const hpml_model_t *m, float *v)
+{
+    float *w = v + m->layers[1].w_off;
+    const size_t in1 = sp->out, out1 = sp->out1;
+    int err;
+
+    for (int p = 0; p < sp->P; p++) {
+        const size_t c0 = sp->o[p], nc = sp->o[p + 1] - c0;
+        for (size_t r = 0; p == sp->me && r < out1; r++)
+            memcpy(sp->wc + c0 * out1 + r * nc, w + r * in1 + c0, nc * sizeof(float));
+    }
+    if ((err = split_share(sp, sp->wc, sp->o, out1)) != 0)
+        return err;
+    for (int p = 0; p < sp->P; p++) {
+        const size_t c0 = sp->o[p], nc = sp->o[p + 1] - c0;
+        for (size_t r = 0; p != sp->me && r < out1; r++)
+            memcpy(w + r * in1 + c0, sp->wc + c0 * out1 + r * nc, nc * sizeof(float));
+    }
     return 0;
 }
 
 /* v, laid out as the parameters (the parameters or an optimizer moment): every rank's
- * rows of layer 0 (weights and biases), and when fused its slice of the layers above, to
- * every rank. Collective. */
+ * rows of layer 0 (weights and biases), in a pair its columns of layer 1's weights, and
+ * when fused its slice of the layers above, to every rank. Collective. */
 static int split_gather(split_t *sp, const hpml_model_t *m, float *v)
 {
     const nn_layer_t *l0 = &m->layers[0];
@@ -635,20 +801,24 @@ static int split_gather(split_t *sp, const hpml_model_t *m, float *v)
     if (!sp->on)
         return 0;
     if ((err = split_share(sp, v + l0->w_off, sp->o, sp->in)) != 0 ||
-        (err = split_share(sp, v + l0->b_off, sp->o, 1)) != 0)
+        (err = split_share(sp, v + l0->b_off, sp->o, 1)) != 0 ||
+        (sp->pair && (err = pair_gather(sp, m, v)) != 0))
         return err;
     if (sp->fused && (err = split_share(sp, v, sp->gs, 1)) == 0 && v == m->params)
         sp->pending = 0;
     return err;
 }
 
-/* The first layer whose gradients the buckets allreduce: 0 in the data-parallel layout;
- * in the hybrid one 1, or none (nlayers) when split_t's fused exchange updates them. */
-static int dp_first(const hpml_train_config_t *c, const hpml_model_t *m, int P, int hybrid)
+/* The first parameter whose gradients the buckets allreduce: 0 in the data-parallel
+ * layout; with one layer split layer 1's first, or none (nparams) when split_t's fused
+ * exchange updates them; with two, layer 1's bias. */
+static size_t dp_lo(const hpml_train_config_t *c, const hpml_model_t *m, int P, int split)
 {
-    if (!hybrid)
+    if (split == 0)
         return 0;
-    return hpml_train_update_is_sharded(c, P) ? m->nlayers : 1;
+    if (split == 2)
+        return m->layers[1].b_off;
+    return hpml_train_update_is_sharded(c, P) || m->nlayers == 1 ? m->nparams : m->layers[1].w_off;
 }
 
 /* The parameters and every optimizer moment, whole on every rank (for a checkpoint). */
@@ -853,7 +1023,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     size_t in, B = cfg->batch, N = train->n, lb_max;
     long steps_per_epoch, total_steps;
     double t_start;
-    int shard_rows, hybrid = 0;
+    int shard_rows, hybrid = 0; /* layers split */
     int err;
 
     *out = NULL;
@@ -887,9 +1057,9 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     }
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg, dp_first(cfg, m, P, hybrid))) != 0 ||
-        (hybrid &&
-         (err = split_init(&sp, comm, m, B, lb_max, hpml_train_update_is_sharded(cfg, P))) != 0))
+        (err = dp_init(&dp, comm, m, o, cfg, dp_lo(cfg, m, P, hybrid))) != 0 ||
+        (hybrid && (err = split_init(&sp, comm, m, B, lb_max, hybrid,
+                                     hpml_train_update_is_sharded(cfg, P))) != 0))
         goto out;
     perm = malloc(N * sizeof(uint32_t));
     xb = hpml_malloc(lb_max * in * sizeof(float));
@@ -1069,7 +1239,7 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     double t_total = 0, t_comm = 0, cpu0 = 0;
     hpml_rng_t rng;
     size_t in, classes;
-    int err, hybrid = 0;
+    int err, hybrid = 0; /* layers split */
 
     memset(&dp, 0, sizeof(dp));
     memset(&sp, 0, sizeof(sp));
@@ -1085,8 +1255,8 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     }
     if ((err = hpml_model_reserve(m, B)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
-        (err = dp_init(&dp, comm, m, o, cfg, dp_first(cfg, m, P, hybrid))) != 0 ||
-        (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B,
+        (err = dp_init(&dp, comm, m, o, cfg, dp_lo(cfg, m, P, hybrid))) != 0 ||
+        (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B, hybrid,
                                      hpml_train_update_is_sharded(cfg, P))) != 0))
         goto out;
     in = hpml_model_input_size(m);

@@ -2,7 +2,8 @@
 # Malformed model specs and options: exit status 2 and a message naming the column and
 # what was expected, on every rank count (no hang). Bad options name the option; an
 # unwritable --save or --checkpoint fails before training (one line, exit 1). A
-# --parallel hybrid the model or data cannot take is a usage error naming the reason.
+# --parallel hybrid or --split-layers the model or data cannot take is a usage error
+# naming the reason.
 # hpml-test: timeout=120
 set -u
 : "${HPML:?}" "${MPIRUN:?}"
@@ -57,4 +58,8 @@ opt_error 2 "--parallel: expected auto, data or hybrid, got 'model'" --parallel 
 opt_error 2 "--parallel hybrid: the hybrid layout splits a first 'dense' layer; this model starts with 'conv'" --parallel hybrid --model lenet
 opt_error 2 "--parallel hybrid: the hybrid layout needs the whole training set on every rank" --parallel hybrid --shard-data
 opt_error 2 "--parallel hybrid: the hybrid layout needs an output of the first layer per rank (it has 1, for 2 ranks)" --parallel hybrid --model "dense 1 relu | dense 10" --synthetic
+opt_error 2 "--split-layers: expected 1 or 2, got '3'" --split-layers 3
+opt_error 2 "--split-layers 2: splitting 2 layers needs a second 'dense' layer; this model's second layer is 'dropout'" --split-layers 2 --model "dense 64 relu | dropout 0.1 | dense 10" --synthetic
+opt_error 2 "--split-layers 1: splitting layers is the hybrid layout, not the data-parallel one" --split-layers 1 --parallel data
+opt_error 2 "--split-layers 1: the hybrid layout splits a first 'dense' layer; this model starts with 'conv'" --split-layers 1 --model lenet --synthetic
 exit $fail

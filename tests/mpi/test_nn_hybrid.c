@@ -1,6 +1,7 @@
 /*
- * The hybrid layout (the first dense layer split by outputs across the ranks, the rest
- * data-parallel) trains the model that 1 rank and the data-parallel layout train: the
+ * The hybrid layout (the first dense layer split by outputs across the ranks, and the
+ * second, when it is dense too, by inputs; the rest data-parallel) trains the model
+ * that 1 rank and the data-parallel layout train, with one layer split and with two: the
  * same parameters within float rounding, with dropout, uneven splits of the outputs and
  * of the batch, a batch smaller than the rank count, 16-bit gradients, blocking or
  * overlapped, sharded or replicated updates. A run resumed from a checkpoint (mid-epoch
@@ -22,6 +23,8 @@
 
 /* 7 outputs: uneven at 2, 3 and 4 ranks. */
 #define SPEC "dense 7 relu | dropout 0.2 | dense 16 relu | dense 3"
+/* The second layer dense too: it can be split with the first (5 outputs, 7 inputs). */
+#define SPEC2 "dense 7 relu | dense 5 relu | dropout 0.2 | dense 3"
 
 /* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
 static double rel_diff(hpml_model_t *a, hpml_model_t *b)
@@ -58,8 +61,18 @@ static hpml_parallel_t layout(const hpml_train_config_t *cfg, int P, size_t lb)
 {
     hpml_parallel_t l = HPML_PARALLEL_AUTO;
 
-    HPMLT_CALL(hpml_train_layout(cfg, P, 1, 8, 8, 1, lb, &l));
+    HPMLT_CALL(hpml_train_layout(cfg, P, 1, 8, 8, 1, lb, &l, NULL));
     return l;
+}
+
+/* How many layers it splits there. */
+static int split_layers(const hpml_train_config_t *cfg, int P, size_t lb)
+{
+    hpml_parallel_t l = HPML_PARALLEL_AUTO;
+    int n = -1;
+
+    HPMLT_CALL(hpml_train_layout(cfg, P, 1, 8, 8, 1, lb, &l, &n));
+    return n;
 }
 
 /* hpml_train fails with HPML_ERR_INVAL on every rank and a message containing `what`. */
@@ -75,13 +88,124 @@ static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg, cons
     hpml_model_destroy(m);
 }
 
+/* cfg (hybrid, split_layers as given) against 1 rank and the data-parallel layout: the
+ * same model, in every variant of the layers above the split; a batch smaller than the
+ * rank count; resumes bit for bit. Collective. */
+static void check_hybrid(hpml_comm_t *world, hpml_comm_t *self, const hpml_train_config_t *cfg,
+                         const hpml_dataset_t *d, const char *what)
+{
+    hpml_train_config_t c;
+    hpml_model_t *one, *data, *hyb;
+    char dir[256];
+
+    /* 1 rank, P ranks data-parallel and P ranks hybrid: one model. */
+    one = nnt_run(self, cfg, d);
+    c = *cfg;
+    c.parallel = HPML_PARALLEL_DATA;
+    c.split_layers = 0;
+    data = nnt_run(world, &c, d);
+    c = *cfg;
+    c.parallel = HPML_PARALLEL_HYBRID;
+    hyb = nnt_run(world, &c, d);
+    HPMLT_CHECK(rel_diff(one, hyb) <= 1e-4, "%s: hybrid vs 1 rank: %g", what, rel_diff(one, hyb));
+    HPMLT_CHECK(rel_diff(data, hyb) <= 1e-4, "%s: hybrid vs data-parallel: %g", what,
+                rel_diff(data, hyb));
+    HPMLT_CHECK(hyb && same_on_all_ranks(hyb), "%s: the ranks' hybrid models differ", what);
+
+    /* The variants of the layers above layer 0 train the same model. */
+    {
+        struct {
+            const char *name;
+            hpml_dtype_t dt;
+            int overlap, sharded;
+            double tol;
+        } v[] = {{"blocking", HPML_F32, 0, 1, 1e-5},
+                 {"replicated update", HPML_F32, 1, 0, 1e-5},
+                 {"f16 gradients", HPML_F16, 1, 1, 2e-3},
+                 {"bf16 gradients", HPML_BF16, 1, 1, 2e-2}};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+            hpml_model_t *mk;
+            c = *cfg;
+            c.parallel = HPML_PARALLEL_HYBRID;
+            c.grad_dtype = v[k].dt;
+            c.overlap = v[k].overlap;
+            c.sharded_update = v[k].sharded;
+            mk = nnt_run(world, &c, d);
+            HPMLT_CHECK(rel_diff(hyb, mk) <= v[k].tol, "%s, %s: %g (tolerance %g)", what, v[k].name,
+                        rel_diff(hyb, mk), v[k].tol);
+            hpml_model_destroy(mk);
+        }
+    }
+
+    /* A batch smaller than the rank count: some ranks have no sample in a step but
+     * still compute their outputs for the others. */
+    {
+        hpml_model_t *a, *b;
+        c = *cfg;
+        c.batch = 2;
+        c.epochs = 1;
+        c.max_steps = 20;
+        c.split_layers = 0;
+        a = nnt_run(self, &c, d);
+        c.split_layers = cfg->split_layers;
+        c.parallel = HPML_PARALLEL_HYBRID;
+        b = nnt_run(world, &c, d);
+        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "%s, batch 2: hybrid vs 1 rank: %g", what,
+                    rel_diff(a, b));
+        hpml_model_destroy(a);
+        hpml_model_destroy(b);
+    }
+
+    /* Checkpoints with AdamW: a mid-epoch checkpoint and an epoch-end one each resume to
+     * the uninterrupted run's bits (every rank's rows of layer 0 and their moments are
+     * gathered into the checkpoint). */
+    {
+        hpml_model_t *full, *res;
+        c = *cfg;
+        c.parallel = HPML_PARALLEL_HYBRID;
+        c.opt.kind = HPML_OPT_ADAMW;
+        c.opt.lr = 0.01;
+        c.opt.weight_decay = 0.01;
+        full = nnt_run(world, &c, d);
+        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_mid");
+        c.checkpoint_dir = dir;
+        c.checkpoint_every = 5;
+        c.max_steps = 5;
+        hpml_model_destroy(nnt_run(world, &c, d));
+        c.max_steps = 0;
+        c.checkpoint_every = 1000;
+        c.resume = 1;
+        res = nnt_run(world, &c, d);
+        HPMLT_CHECK(nnt_same_bits(full, res), "%s: resumed from a mid-epoch checkpoint: differs",
+                    what);
+        hpml_model_destroy(res);
+        nnt_ckpt_remove(dir);
+
+        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_epoch");
+        c.resume = 0;
+        c.checkpoint_every = 0;
+        c.epochs = 1;
+        hpml_model_destroy(nnt_run(world, &c, d));
+        c.epochs = cfg->epochs;
+        c.resume = 1;
+        res = nnt_run(world, &c, d);
+        HPMLT_CHECK(nnt_same_bits(full, res), "%s: resumed from an epoch-end checkpoint: differs",
+                    what);
+        hpml_model_destroy(res);
+        nnt_ckpt_remove(dir);
+        hpml_model_destroy(full);
+    }
+
+    hpml_model_destroy(one);
+    hpml_model_destroy(data);
+    hpml_model_destroy(hyb);
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *world = NULL, *self = NULL;
     hpml_train_config_t cfg, c;
     hpml_dataset_t d;
-    hpml_model_t *one, *data, *hyb;
-    char dir[256];
     int P;
 
     hpmlt_init(&argc, &argv, "nn_hybrid");
@@ -106,95 +230,46 @@ int main(int argc, char **argv)
     HPMLT_OK(layout(&c, 2, 65) == HPML_PARALLEL_HYBRID);
     c.parallel = HPML_PARALLEL_DATA;
     HPMLT_OK(layout(&c, 2, 15) == HPML_PARALLEL_DATA);
-
-    /* 1 rank, P ranks data-parallel and P ranks hybrid: one model. */
-    one = nnt_run(self, &cfg, &d);
+    /* Two layers where that moves less data (per rank and step 2*15*16 floats of
+     * pre-activations and their gradients plus 67 parameters above the pair, against
+     * 15*32 of activations plus 579 parameters above the first layer), one where it does
+     * not (SPEC2: 2*15*5 + 23 against 15*7 + 58) or cannot (SPEC: a dropout second). */
     c = cfg;
-    c.parallel = HPML_PARALLEL_DATA;
-    data = nnt_run(world, &c, &d);
-    c.parallel = HPML_PARALLEL_HYBRID;
-    hyb = nnt_run(world, &c, &d);
-    HPMLT_CHECK(rel_diff(one, hyb) <= 1e-4, "hybrid vs 1 rank: %g", rel_diff(one, hyb));
-    HPMLT_CHECK(rel_diff(data, hyb) <= 1e-4, "hybrid vs data-parallel: %g", rel_diff(data, hyb));
-    HPMLT_CHECK(hyb && same_on_all_ranks(hyb), "the ranks' hybrid models differ");
+    HPMLT_OK(split_layers(&c, 2, 15) == 1);
+    HPMLT_OK(split_layers(&c, 1, 15) == 0);
+    c.spec = SPEC2;
+    HPMLT_OK(split_layers(&c, 2, 15) == 1);
+    c.spec = "dense 32 relu | dense 16 relu | dense 3";
+    HPMLT_OK(split_layers(&c, 2, 15) == 2);
+    c.split_layers = 1;
+    HPMLT_OK(split_layers(&c, 2, 15) == 1);
+    c.split_layers = 2; /* asking for a split asks for the hybrid layout */
+    HPMLT_OK(split_layers(&c, 2, 65) == 2);
 
-    /* The variants of the layers above layer 0 train the same model. */
-    {
-        struct {
-            const char *name;
-            hpml_dtype_t dt;
-            int overlap, sharded;
-            double tol;
-        } v[] = {{"blocking", HPML_F32, 0, 1, 1e-5},
-                 {"replicated update", HPML_F32, 1, 0, 1e-5},
-                 {"f16 gradients", HPML_F16, 1, 1, 2e-3},
-                 {"bf16 gradients", HPML_BF16, 1, 1, 2e-2}};
-        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
-            hpml_model_t *mk;
-            c = cfg;
-            c.parallel = HPML_PARALLEL_HYBRID;
-            c.grad_dtype = v[k].dt;
-            c.overlap = v[k].overlap;
-            c.sharded_update = v[k].sharded;
-            mk = nnt_run(world, &c, &d);
-            HPMLT_CHECK(rel_diff(hyb, mk) <= v[k].tol, "%s: %g (tolerance %g)", v[k].name,
-                        rel_diff(hyb, mk), v[k].tol);
-            hpml_model_destroy(mk);
-        }
-    }
-
-    /* A batch smaller than the rank count: some ranks have no sample in a step but
-     * still compute their outputs for the others. */
+    /* One layer split (a dropout above it), two (the second dense too), and one layer
+     * of a model where two could be. */
+    check_hybrid(world, self, &cfg, &d, "1 layer split");
+    c = cfg;
+    c.spec = SPEC2;
+    c.split_layers = 2;
+    check_hybrid(world, self, &c, &d, "2 layers split");
+    c.split_layers = 1;
+    check_hybrid(world, self, &c, &d, "1 of 2 dense layers split");
+    /* Two layers split where the second is the output layer: the loss reads the summed
+     * partial logits. */
     {
         hpml_model_t *a, *b;
         c = cfg;
-        c.batch = 2;
-        c.epochs = 1;
-        c.max_steps = 20;
+        c.spec = "dense 7 relu | dense 3";
         a = nnt_run(self, &c, &d);
-        c.parallel = HPML_PARALLEL_HYBRID;
+        c.split_layers = 2;
         b = nnt_run(world, &c, &d);
-        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "batch 2: hybrid vs 1 rank: %g", rel_diff(a, b));
+        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "2 layers split, the second the output: %g",
+                    rel_diff(a, b));
+        HPMLT_CHECK(b && same_on_all_ranks(b), "2 layers split, the second the output: the "
+                                               "ranks' models differ");
         hpml_model_destroy(a);
         hpml_model_destroy(b);
-    }
-
-    /* Checkpoints with AdamW: a mid-epoch checkpoint and an epoch-end one each resume to
-     * the uninterrupted run's bits (every rank's rows of layer 0 and their moments are
-     * gathered into the checkpoint). */
-    {
-        hpml_model_t *full, *res;
-        c = cfg;
-        c.parallel = HPML_PARALLEL_HYBRID;
-        c.opt.kind = HPML_OPT_ADAMW;
-        c.opt.lr = 0.01;
-        c.opt.weight_decay = 0.01;
-        full = nnt_run(world, &c, &d);
-        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_mid");
-        c.checkpoint_dir = dir;
-        c.checkpoint_every = 5;
-        c.max_steps = 5;
-        hpml_model_destroy(nnt_run(world, &c, &d));
-        c.max_steps = 0;
-        c.checkpoint_every = 1000;
-        c.resume = 1;
-        res = nnt_run(world, &c, &d);
-        HPMLT_CHECK(nnt_same_bits(full, res), "resumed from a mid-epoch checkpoint: differs");
-        hpml_model_destroy(res);
-        nnt_ckpt_remove(dir);
-
-        nnt_ckpt_dir(dir, sizeof(dir), "hybrid_ckpt_epoch");
-        c.resume = 0;
-        c.checkpoint_every = 0;
-        c.epochs = 1;
-        hpml_model_destroy(nnt_run(world, &c, &d));
-        c.epochs = cfg.epochs;
-        c.resume = 1;
-        res = nnt_run(world, &c, &d);
-        HPMLT_CHECK(nnt_same_bits(full, res), "resumed from an epoch-end checkpoint: differs");
-        hpml_model_destroy(res);
-        nnt_ckpt_remove(dir);
-        hpml_model_destroy(full);
     }
 
     /* Where the hybrid layout cannot apply, asking for it is an error (on 1 rank it is
@@ -213,15 +288,20 @@ int main(int argc, char **argv)
         part.x = d.x + part.offset * 64;
         part.y = d.y + part.offset;
         expect_inval(world, &c, &part, "whole training set");
+        c.split_layers = 2;
+        expect_inval(world, &c, &d, "second layer is 'dropout'");
+        c.split_layers = 3;
+        expect_inval(world, &c, &d, "must be 0 (auto), 1 or 2, not 3");
+        c.split_layers = 1;
+        c.parallel = HPML_PARALLEL_DATA;
+        expect_inval(world, &c, &d, "not the data-parallel one");
+        c.split_layers = 0;
         /* AUTO falls back to data-parallel there. */
         c.parallel = HPML_PARALLEL_AUTO;
         c.spec = "dense 1 relu | dense 3";
         hpml_model_destroy(nnt_run(world, &c, &d));
     }
 
-    hpml_model_destroy(one);
-    hpml_model_destroy(data);
-    hpml_model_destroy(hyb);
     hpml_dataset_free(&d);
     hpml_comm_destroy(self);
     hpml_comm_destroy(world);

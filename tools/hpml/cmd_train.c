@@ -62,6 +62,11 @@ static void usage(void)
         "                           training set on every rank); data: every layer\n"
         "                           data-parallel; auto (default): hybrid where it moves\n"
         "                           less data (samples per rank <= the layer's inputs)\n"
+        "      --split-layers 1|2   hybrid: split the first layer only, or the second too\n"
+        "                           when it is dense (by inputs: the exchanges carry its\n"
+        "                           partial sums, and only the layers above it have\n"
+        "                           gradients to sum); implies --parallel hybrid (default:\n"
+        "                           the one that moves less data)\n"
         "      --max-steps N        stop after N steps in total\n"
         "Checkpoints and output:\n"
         "      --checkpoint DIR     write checkpoints there (created if missing)\n"
@@ -76,14 +81,24 @@ static void usage(void)
         HPML_NN_DEFAULT_DATA);
 }
 
-/* How the gradients above a hybrid split travel, or the buckets' allreduces, for the
- * header line. */
-static const char *sync_mode(const hpml_train_config_t *cfg, hpml_parallel_t lay, int nranks)
+/* How the gradients above a hybrid split of nsplit layers travel, or the buckets'
+ * allreduces, for the header line. */
+static const char *sync_mode(const hpml_train_config_t *cfg, int nsplit, int nranks)
 {
-    if (lay == HPML_PARALLEL_HYBRID) /* docs/nn.md, "Hybrid layout" */
+    if (nsplit == 2) /* docs/nn.md, "Hybrid layout" */
+        return "summed after the split layers";
+    if (nsplit == 1)
         return hpml_train_update_is_sharded(cfg, nranks) ? "in the exchanges"
                                                          : "summed after the split layer";
     return cfg->overlap ? "overlapped" : "blocking";
+}
+
+/* The layout and how many layers it splits, for the header line. */
+static const char *layout_desc(int nsplit)
+{
+    return nsplit == 2   ? "hybrid layout (2 layers split)"
+           : nsplit == 1 ? "hybrid layout (1 layer split)"
+                         : "data layout";
 }
 
 typedef struct {
@@ -233,6 +248,7 @@ int cmd_train(int argc, char **argv)
         O_NOOVL,
         O_REPL,
         O_PAR,
+        O_SPLIT,
         O_MAXS,
         O_CKPT,
         O_CKEV,
@@ -274,6 +290,7 @@ int cmd_train(int argc, char **argv)
                                          {"no-overlap", no_argument, 0, O_NOOVL},
                                          {"replicated-update", no_argument, 0, O_REPL},
                                          {"parallel", required_argument, 0, O_PAR},
+                                         {"split-layers", required_argument, 0, O_SPLIT},
                                          {"max-steps", required_argument, 0, O_MAXS},
                                          {"checkpoint", required_argument, 0, O_CKPT},
                                          {"checkpoint-every", required_argument, 0, O_CKEV},
@@ -290,6 +307,7 @@ int cmd_train(int argc, char **argv)
     hpml_data_paths_t dp;
     const char *model = "mlp", *save = NULL, *upd;
     hpml_parallel_t lay = HPML_PARALLEL_DATA;
+    int nsplit = 0; /* layers the hybrid layout splits */
     int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0, ckev_set = 0,
         data_set = 0, files = 0, rc = CLI_EXIT_FAIL;
     long iters = 50, witers = 10, v;
@@ -410,6 +428,11 @@ int cmd_train(int argc, char **argv)
                 return cli_usage_error(CMD, "--parallel: expected auto, data or hybrid, got '%s'",
                                        optarg);
             break;
+        case O_SPLIT:
+            if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0)
+                return cli_usage_error(CMD, "--split-layers: expected 1 or 2, got '%s'", optarg);
+            cfg.split_layers = optarg[0] - '0';
+            break;
         case O_MAXS:
         case O_CKEV:
             if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 50, &v))
@@ -476,9 +499,12 @@ int cmd_train(int argc, char **argv)
     if (hpml_train_layout(&cfg, cli_size(), in_c, in_h, in_w, synthetic || !shard,
                           synthetic ? cfg.batch
                                     : (cfg.batch + (size_t)cli_size() - 1) / (size_t)cli_size(),
-                          &lay) != 0) {
+                          &lay, &nsplit) != 0) {
         const char *msg = hpml_last_error();
-        return cli_usage_error(CMD, "--parallel hybrid: %s",
+        return cli_usage_error(CMD, "%s: %s",
+                               cfg.split_layers == 2   ? "--split-layers 2"
+                               : cfg.split_layers == 1 ? "--split-layers 1"
+                                                       : "--parallel hybrid",
                                strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
     }
 
@@ -522,20 +548,21 @@ int cmd_train(int argc, char **argv)
                 hpml_json_string(stdout, cfg.spec);
                 printf(
                     ", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
-                    "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", \"iters\": %ld, "
+                    "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", "
+                    "\"split_layers\": %d, \"iters\": %ld, "
                     "\"step_s\": %.6f, "
                     "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
                     "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
                     sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
-                    cfg.overlap ? "true" : "false", upd, hpml_parallel_name(lay), iters, r.step_s,
-                    r.compute_s, r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total,
-                    r.cpu_s);
+                    cfg.overlap ? "true" : "false", upd, hpml_parallel_name(lay), nsplit, iters,
+                    r.step_s, r.compute_s, r.comm_exposed_s, r.images_per_s_rank,
+                    r.images_per_s_total, r.cpu_s);
             } else {
                 printf("# hpml train --synthetic: %s\n", cfg.spec);
                 printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
-                       "%s layout, %ld iters after %ld warm-up\n",
+                       "%s, %ld iters after %ld warm-up\n",
                        sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
-                       sync_mode(&cfg, lay, sc.base.size), upd, hpml_parallel_name(lay), iters,
+                       sync_mode(&cfg, nsplit, sc.base.size), upd, layout_desc(nsplit), iters,
                        witers);
                 /* img/cpu_s: images per second of process CPU time, which on a
                  * loaded machine estimates the unloaded speed of one rank. */
@@ -617,7 +644,7 @@ int cmd_train(int argc, char **argv)
             &cfg, sc.base.size, train.c, train.h, train.w, !shard,
             ((cfg.batch < train.n ? cfg.batch : train.n) + (size_t)sc.base.size - 1) /
                 (size_t)sc.base.size,
-            &lay);
+            &lay, &nsplit);
         if (sc.base.rank == 0 && !json) {
             printf("# hpml train: %s\n", cfg.spec);
             printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
@@ -625,7 +652,7 @@ int cmd_train(int argc, char **argv)
                    train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
                    hpml_time() - t0);
             printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
-                   "%llu, grad %s %s, %s update, %s layout\n",
+                   "%llu, grad %s %s, %s update, %s\n",
                    sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
                    cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
                    : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
@@ -635,7 +662,7 @@ int cmd_train(int argc, char **argv)
                    : cfg.opt.sched == HPML_SCHED_STEP ? " step"
                                                       : "",
                    cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
-                   sync_mode(&cfg, lay, sc.base.size), upd, hpml_parallel_name(lay));
+                   sync_mode(&cfg, nsplit, sc.base.size), upd, layout_desc(nsplit));
             printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
                    "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
             fflush(stdout);
@@ -663,10 +690,11 @@ int cmd_train(int argc, char **argv)
                    "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
                    "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
                    "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
-                   "\"parallel\": \"%s\", \"saved\": ",
+                   "\"parallel\": \"%s\", \"split_layers\": %d, \"saved\": ",
                    sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
                    r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips, ips / sc.base.size,
-                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd, hpml_parallel_name(lay));
+                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd, hpml_parallel_name(lay),
+                   nsplit);
             if (save)
                 hpml_json_string(stdout, save);
             else
