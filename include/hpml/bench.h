@@ -118,7 +118,8 @@ void hpml_bench_opts_init(hpml_bench_opts_t *o);
  * Resolve --impl for a case: a comma list of mpi | hpml | hpml:<algorithm> | all.
  * "all" is native MPI, hpml's own selection, then every hpml algorithm for the case's
  * collective. Cases hpml has no implementation of accept only mpi ("all" gives mpi and
- * sets *note). Returns 0 or HPML_ERR_INVAL with a message in hpml_last_error().
+ * sets *note); an hpml implementation with no in-place form is refused when o->in_place
+ * is set. Returns 0 or HPML_ERR_INVAL with a message in hpml_last_error().
  * Not collective: every rank resolves the same string to the same list.
  */
 int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_opts_t *o,

@@ -35,12 +35,13 @@ typedef struct bench_ctx {
 
 typedef struct bench_case {
     const char *name;
-    const char *title; /* "Allreduce Latency Test" */
-    int kind;          /* HPML_BENCH_KIND_* */
-    int hpml_coll;     /* hpml_coll_t with an algorithm choice, or -1 */
-    int hpml_plain;    /* 1: hpml has one implementation (barrier, iallreduce, ...) */
-    int rooted;        /* uses -k */
-    int even_ranks;    /* needs an even number of ranks (pairs) */
+    const char *title;       /* "Allreduce Latency Test" */
+    int kind;                /* HPML_BENCH_KIND_* */
+    int hpml_coll;           /* hpml_coll_t with an algorithm choice, or -1 */
+    int hpml_plain;          /* 1: hpml has one implementation (barrier, iallreduce, ...) */
+    const char *no_in_place; /* hpml's has no in-place form: why, for -l's error; or NULL */
+    int rooted;              /* uses -k */
+    int even_ranks;          /* needs an even number of ranks (pairs) */
     /* Bytes moved per operation for algbw: size times this (1, or p for per-rank
      * blocks); busbw = algbw times bus_factor(p). 0 factor: no busbw column. */
     double (*total_mult)(int p);

@@ -57,12 +57,13 @@ static int run(bench_ctx_t *c)
     if (c->impl->native)
         return BENCH_MPI(MPI_Alltoall(BENCH_SEND_MPI(c), (int)c->count, c->mdt, c->rbuf,
                                       (int)c->count, c->mdt, c->comm));
-    /* Every rank sees the same options, so every rank fails here alike: one error line. */
+    /* hpml_bench_parse_impls refuses this; options set by other means fail here, alike
+     * on every rank. */
     if (c->in_place)
         return hpml_set_error(HPML_ERR_UNSUPPORTED,
-                              "-l/--in-place with alltoall --impl %s: hpml_alltoallv has no "
-                              "in-place form (--impl mpi runs in place)",
-                              c->impl->name);
+                              "-l/--in-place with alltoall --impl %s: %s (--impl mpi runs in "
+                              "place)",
+                              c->impl->name, hpml__bench_alltoall.no_in_place);
     if ((rc = set_layout(c)) != 0)
         return rc;
     return hpml_alltoallv(c->sbuf, layout.counts, layout.displs, c->rbuf, layout.counts,
@@ -98,6 +99,7 @@ const bench_case_t hpml__bench_alltoall = {
     .kind = HPML_BENCH_KIND_COLL,
     .hpml_coll = -1,
     .hpml_plain = 1,
+    .no_in_place = "hpml_alltoallv has no in-place form",
     .total_mult = hpml__bench_ranks,
     .bus_factor = hpml__bench_ring_factor,
     .time_scale = 1.0,

@@ -180,6 +180,11 @@ int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_o
         rc = parse_one_impl(bc, tok, o, note, note_len);
     if (rc == 0 && o->nimpls == 0)
         rc = hpml_set_error(HPML_ERR_INVAL, "bad --impl '%s'", spec);
+    for (int i = 0; rc == 0 && o->in_place && bc->no_in_place && i < o->nimpls; i++)
+        if (!o->impls[i].native)
+            rc = hpml_set_error(HPML_ERR_INVAL,
+                                "-l/--in-place with %s --impl %s: %s (--impl mpi runs in place)",
+                                bc->name, o->impls[i].name, bc->no_in_place);
     return rc;
 }
 
