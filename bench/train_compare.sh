@@ -53,3 +53,9 @@ echo "## time to 85% test accuracy, MLP batch 128, 5 epochs"
 "$py" "$repo/bench/train_pytorch.py" accuracy --model mlp --threads 2 --epochs 5
 echo "+ ${run[*]} -np 2 $hpml train --model mlp --epochs 5 --no-progress"
 "${run[@]}" -np 2 "$hpml" train --model mlp --epochs 5 --no-progress
+# The accuracy target (>= 88%): with a constant learning rate the last epoch's accuracy
+# moves by a few tenths with the float rounding of the layout (87.5-88.0%); a cosine
+# schedule settles it.
+echo "## MLP accuracy after 5 epochs with a cosine schedule"
+echo "+ ${run[*]} -np 2 $hpml train --model mlp --epochs 5 --schedule cosine --no-progress"
+"${run[@]}" -np 2 "$hpml" train --model mlp --epochs 5 --schedule cosine --no-progress | tail -2

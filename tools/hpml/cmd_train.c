@@ -27,8 +27,9 @@ static void usage(void)
     printf(
         "Usage: mpirun -np N hpml train [options]\n\n"
         "Data-parallel training: every rank computes gradients on its part of each global\n"
-        "batch; gradient buckets are allreduced (averaged) while backward runs. A first\n"
-        "dense layer may instead be split across the ranks (--parallel).\n\n"
+        "batch; gradient buckets are allreduced (averaged) while backward runs. The first\n"
+        "one or two dense layers may instead be split across the ranks (--parallel,\n"
+        "--split-layers).\n\n"
         "Model:\n"
         "  -m, --model SPEC         layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
         "                           or a preset: mlp, lenet, cnn (default mlp)\n"
