@@ -125,7 +125,8 @@ int main(int argc, char **argv)
     }
     unsetenv("HPML_BENCH_BREAK");
 
-    /* alltoall in place with the hpml implementation: refused alike on every rank, with a
+    /* alltoall in place with the hpml implementation: refused by hpml_bench_parse_impls,
+     * and by the run when the options were set another way, alike on every rank, with a
      * message naming the option and the case; out of place, hpml's runs and validates at
      * every rank count, next to MPI's. */
     hpml_bench_opts_init(&o);
@@ -136,7 +137,13 @@ int main(int argc, char **argv)
     o.validate = 1;
     o.dtype = HPML_I32;
     o.in_place = 1;
+    rc = hpml_bench_parse_impls("alltoall", "mpi,hpml", &o, note, sizeof(note));
+    HPMLT_CHECK(rc == HPML_ERR_INVAL &&
+                    strstr(hpml_last_error(), "-l/--in-place with alltoall --impl hpml") != NULL,
+                "alltoall in place with hpml, parsing: rc %d, '%s'", rc, hpml_last_error());
+    o.in_place = 0;
     HPMLT_CALL(hpml_bench_parse_impls("alltoall", "mpi,hpml", &o, note, sizeof(note)));
+    o.in_place = 1;
     rc = hpml_bench_run(MPI_COMM_WORLD, &o, &r);
     HPMLT_CHECK(rc == HPML_ERR_UNSUPPORTED && r == NULL &&
                     strstr(hpml_last_error(), "-l/--in-place") != NULL &&
