@@ -395,9 +395,11 @@ const char *hpml_parallel_name(hpml_parallel_t p)
     return p == HPML_PARALLEL_HYBRID ? "hybrid" : p == HPML_PARALLEL_DATA ? "data" : "auto";
 }
 
-/* Floats a rank sends per step, times P, with `layers` layers split (lb samples per rank,
- * an even split): the activations' exchanges, and the gradients of the parameters above
- * the split (reduce-scattered and all-gathered, or allreduced: 2 (P-1)/P each). */
+/* What a rank sends per step with `layers` layers split (lb samples per rank, an even
+ * split), in units of 2 (P-1)/P floats: the exchanges of activations (one layer: its
+ * outputs for the other ranks' samples, forward and backward) or of partial sums (two
+ * layers: layer 1's pre-activations), and the gradients of the parameters above the split
+ * (reduce-scattered and all-gathered, or allreduced). */
 static double split_cost(const hpml_model_t *m, int P, size_t lb, int layers)
 {
     const size_t n = m->nparams;

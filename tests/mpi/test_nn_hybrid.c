@@ -233,10 +233,11 @@ int main(int argc, char **argv)
     HPMLT_OK(layout(&c, 2, 65) == HPML_PARALLEL_HYBRID);
     c.parallel = HPML_PARALLEL_DATA;
     HPMLT_OK(layout(&c, 2, 15) == HPML_PARALLEL_DATA);
-    /* Two layers where that moves less data (per rank and step 2*15*16 floats of
-     * pre-activations and their gradients plus 67 parameters above the pair, against
-     * 15*32 of activations plus 579 parameters above the first layer), one where it does
-     * not (SPEC2: 2*15*5 + 23 against 15*7 + 58) or cannot (SPEC: a dropout second). */
+    /* Two layers where that moves less data (in units of 2 (P-1)/P floats per rank and
+     * step: 2*15*16 of layer 1's pre-activations and their gradients plus 67 parameters
+     * above the pair, against 15*32 of activations plus 579 parameters above the first
+     * layer), one where it does not (SPEC2: 2*15*5 + 23 against 15*7 + 58) or cannot
+     * (SPEC: a dropout second). */
     c = cfg;
     HPMLT_OK(split_layers(&c, 2, 15) == 1);
     HPMLT_OK(split_layers(&c, 1, 15) == 0);
