@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `hpml tune` on 2 ranks (small sizes, few samples): prints a timing table, writes a
 # tuning file that hpml's loader accepts (every rule well formed, one open-ended rule per
-# tuned collective), renames it into place only when complete; usage errors exit 2.
+# tuned collective), renames it into place only when complete, with no temporary file
+# during the run; usage errors exit 2.
 # (Loading tuning files, good and malformed, is tested in tests/mpi/test_comm_select.c.)
 # Env (from tests/run.sh): HPML, MPIRUN, MPI.
 # hpml-test: timeout=300
@@ -55,5 +56,20 @@ check '[ "$(grep -c "^hpml tune:.*cannot create.*is a directory" "$dir/err")" = 
     "directory output: expected one 'is a directory' line: $(head -3 "$dir/err")"
 check '! grep -qi "MPI_ABORT" "$dir/err"' "directory output aborted the job"
 check '[ -z "$(ls "$dir" | grep "tmp")" ]' "directory output left a temporary file behind"
+# The table stays in memory during the timing run, so a job torn down meanwhile (another
+# rank's MPI_Abort, a kill) leaves nothing behind: no temporary file before the end. (The
+# file is written and renamed in the run's last moment; one seen now and again a second
+# later, with the run still going, was there during the run.)
+$MPIRUN -np 2 "$HPML" tune --max 1M --samples 100 -q -o "$dir/slow.txt" >/dev/null 2>&1 &
+pid=$!
+sleep 1
+if ls "$dir" | grep -q "slow.txt.tmp"; then
+    sleep 1
+    kill -0 $pid 2>/dev/null && ls "$dir" | grep -q "slow.txt.tmp" &&
+        { echo "FAIL: a temporary file exists during the timing run"; fail=1; }
+fi
+wait $pid
+rc=$?
+check '[ $rc = 0 ] && [ -f "$dir/slow.txt" ]' "the longer run: exit $rc, or no tuning file"
 $MPIRUN -np 1 "$HPML" tune --help | grep -q "HPML_TUNING_FILE" || { echo "FAIL: --help"; fail=1; }
 exit $fail

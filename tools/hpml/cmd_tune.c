@@ -64,9 +64,10 @@ int cmd_tune(int argc, char **argv)
     };
     hpml_tune_options_t o = {0};
     const char *path = "hpml-tuning.txt";
-    char *tmp = NULL;
+    char *tmp = NULL, *table = NULL;
+    size_t table_len = 0;
     hpml_comm_t *comm = NULL;
-    FILE *f = NULL;
+    FILE *f = NULL, *out;
     long v;
     int quiet = 0, c, rc, status = CLI_EXIT_FAIL;
 
@@ -113,8 +114,11 @@ int cmd_tune(int argc, char **argv)
     if (mlcli_comm_create("tune", &comm) != 0)
         return CLI_EXIT_FAIL;
 
-    /* Rank 0 opens the output before the (long) timing run; every rank learns whether it
-     * could, so an unwritable path is one line and exit 1 on every rank. */
+    /* Rank 0 checks the output before the (long) timing run, by creating and removing its
+     * temporary file; every rank learns whether it could, so an unwritable path is one
+     * line and exit 1 on every rank. The table is kept in memory during the run and
+     * written under the temporary name only at the end: a job torn down meanwhile (another
+     * rank's MPI_Abort, a kill) leaves no temporary file behind. */
     rc = 0;
     if (cli_rank() == 0) {
         struct stat st;
@@ -126,16 +130,23 @@ int cmd_tune(int argc, char **argv)
             rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create the tuning file: is a directory",
                                 path);
         } else {
-            /* Written under a temporary name, renamed when complete. */
+            /* Written under a temporary name at the end, renamed when complete. */
             tmp = malloc(strlen(path) + 16);
             if (tmp == NULL) {
                 rc = HPML_ERR_NOMEM;
             } else {
                 sprintf(tmp, "%s.tmp%d", path, (int)getpid());
                 f = fopen(tmp, "w");
-                if (f == NULL)
+                if (f == NULL) {
                     rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp,
                                         strerror(errno));
+                } else {
+                    fclose(f);
+                    unlink(tmp);
+                    f = open_memstream(&table, &table_len);
+                    if (f == NULL)
+                        rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
+                }
             }
         }
     }
@@ -144,23 +155,28 @@ int cmd_tune(int argc, char **argv)
     rc = hpml_tune(comm, &o, f, quiet || f == stdout ? NULL : stdout);
     if (rc != 0) {
         /* The same error on every rank (options hpml_tune refuses) is one line and exit 1;
-         * a failure of this rank alone, the others inside a collective, ends the job. The
-         * temporary file goes first. */
-        if (f != NULL && f != stdout)
-            fclose(f);
-        f = NULL;
-        if (tmp != NULL)
-            unlink(tmp);
+         * a failure of this rank alone, the others inside a collective, ends the job. */
         status = cli_fail_agreed("tune", rc);
         goto out;
     }
     rc = 0;
     if (f != NULL && f != stdout) {
+        /* The table, from memory to the temporary file, then renamed. */
         int closed = fclose(f);
 
         f = NULL;
-        if (closed != 0 || rename(tmp, path) != 0)
-            rc = hpml_set_error(HPML_ERR_IO, "%s: %s", path, strerror(errno));
+        if (closed != 0)
+            rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
+        else if (!(out = fopen(tmp, "w")))
+            rc =
+                hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        else {
+            int bad = fwrite(table, 1, table_len, out) != table_len;
+
+            bad |= fclose(out) != 0;
+            if (bad || rename(tmp, path) != 0)
+                rc = hpml_set_error(HPML_ERR_IO, "%s: %s", path, strerror(errno));
+        }
     }
     if (mlcli_check("tune", comm, rc) != 0)
         goto out;
@@ -173,6 +189,7 @@ out:
         fclose(f);
     if (status != CLI_EXIT_OK && tmp != NULL)
         unlink(tmp);
+    free(table);
     free(tmp);
     hpml_comm_destroy(comm);
     return status;
