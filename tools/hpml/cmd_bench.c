@@ -231,8 +231,10 @@ static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *r
     return 0;
 }
 
-/* The plot's temporary file next to FILE, made on rank 0 before the benchmark runs, so an
- * unwritable path fails at once. 0, or -1 with the message printed. */
+/* The plot's temporary file next to FILE: made on rank 0 (and removed) before the
+ * benchmark runs, so that an unwritable path fails at once, and made again for the plot
+ * at the end, so that a job torn down during the run leaves no temporary file. 0, or -1
+ * with the message printed. */
 static int plot_tmp(const char *file, char *tmp, size_t len)
 {
     if (cli_tmp_next_to(file, tmp, len) != 0) {
@@ -417,6 +419,10 @@ int cmd_bench(int argc, char **argv)
     if (plotfile != NULL) {
         int ok = rank != 0 || plot_tmp(plotfile, ptmp, sizeof(ptmp)) == 0;
 
+        if (ptmp[0] != '\0') {
+            unlink(ptmp);
+            ptmp[0] = '\0';
+        }
         MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (!ok)
             return CLI_EXIT_FAIL;
@@ -439,8 +445,6 @@ int cmd_bench(int argc, char **argv)
         if (rc != 0) {
             /* Often the same error on every rank (hpml_comm_create refusing settings the
              * ranks disagree on): one line and exit 1, not an abort. */
-            if (ptmp[0] != '\0')
-                unlink(ptmp);
             /* -T all --json: keep stdout one valid document, the types done so far. */
             if (rank == 0 && fmt == 2 && ndt > 1 && d > 0)
                 printf("]\n");
@@ -479,8 +483,10 @@ int cmd_bench(int argc, char **argv)
     for (int d = 0; d < ndt; d++)
         if (hpml_bench_failures(res[d]) > 0)
             status = CLI_EXIT_FAIL;
-    if (rank == 0 && plotfile != NULL && plot(plotfile, ptmp, res, ndt) != 0) {
-        unlink(ptmp);
+    if (rank == 0 && plotfile != NULL &&
+        (plot_tmp(plotfile, ptmp, sizeof(ptmp)) != 0 || plot(plotfile, ptmp, res, ndt) != 0)) {
+        if (ptmp[0] != '\0')
+            unlink(ptmp);
         status = CLI_EXIT_FAIL;
     }
 out:
