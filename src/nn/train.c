@@ -501,6 +501,15 @@ static void split_free(split_t *sp)
     memset(sp, 0, sizeof(*sp));
 }
 
+/* The first parameter above `layers` (1 or 2) split layers: layer 1's first, or with two
+ * layer 1's bias (its weights are split, its bias is not). */
+static size_t split_lo(const hpml_model_t *m, int layers)
+{
+    if (layers == 2)
+        return m->layers[1].b_off;
+    return m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
+}
+
 /* Buffers for global batches of up to gb samples, at most lb per rank, with `layers` (1 or
  * 2) layers split; fused: see split_t. */
 static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb,
@@ -546,7 +555,7 @@ static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, siz
         if (!sp->zp || !sp->zr || !sp->gz || !sp->wc)
             return HPML_ERR_NOMEM;
     }
-    sp->lo = sp->pair ? m->layers[1].b_off : m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
+    sp->lo = split_lo(m, layers);
     /* The pair leaves only layer 1's bias and the small layers above to the buckets. */
     sp->fused = fused && !sp->pair && sp->lo < m->nparams;
     if (sp->fused) {
@@ -775,13 +784,11 @@ static int pair_gather(split_t *sp, const hpml_model_t *m, float *v)
 {
     float *w = v + m->layers[1].w_off;
     const size_t in1 = sp->out, out1 = sp->out1;
+    const size_t m0 = sp->o[sp->me], mc = sp->o[sp->me + 1] - m0; /* my columns */
     int err;
 
-    for (int p = 0; p < sp->P; p++) {
-        const size_t c0 = sp->o[p], nc = sp->o[p + 1] - c0;
-        for (size_t r = 0; p == sp->me && r < out1; r++)
-            memcpy(sp->wc + c0 * out1 + r * nc, w + r * in1 + c0, nc * sizeof(float));
-    }
+    for (size_t r = 0; r < out1; r++)
+        memcpy(sp->wc + m0 * out1 + r * mc, w + r * in1 + m0, mc * sizeof(float));
     if ((err = split_share(sp, sp->wc, sp->o, out1)) != 0)
         return err;
     for (int p = 0; p < sp->P; p++) {
@@ -818,9 +825,7 @@ static size_t dp_lo(const hpml_train_config_t *c, const hpml_model_t *m, int P, 
 {
     if (split == 0)
         return 0;
-    if (split == 2)
-        return m->layers[1].b_off;
-    return hpml_train_update_is_sharded(c, P) || m->nlayers == 1 ? m->nparams : m->layers[1].w_off;
+    return split == 1 && hpml_train_update_is_sharded(c, P) ? m->nparams : split_lo(m, split);
 }
 
 /* The parameters and every optimizer moment, whole on every rank (for a checkpoint). */

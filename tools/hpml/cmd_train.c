@@ -502,10 +502,11 @@ int cmd_train(int argc, char **argv)
                                     : (cfg.batch + (size_t)cli_size() - 1) / (size_t)cli_size(),
                           &lay, &nsplit) != 0) {
         const char *msg = hpml_last_error();
-        return cli_usage_error(CMD, "%s: %s",
-                               cfg.split_layers == 2   ? "--split-layers 2"
-                               : cfg.split_layers == 1 ? "--split-layers 1"
-                                                       : "--parallel hybrid",
+        char which[32] = "--parallel hybrid";
+
+        if (cfg.split_layers != 0)
+            snprintf(which, sizeof(which), "--split-layers %d", cfg.split_layers);
+        return cli_usage_error(CMD, "%s: %s", which,
                                strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
     }
 
