@@ -196,15 +196,16 @@ static int dp_gather_fn(void *ctx, size_t offset, const void *in, void *out, siz
 }
 
 /* Sharded update: the apply of bucket b from `send` into `recv`, nonblocking (*req set)
- * or, without overlap, blocking (*req NULL). The updates and the gathering both go
- * through here, so they use the same form and so the same partition. */
+ * or, without overlap or when the caller waits for it at once (now), blocking (*req
+ * NULL). The updates and the gathering both go through here, so they use the same form
+ * and so the same partition. */
 static int dp_apply(dp_t *d, int b, const float *send, float *recv, hpml_apply_fn fn, void *ctx,
-                    hpml_request_t **req)
+                    int now, hpml_request_t **req)
 {
     size_t n = d->end[b] - d->beg[b];
 
     *req = NULL;
-    if (d->overlap)
+    if (d->overlap && !now)
         return hpml_iallreduce_apply(send + d->beg[b], recv + d->beg[b], n, HPML_F32, HPML_SUM, fn,
                                      ctx, d->comm, req);
     return hpml_allreduce_apply(send + d->beg[b], recv + d->beg[b], n, HPML_F32, HPML_SUM, fn, ctx,
@@ -227,7 +228,7 @@ static int dp_gather_state(dp_t *d)
             dp_slice_t sl = {.d = d, .beg = d->beg[b], .state = st};
             hpml_request_t *req;
 
-            err = dp_apply(d, b, d->grads, st, dp_gather_fn, &sl, &req);
+            err = dp_apply(d, b, d->grads, st, dp_gather_fn, &sl, 1, &req);
             if (err == 0 && req != NULL)
                 err = hpml_wait(req);
         }
@@ -235,7 +236,12 @@ static int dp_gather_state(dp_t *d)
     return err;
 }
 
-static void dp_start(dp_t *d, int b)
+/* Start bucket b's allreduce: in the background while backward goes on, or, when the
+ * caller waits for it at once (now: dp_sync, once the buckets before it are done), in
+ * this thread. Handing a bucket to the progress thread only to wait for it costs two
+ * thread switches on the rank's core: about 20 us per step for the hybrid layout's
+ * 11 KiB bucket (26-35 us against 8-9 us, the fastest tenth of 400 steps). */
+static void dp_start(dp_t *d, int b, int now)
 {
     size_t n = d->end[b] - d->beg[b];
     void *buf = d->grads + d->beg[b];
@@ -249,8 +255,8 @@ static void dp_start(dp_t *d, int b)
         buf = d->wire + d->beg[b];
     }
     if (d->sharded)
-        rc = dp_apply(d, b, d->grads, d->params, dp_update, &d->slice[b], &d->req[b]);
-    else if (d->overlap)
+        rc = dp_apply(d, b, d->grads, d->params, dp_update, &d->slice[b], now, &d->req[b]);
+    else if (d->overlap && !now)
         rc = hpml_iallreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm, &d->req[b]);
     else
         rc = hpml_allreduce(HPML_IN_PLACE, buf, n, d->dt, HPML_SUM, d->comm);
@@ -276,7 +282,7 @@ static void dp_ready(void *ctx, size_t offset)
     if (d->P == 1 || !d->overlap)
         return;
     while (d->next < d->nb && d->beg[d->next] >= offset)
-        dp_start(d, d->next++);
+        dp_start(d, d->next++, 0);
 }
 
 /* Before forward: a new optimizer step at learning rate lr (its updates come from the
@@ -300,9 +306,12 @@ static int dp_sync(dp_t *d, double lr)
         hpml_optim_update(d->o, 0, d->nparams, d->params, d->grads, d->params, lr);
         return 0;
     }
-    while (d->next < d->nb)
-        dp_start(d, d->next++);
+    /* The buckets backward started, then the rest in this thread (dp_start). */
     for (int b = 0; b < d->nb; b++) {
+        if (b >= d->next) {
+            dp_start(d, b, 1);
+            d->next = b + 1;
+        }
         if (d->req[b]) {
             int rc = hpml_wait(d->req[b]);
             d->req[b] = NULL;
