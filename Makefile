@@ -74,6 +74,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
+# LD_PRELOAD shim of tests/cli/fail_alone.sh (no sanitizer: it replaces malloc).
+FAIL_ALLOC := $(O)/tests/cli/fail_alloc.so
 
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:
@@ -109,7 +111,11 @@ $(O)/hpml.pc: hpml.pc.in Makefile
 	@mkdir -p $(@D)
 	$(PC_SED) > $@
 
-tests: $(UNIT_BINS) $(MPIT_BINS)
+tests: $(UNIT_BINS) $(MPIT_BINS) $(FAIL_ALLOC)
+
+$(FAIL_ALLOC): tests/cli/fail_alloc.c
+	@mkdir -p $(@D)
+	$(CC) $(OPT) -fPIC -shared $(WARN) -o $@ $<
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)

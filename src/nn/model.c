@@ -43,7 +43,7 @@ int hpml_model_create(const char *spec, int in_c, int in_h, int in_w, hpml_model
     *out = NULL;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return HPML_ERR_NOMEM;
+        return hpml_set_error(HPML_ERR_NOMEM, "nn: cannot allocate a model");
     err = hpml__nn_parse(spec, in_c, in_h, in_w, &m->layers, &m->nlayers, &m->spec);
     if (err)
         goto out;
@@ -61,7 +61,10 @@ int hpml_model_create(const char *spec, int in_c, int in_h, int in_w, hpml_model
     m->params = hpml_calloc(m->nparams + 1, sizeof(float));
     m->grads = hpml_calloc(m->nparams + 1, sizeof(float));
     if (m->params == NULL || m->grads == NULL) {
-        err = HPML_ERR_NOMEM;
+        err = hpml_set_error(HPML_ERR_NOMEM,
+                             "nn: cannot allocate the model's %zu parameters and their "
+                             "gradients (%.1f MiB)",
+                             m->nparams, (double)m->nparams * 2 * sizeof(float) / 1048576.0);
         goto out;
     }
     *out = m;

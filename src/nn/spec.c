@@ -129,7 +129,7 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
     canon_len = strlen(spec) * 2 + 64;
     canon = calloc(canon_len + 256, 1);
     if (canon == NULL)
-        return HPML_ERR_NOMEM;
+        return hpml_set_error(HPML_ERR_NOMEM, "model spec: out of memory");
 
     for (;;) {
         token_t t = next(&lx);
@@ -345,7 +345,7 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
                 int nc = cap ? cap * 2 : 8;
                 nn_layer_t *nl = realloc(L, (size_t)nc * sizeof(*L));
                 if (nl == NULL) {
-                    err = HPML_ERR_NOMEM;
+                    err = hpml_set_error(HPML_ERR_NOMEM, "model spec: out of memory");
                     goto out;
                 }
                 L = nl;

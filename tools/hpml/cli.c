@@ -35,16 +35,19 @@ int cli_size(void)
     return n;
 }
 
+/* The last usage error, on every rank: cli_exit_agreed says it when this rank had it alone. */
+static char usage_msg[512];
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    char msg[512];
+    char *msg = usage_msg;
 
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(usage_msg), fmt, ap);
+    va_end(ap);
     if (cli_rank() != 0)
         return CLI_EXIT_USAGE;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     if (cmd != NULL) {
         fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
         fprintf(stderr, "Usage: %s %s [options]  (try '%s %s --help')\n", cli_prog, cmd, cli_prog,
@@ -84,28 +87,85 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
     exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
 }
 
-/* Used by cli_fail_agreed only: no other collective can match its allreduce. */
-static MPI_Comm fail_comm = MPI_COMM_NULL;
+/* Used by cli_fail_agreed only: no other collective can match its allreduce. Likewise
+ * exit_comm for cli_exit_agreed: on one communicator, a rank failing in cli_fail_agreed
+ * would meet a rank that finished in cli_exit_agreed and take it for a failed one. */
+static MPI_Comm fail_comm = MPI_COMM_NULL, exit_comm = MPI_COMM_NULL;
 
 void cli_init_comm(void)
 {
     if (MPI_Comm_dup(MPI_COMM_WORLD, &fail_comm) != MPI_SUCCESS)
         fail_comm = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &exit_comm) != MPI_SUCCESS)
+        exit_comm = MPI_COMM_NULL;
 }
 
 void cli_free_comm(void)
 {
     if (fail_comm != MPI_COMM_NULL)
         MPI_Comm_free(&fail_comm);
+    if (exit_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&exit_comm);
+}
+
+/* Every rank arrived in the nonblocking allreduce req within `seconds`? */
+static int arrived_within(MPI_Request *req, double seconds)
+{
+    struct timespec tick = {0, 1000 * 1000};
+    double t0 = MPI_Wtime();
+    int done = 0;
+
+    while (!done && MPI_Wtime() - t0 < seconds) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            nanosleep(&tick, NULL);
+    }
+    return done;
+}
+
+/* Print this rank's last line, give the launcher a moment to forward it (as cli_fatal)
+ * and end the job. */
+static void abort_job(int status)
+{
+    struct timespec pause = {0, 500 * 1000 * 1000};
+
+    fflush(stderr);
+    nanosleep(&pause, NULL);
+    MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status); /* MPI_Abort does not return */
+}
+
+int cli_exit_agreed(const char *cmd, int status)
+{
+    MPI_Request req;
+    int one = 1, all = 0;
+
+    if (exit_comm == MPI_COMM_NULL || cli_size() == 1 ||
+        MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, exit_comm, &req) != MPI_SUCCESS)
+        return status;
+    if (status == CLI_EXIT_OK) {
+        /* Finished: wait for the others however long they take; a rank that fails alone
+         * ends the job from here. */
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return status;
+    }
+    if (arrived_within(&req, 5.0))
+        return status;
+    /* The others are still at work, or waiting inside a collective for this rank. */
+    fprintf(stderr, "%s%s%s: rank %d: ", cli_prog, cmd ? " " : "", cmd ? cmd : "", cli_rank());
+    if (status == CLI_EXIT_USAGE && usage_msg[0] != '\0')
+        fprintf(stderr, "%s (this rank alone: the other ranks went on)\n", usage_msg);
+    else
+        fprintf(stderr, "stopped with exit status %d while the other ranks went on\n", status);
+    abort_job(status);
+    return status;
 }
 
 int cli_fail_agreed(const char *cmd, int err)
 {
     const char *detail = hpml_last_error();
-    struct timespec tick = {0, 1000 * 1000}, pause = {0, 500 * 1000 * 1000};
     MPI_Request req;
     int one = 1, all = 0, done = 0;
-    double t0 = MPI_Wtime();
     char msg[1100];
 
     if (detail != NULL && detail[0] != '\0')
@@ -116,13 +176,8 @@ int cli_fail_agreed(const char *cmd, int err)
      * other ranks are in (Open MPI's MPI_Comm_dup runs one), and this rank would take the
      * peers for failed ones while they wait forever. Agreed only when every rank came. */
     if (fail_comm != MPI_COMM_NULL &&
-        MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, fail_comm, &req) == MPI_SUCCESS) {
-        while (!done && MPI_Wtime() - t0 < 5.0) {
-            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-            if (!done)
-                nanosleep(&tick, NULL);
-        }
-    }
+        MPI_Iallreduce(&one, &all, 1, MPI_INT, MPI_SUM, fail_comm, &req) == MPI_SUCCESS)
+        done = arrived_within(&req, 5.0);
     if (done && all == cli_size()) {
         if (cli_rank() == 0) {
             fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
@@ -131,10 +186,7 @@ int cli_fail_agreed(const char *cmd, int err)
         return CLI_EXIT_FAIL;
     }
     fprintf(stderr, "%s %s: rank %d: %s\n", cli_prog, cmd, cli_rank(), msg);
-    fflush(stderr);
-    /* As in cli_fatal: let the launcher forward the line before the job is torn down. */
-    nanosleep(&pause, NULL);
-    MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+    abort_job(CLI_EXIT_FAIL);
     return CLI_EXIT_FAIL; /* not reached */
 }
 

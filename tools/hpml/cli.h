@@ -17,8 +17,8 @@
 int cli_rank(void);
 int cli_size(void);
 
-/* Rank 0 prints "hpml <cmd>: <message>" and a usage line on stderr;
- * returns CLI_EXIT_USAGE for the caller to return. */
+/* Rank 0 prints "hpml <cmd>: <message>" and a usage line on stderr (every rank keeps
+ * the message for cli_exit_agreed); returns CLI_EXIT_USAGE for the caller to return. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A failure only this rank may have seen (a file that will not open, an hpml error):
@@ -38,7 +38,20 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
  * error with its rank and ends the job with MPI_Abort.
  */
 int cli_fail_agreed(const char *cmd, int err);
-/* main.c: make cli_fail_agreed's communicator after MPI_Init, free it before Finalize. */
+/*
+ * main.c, before MPI_Finalize, with the command's exit status: every rank meets the
+ * others in a nonblocking allreduce over a communicator of its own. A rank that
+ * finished (status 0) waits for them. A rank that failed waits 5 seconds: when the
+ * others come (they failed too, the usual case, as every rank parses the same options)
+ * it returns status; when not, it failed alone (out of memory, say, before the first
+ * collective; a launch that gave the ranks different options) and the others are at
+ * work or waiting for it inside a collective, so it prints "hpml <cmd>: rank R: " and
+ * its usage error, or "stopped with exit status S ...", and ends the job with MPI_Abort
+ * instead of hanging in MPI_Finalize. cmd may be NULL.
+ */
+int cli_exit_agreed(const char *cmd, int status);
+/* main.c: make the communicators of cli_fail_agreed and cli_exit_agreed after MPI_Init,
+ * free them before Finalize. */
 void cli_init_comm(void);
 void cli_free_comm(void);
 

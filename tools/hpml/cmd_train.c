@@ -487,7 +487,11 @@ int cmd_train(int argc, char **argv)
     /* Check the spec on every rank before any collective, so all fail together. */
     {
         hpml_model_t *probe = NULL;
-        if (hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe) != 0) {
+        int perr = hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe);
+        /* Out of memory is this rank's failure (or every rank's), not the spec's. */
+        if (perr == HPML_ERR_NOMEM)
+            return cli_fail_agreed(CMD, perr);
+        if (perr != 0) {
             /* Point at the column under the spec. */
             const char *c = strstr(hpml_last_error(), "column ");
             int col = c && !strchr(cfg.spec, '\n') ? (int)strtol(c + 7, NULL, 10) : 0;

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
         cli_usage_error(NULL, "unknown command '%s'", argv[1]);
     }
     fflush(stdout);
+    status = cli_exit_agreed(argc >= 2 && find_command(argv[1]) ? argv[1] : NULL, status);
     cli_free_comm();
     MPI_Finalize();
     return status;
