@@ -694,8 +694,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     work = malloc((size_t)maxit * sizeof(*work));
     if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL ||
         t == NULL || work == NULL) {
-        rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte message buffers",
-                            maxbuf);
+        rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte message buffers", maxbuf);
         goto out;
     }
     /* Inputs start valid (and finite) so the first timed operations reduce real data. */

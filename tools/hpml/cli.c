@@ -63,6 +63,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+/* After this rank's last line: end the job with status. An immediate abort can tear the
+ * job down before the launcher has forwarded the line (seen with MPICH's Hydra when every
+ * rank fails at once): give it a moment first. */
+static void __attribute__((noreturn)) abort_job(int status)
+{
+    fflush(stderr);
+    if (cli_size() > 1) {
+        struct timespec pause = {0, 500 * 1000 * 1000};
+
+        nanosleep(&pause, NULL);
+    }
+    MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status); /* MPI_Abort does not return; this satisfies noreturn. */
+}
+
 void cli_fatal(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -75,16 +90,7 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
         fprintf(stderr, "%s %s: rank %d: %s\n", cli_prog, cmd, cli_rank(), msg);
     else
         fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
-    fflush(stderr);
-    /* An immediate abort can tear the job down before the launcher has forwarded this
-     * line (seen with MPICH's Hydra when every rank fails at once): give it a moment. */
-    if (cli_size() > 1) {
-        struct timespec pause = {0, 300 * 1000 * 1000};
-
-        nanosleep(&pause, NULL);
-    }
-    MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-    exit(CLI_EXIT_FAIL); /* MPI_Abort does not return; this satisfies noreturn. */
+    abort_job(CLI_EXIT_FAIL);
 }
 
 /* Used by cli_fail_agreed only: no other collective can match its allreduce. Likewise
@@ -121,18 +127,6 @@ static int arrived_within(MPI_Request *req, double seconds)
             nanosleep(&tick, NULL);
     }
     return done;
-}
-
-/* Print this rank's last line, give the launcher a moment to forward it (as cli_fatal)
- * and end the job. */
-static void abort_job(int status)
-{
-    struct timespec pause = {0, 500 * 1000 * 1000};
-
-    fflush(stderr);
-    nanosleep(&pause, NULL);
-    MPI_Abort(MPI_COMM_WORLD, status);
-    exit(status); /* MPI_Abort does not return */
 }
 
 int cli_exit_agreed(const char *cmd, int status)
