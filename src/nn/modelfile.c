@@ -81,7 +81,8 @@ int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
     sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        err = hpml_set_error(HPML_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        err = hpml_set_error(HPML_ERR_IO, "%s: cannot create its temporary file %s: %s", path, tmp,
+                             strerror(errno));
         goto out;
     }
     while (done < len) {
@@ -89,13 +90,13 @@ int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            err = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+            err = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
             goto out;
         }
         done += (size_t)w;
     }
     if (fsync(fd) != 0) {
-        err = hpml_set_error(HPML_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+        err = hpml_set_error(HPML_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
         goto out;
     }
     close(fd);

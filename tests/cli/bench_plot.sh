@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --plot FILE.svg / FILE.png through gnuplot: latency and bandwidth against size, one line
-# per implementation (the SVG names every implementation of --impl all in its legend).
+# per implementation (the SVG names every implementation of --impl all in its legend);
+# an unwritable path, or a plot gnuplot leaves incomplete, fails with one line.
 # hpml-test: timeout=180
 . "$(dirname "$0")/bench_common.bash"
 
@@ -25,6 +26,22 @@ bench 2 allreduce -m 64 -i 5 -x 1 --plot "$tmp/no/such/dir/p.svg"
     fail "unwritable --plot: expected one 'cannot create' line: $(head -3 "$err")"
 grep -q '<svg' "$out" && fail "unwritable --plot: SVG written to stdout"
 grep -q '^# Size' "$out" && fail "unwritable --plot: the benchmark ran anyway"
+# gnuplot exits 0 even when its writes fail (a full disk leaves a cut file): a stand-in
+# gnuplot that writes half an SVG and exits 0. The cut file must not replace the old one.
+mkdir "$tmp/fake"
+cat >"$tmp/fake/gnuplot" <<'EOF'
+#!/bin/sh
+out=$(sed -n "s/^set output '\(.*\)'$/\1/p")
+printf '<?xml version="1.0"?>\n<svg>\n<g>\n' >"$out"
+EOF
+chmod +x "$tmp/fake/gnuplot"
+echo old >"$tmp/cut.svg"
+PATH="$tmp/fake:$PATH" bench 2 allreduce -m 64 -i 5 -x 1 --plot "$tmp/cut.svg"
+[ $rc -eq 1 ] || fail "cut plot: exit $rc, expected 1"
+grep -q "^hpml bench: --plot .*cut.svg: gnuplot's file is incomplete" "$err" ||
+    fail "cut plot: no 'incomplete' line: $(head -3 "$err")"
+[ "$(cat "$tmp/cut.svg")" = old ] || fail "cut plot: the old file was replaced"
+ls "$tmp" | grep -q '\.tmp\.' && fail "cut plot: temporary file left behind"
 bench 2 bw -m 64K -i 4 -x 1 --plot "$tmp/bw.png"
 [ $rc -eq 0 ] || fail "png: exit $rc: $(head -3 "$err")"
 [ "$(head -c 4 "$tmp/bw.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "not a PNG"

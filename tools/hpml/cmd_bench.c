@@ -124,6 +124,30 @@ static void progress(void *arg, const char *impl, size_t size, int done, int tot
     fflush(stderr);
 }
 
+/* Does the plot gnuplot wrote end as a whole file does (SVG's closing tag, PNG's IEND
+ * chunk)? gnuplot exits 0 even when its writes fail (a full disk leaves an empty or cut
+ * file), so this is what tells a finished plot from a broken one. */
+static int plot_complete(const char *path, int png)
+{
+    static const char png_end[] = "IEND\xae\x42\x60\x82";
+    char tail[64];
+    size_t n = 0;
+    long size;
+    FILE *f = fopen(path, "rb");
+
+    if (f == NULL)
+        return 0;
+    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 &&
+        fseek(f, size > (long)sizeof(tail) ? size - (long)sizeof(tail) : 0, SEEK_SET) == 0)
+        n = fread(tail, 1, sizeof(tail), f);
+    fclose(f);
+    if (png)
+        return n >= 8 && memcmp(tail + n - 8, png_end, 8) == 0;
+    while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' '))
+        n--;
+    return n >= 6 && memcmp(tail + n - 6, "</svg>", 6) == 0;
+}
+
 /* One gnuplot script with the data inline: latency (left) and bandwidth (right) against
  * size, log-log, one line per implementation. Returns 0 or -1 with a message printed. */
 static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *res, int nres)
@@ -222,6 +246,11 @@ static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *r
     rc = pclose(g);
     if (rc != 0) {
         fprintf(stderr, "hpml bench: gnuplot failed (status %d)\n", rc);
+        return -1;
+    }
+    if (!plot_complete(tmp, png)) {
+        fprintf(stderr, "hpml bench: --plot %s: gnuplot's file is incomplete (is the disk full?)\n",
+                file);
         return -1;
     }
     if (rename(tmp, file) != 0) {
