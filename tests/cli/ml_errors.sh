@@ -4,8 +4,8 @@
 # every rank, never an MPI_Abort; kmeans --predict with --out FILE.npy (which would write
 # nothing) is a usage error; --init FILE reports one run in JSON as in text; a missing
 # model file is named once; PCA of data whose squares overflow is an error, not zeros;
-# a run whose outputs cannot all be written changes none of them; --help states the -v
-# default.
+# a run whose outputs cannot all be written changes none of them; a library error does
+# not repeat the command's name; --help states the -v default.
 # Env (from tests/run.sh): HPML, MPIRUN.
 # hpml-test: timeout=240
 set -u
@@ -230,6 +230,12 @@ if gcc -shared -fPIC -o "$tmp/frename.so" "$tmp/frename.c" -ldl 2>"$tmp/err"; th
 else
     bad "cannot build the rename() shim: $(head -3 "$tmp/err")"
 fi
+
+# A library error after "hpml pca: " does not say the command twice ("pca: pca: ...").
+$PY -c "import numpy as np; np.save('$tmp/one.npy', np.ones((1, 3)))"
+run 2 pca --data "$tmp/one.npy" -k 1
+[ $rc -eq 1 ] || bad "pca of one row: exit $rc"
+one_line "pca of one row" pca "^hpml pca: needs at least 2 rows$"
 
 # --help tells the -v default (progress is on whenever stderr is a terminal).
 for cmd in kmeans knn pca linreg logreg; do

@@ -2,7 +2,7 @@
 # hpml train on a small Fashion-MNIST subset across 2 ranks reaches a fixed accuracy
 # within a loose time budget; the saved model is loadable by hpml eval / hpml predict and
 # gives the same accuracy (so the model gathered from the hybrid layout's ranks is the
-# one evaluated); --json prints a parsable summary.
+# one evaluated); --json prints a parsable summary; the header gives the batch per rank.
 # hpml-test: timeout=240
 set -eu
 : "${HPML:?}" "${MPIRUN:?}"
@@ -43,4 +43,9 @@ $MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 2 --bat
     --train-limit 6000 --test-limit 1000 --shard-data --json --no-progress >"$tmp/shard.json"
 cat "$tmp/shard.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["test_acc"] >= 0.7 and j["parallel"] == "data" else f"sharded: {j}")' "$tmp/shard.json"
+# The header gives each rank's share of a batch that does not divide: 3 ranks of 64
+$MPIRUN -np 3 "$HPML" train --model "dense 16 relu | dense 10" --epochs 1 --batch 64 \
+    --train-limit 300 --test-limit 100 --no-progress >"$tmp/three.txt"
+grep -q "global batch 64 (21-22 per rank)" "$tmp/three.txt" ||
+    { echo "header: $(grep 'global batch' "$tmp/three.txt")"; exit 1; }
 echo ok

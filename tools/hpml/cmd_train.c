@@ -657,9 +657,17 @@ int cmd_train(int argc, char **argv)
                    "%.2f s\n",
                    train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
                    hpml_time() - t0);
-            printf("# %d ranks, global batch %zu (%zu per rank), %s lr %g%s, %d epochs, seed "
+            size_t per_lo = cfg.batch / (size_t)sc.base.size,
+                   per_hi = (cfg.batch + (size_t)sc.base.size - 1) / (size_t)sc.base.size;
+            char per[48];
+
+            if (per_lo == per_hi)
+                snprintf(per, sizeof(per), "%zu", per_lo);
+            else /* the batch does not divide: some ranks take one sample more */
+                snprintf(per, sizeof(per), "%zu-%zu", per_lo, per_hi);
+            printf("# %d ranks, global batch %zu (%s per rank), %s lr %g%s, %d epochs, seed "
                    "%llu, grad %s %s, %s update, %s\n",
-                   sc.base.size, cfg.batch, cfg.batch / (size_t)sc.base.size,
+                   sc.base.size, cfg.batch, per,
                    cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
                    : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
                                                    : "adamw",

@@ -37,9 +37,15 @@ int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...
         return 0;
     if (who == hpml_comm_rank(comm)) {
         va_start(ap, fmt);
+        size_t cl = strlen(cmd);
+        const char *m = msg;
+
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, msg);
+        /* The library's "pca: ..." after "hpml pca: " says the command twice. */
+        if (strncmp(m, cmd, cl) == 0 && m[cl] == ':' && m[cl + 1] == ' ')
+            m += cl + 2;
+        fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, m);
         fflush(stderr);
     }
     return CLI_EXIT_FAIL;
