@@ -27,7 +27,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'hpml <command> --help' or 'hpml help <command>' describes a command's options.\n"
-               "Options: -h, --help  this text;  -V, --version  print the version.\n");
+               "Options: -h, --help  this text;  -V, --version  print the version.\n"
+               "Exit status: 0 success, 1 failure, 2 usage error. A rank that fails alone\n"
+               "prints its line with its rank and ends the job (MPI_Abort) within about 5 s.\n");
 }
 
 typedef int (*command_fn)(int argc, char **argv);
