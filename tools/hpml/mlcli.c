@@ -36,10 +36,10 @@ int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...
     if (who == hpml_comm_size(comm))
         return 0;
     if (who == hpml_comm_rank(comm)) {
-        va_start(ap, fmt);
         size_t cl = strlen(cmd);
         const char *m = msg;
 
+        va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         /* The library's "pca: ..." after "hpml pca: " says the command twice. */
