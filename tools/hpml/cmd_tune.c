@@ -64,12 +64,12 @@ int cmd_tune(int argc, char **argv)
     };
     hpml_tune_options_t o = {0};
     const char *path = "hpml-tuning.txt";
-    char *tmp = NULL, *table = NULL;
+    char tmp[4200] = "", *table = NULL; /* tmp: the temporary file, once made */
     size_t table_len = 0;
     hpml_comm_t *comm = NULL;
     FILE *f = NULL, *out;
     long v;
-    int quiet = 0, c, rc, status = CLI_EXIT_FAIL;
+    int quiet = 0, to_file = 0, c, rc, status = CLI_EXIT_FAIL;
 
     optind = 1;
     while ((c = cli_getopt("tune", argc, argv, "o:s:c:qh", opts)) != -1) {
@@ -129,25 +129,18 @@ int cmd_tune(int argc, char **argv)
             /* The rename at the end would fail, after the whole timing run. */
             rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create the tuning file: is a directory",
                                 path);
+        } else if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
+            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a file there: %s", path,
+                                strerror(errno));
+            tmp[0] = '\0';
         } else {
             /* Written under a temporary name at the end, renamed when complete. */
-            tmp = malloc(strlen(path) + 16);
-            if (tmp == NULL) {
-                rc = HPML_ERR_NOMEM;
-            } else {
-                sprintf(tmp, "%s.tmp%d", path, (int)getpid());
-                f = fopen(tmp, "w");
-                if (f == NULL) {
-                    rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp,
-                                        strerror(errno));
-                } else {
-                    fclose(f);
-                    unlink(tmp);
-                    f = open_memstream(&table, &table_len);
-                    if (f == NULL)
-                        rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
-                }
-            }
+            unlink(tmp);
+            tmp[0] = '\0';
+            to_file = 1;
+            f = open_memstream(&table, &table_len);
+            if (f == NULL)
+                rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
         }
     }
     if (mlcli_check("tune", comm, rc) != 0)
@@ -165,12 +158,16 @@ int cmd_tune(int argc, char **argv)
         int closed = fclose(f);
 
         f = NULL;
-        if (closed != 0)
+        if (closed != 0) {
             rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
-        else if (!(out = fopen(tmp, "w")))
+        } else if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
+            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a file there: %s", path,
+                                strerror(errno));
+            tmp[0] = '\0';
+        } else if (!(out = fopen(tmp, "w"))) {
             rc =
                 hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        else {
+        } else {
             int bad = fwrite(table, 1, table_len, out) != table_len;
 
             bad |= fclose(out) != 0;
@@ -180,17 +177,16 @@ int cmd_tune(int argc, char **argv)
     }
     if (mlcli_check("tune", comm, rc) != 0)
         goto out;
-    if (cli_rank() == 0 && tmp != NULL)
+    if (cli_rank() == 0 && to_file)
         fprintf(stderr, "hpml tune: wrote %s (use HPML_TUNING_FILE=%s)\n", path, path);
     status = CLI_EXIT_OK;
 out:
     /* A failed run leaves no temporary file behind. */
     if (f != NULL && f != stdout)
         fclose(f);
-    if (status != CLI_EXIT_OK && tmp != NULL)
+    if (status != CLI_EXIT_OK && tmp[0] != '\0')
         unlink(tmp);
     free(table);
-    free(tmp);
     hpml_comm_destroy(comm);
     return status;
 }
