@@ -240,7 +240,7 @@ static int dp_gather_state(dp_t *d)
  * caller waits for it at once (now: dp_sync, once the buckets before it are done), in
  * this thread. Handing a bucket to the progress thread only to wait for it costs two
  * thread switches on the rank's core: about 20 us per step for the hybrid layout's
- * 11 KiB bucket (26-35 us against 8-9 us, the fastest tenth of 400 steps). */
+ * 11 KiB bucket (26-36 us against 8-9 us, the fastest tenth of 400 steps). */
 static void dp_start(dp_t *d, int b, int now)
 {
     size_t n = d->end[b] - d->beg[b];
