@@ -10,7 +10,8 @@
  * out (a rank reduces its slices straight into its output and copies them to the
  * segment from L1; in place, local ranks >= 2 reduce into the segment and copy all n
  * out). A registered input (hpml_comm_alloc_shared) of an out-of-place call is read
- * where it is: no copy in.
+ * where it is: no copy in. Outputs too large to stay in the cache are written with
+ * streaming stores (hpml__shm_out_nt).
  * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
  * hpml_allreduce_apply runs the same protocol, out of place only: an owner passes each
  * block of its slices, reduced into an L1-sized scratch block, through the caller's
@@ -44,6 +45,7 @@ typedef struct {
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
     int direct;  /* my slices are reduced straight into my output */
     int nt;      /* write the pipeline buffers with streaming stores (hpml__shm_mode_pick) */
+    int out_nt;  /* write my output with streaming stores (hpml__shm_out_nt) */
     double t0;   /* when every rank had published chunk 0 (hpml__shm_mode_record) */
     size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
     const hpml__apply_t *ap; /* hpml_allreduce_apply's function, or NULL */
@@ -215,6 +217,15 @@ static int reduce_owned(eng_t *e, size_t c)
             for (size_t a = lo; a < hi && rc == 0; a += blk) {
                 size_t b = hpml__min(a + blk, hi);
 
+                if (e->out_nt) {
+                    /* Reduced in L1, then streamed to my output and copied for the peers. */
+                    _Alignas(64) char tmp[DIRECT_BLOCK];
+
+                    rc = reduce_range(e, c, a, b, tmp);
+                    hpml__shm_copy(dst + a * e->es, tmp, (b - a) * e->es, 1);
+                    hpml__shm_copy(buf + a * e->es, tmp, (b - a) * e->es, e->nt);
+                    continue;
+                }
                 rc = e->ap ? apply_range(e, c, a, b, NULL, dst + a * e->es)
                            : reduce_range(e, c, a, b, dst + a * e->es);
                 hpml__shm_copy(buf + a * e->es, dst + a * e->es, (b - a) * e->es, e->nt);
@@ -261,7 +272,8 @@ static int copy_out(eng_t *e, size_t c)
                                 k);
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
-            memcpy(dst + lo * e->es, pipe_buf(e, k, g) + lo * e->es, (hi - lo) * e->es);
+            hpml__shm_copy(dst + lo * e->es, pipe_buf(e, k, g) + lo * e->es, (hi - lo) * e->es,
+                           e->out_nt);
     }
     atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
     return rc;
@@ -368,6 +380,9 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
      * count against it; the hierarchical algorithm, whose time is mostly the network's,
      * keeps plain stores. */
     e.nt = inter_node ? 0 : hpml__shm_mode_pick(e.s, bytes);
+    /* The same for my output when the buffers outgrow the cache (shm.c); apply's function
+     * writes the outputs of my slices itself. */
+    e.out_nt = !inter_node && !ap && hpml__shm_out_nt(e.s, (e.src == e.dst ? 1 : 2) * bytes);
     copy_in(&e, 0, 0);
     for (size_t c = 0; c < nch; c++) {
         int r2 = reduce_owned(&e, c);

@@ -63,8 +63,8 @@ static long env_long(const char *name)
 /* Settings that change the protocol of the collectives: ranks that read different values
  * would run different algorithms or cut messages differently, and hang or mix up data.
  * hpml_comm_create refuses to start unless every rank has the same value. (HPML_SHM_NT,
- * HPML_SHM_SPIN and HPML_SHM_CMA may differ: they change only how a rank copies or
- * waits, and CMA is agreed on when the segment is created.) */
+ * HPML_SHM_OUT_NT, HPML_SHM_SPIN and HPML_SHM_CMA may differ: they change only how a
+ * rank copies or waits, and CMA is agreed on when the segment is created.) */
 typedef enum { ENV_SIZE, ENV_COUNT, ENV_MPI } env_kind_t;
 
 static const struct {

@@ -115,6 +115,8 @@ typedef struct hpml_shm {
     uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
     int cma;            /* every local rank can read/write the others' memory (CMA) */
     int nt;             /* HPML_SHM_NT: streaming stores 1, plain 0, measured -1 */
+    int out_nt;         /* HPML_SHM_OUT_NT: outputs streamed 1, plain 0, by size -1 */
+    size_t llc_bytes;   /* last-level cache of this rank's core (0: unknown) */
     /* Measured seconds per byte of plain [0] and streaming [1] operations, and calls, per
      * size class (hpml__shm_mode_pick). */
     double mode_cost[HPML_SHM_MODE_CLASSES][2];
@@ -159,6 +161,10 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
  * hpml__shm_mode_record collects (seconds the operation took with that mode). */
 int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes);
 void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds);
+/* How to write the caller's output of an operation that touches `touched` bytes of the
+ * caller's buffers on every local rank: plain stores (0), or streaming stores (1) once
+ * the local ranks' buffers together are past half the last-level cache (shm.c). */
+int hpml__shm_out_nt(const hpml_shm_t *s, size_t touched);
 /* memcpy (nt = 0) or a copy with streaming stores (nt = 1). */
 void hpml__shm_copy(void *dst, const void *src, size_t n, int nt);
 /* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:

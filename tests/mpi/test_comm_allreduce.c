@@ -336,7 +336,10 @@ static void mixed_with_bcast(hpml_comm_t *c)
 /* The shm algorithm writes its pipeline buffers with plain or streaming stores, chosen by
  * each rank on its own from timings (HPML_SHM_NT unset) or fixed (0, 1), possibly
  * differently on different ranks: every choice gives the same bits. Unset, 300 calls of
- * one size class make every rank measure both modes and probe the slower one again. */
+ * one size class make every rank measure both modes and probe the slower one again.
+ * The outputs (HPML_SHM_OUT_NT) go with them: streamed with "1", and with "rank" on the
+ * ranks whose buffers are plain, so that both stores of the output are covered in and
+ * out of place at these sizes, which are below the size that streams by default. */
 static void store_modes(void)
 {
     const char *modes[] = {"0", "1", "rank", NULL};
@@ -344,14 +347,22 @@ static void store_modes(void)
     hpml_comm_t *c = NULL;
 
     for (int m = 0; m < 4; m++) {
-        char what[32];
+        char what[64];
+        const char *out;
 
         if (modes[m] == NULL)
             unsetenv("HPML_SHM_NT");
         else
             setenv("HPML_SHM_NT", strcmp(modes[m], "rank") == 0 ? (rank % 2 ? "1" : "0") : modes[m],
                    1);
-        snprintf(what, sizeof(what), "HPML_SHM_NT=%s", modes[m] ? modes[m] : "(unset)");
+        if (modes[m] == NULL || strcmp(modes[m], "0") == 0)
+            unsetenv("HPML_SHM_OUT_NT");
+        else
+            setenv("HPML_SHM_OUT_NT", strcmp(modes[m], "rank") == 0 ? (rank % 2 ? "0" : "1") : "1",
+                   1);
+        out = getenv("HPML_SHM_OUT_NT");
+        snprintf(what, sizeof(what), "HPML_SHM_NT=%s HPML_SHM_OUT_NT=%s",
+                 modes[m] ? modes[m] : "(unset)", out ? out : "(unset)");
         HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
         matrix(c, counts, 2, 0, 1u << HPML_F32 | 1u << HPML_BF16 | 1u << HPML_I8,
                1u << HPML_SUM | 1u << HPML_MAX, what);
