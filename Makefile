@@ -74,8 +74,9 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
-# LD_PRELOAD shim of tests/cli/fail_alone.sh (no sanitizer: it replaces malloc).
-FAIL_ALLOC := $(O)/tests/cli/fail_alloc.so
+# LD_PRELOAD shims of tests/cli/fail_alone.sh (malloc) and ml_errors.sh (rename), built
+# without the sanitizers: the first replaces malloc, the second only wraps rename().
+SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
 
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:
@@ -111,11 +112,11 @@ $(O)/hpml.pc: hpml.pc.in Makefile
 	@mkdir -p $(@D)
 	$(PC_SED) > $@
 
-tests: $(UNIT_BINS) $(MPIT_BINS) $(FAIL_ALLOC)
+tests: $(UNIT_BINS) $(MPIT_BINS) $(SHIMS)
 
-$(FAIL_ALLOC): tests/cli/fail_alloc.c
+$(O)/tests/cli/%.so: tests/cli/%.c
 	@mkdir -p $(@D)
-	$(CC) $(OPT) -fPIC -shared $(WARN) -o $@ $<
+	$(CC) $(OPT) -fPIC -shared $(WARN) -o $@ $< -ldl
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LDLIBS)

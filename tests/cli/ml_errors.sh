@@ -6,10 +6,10 @@
 # model file is named once; PCA of data whose squares overflow is an error, not zeros;
 # a run whose outputs cannot all be written changes none of them; a library error does
 # not repeat the command's name; --help states the -v default.
-# Env (from tests/run.sh): HPML, MPIRUN.
+# Env (from tests/run.sh): HPML, MPIRUN, BUILD.
 # hpml-test: timeout=240
 set -u
-: "${HPML:?}" "${MPIRUN:?}"
+: "${HPML:?}" "${MPIRUN:?}" "${BUILD:?}"
 PY=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -182,45 +182,26 @@ fails_on "linreg, --pred-out a pipe" linreg "pipe.npy: is not a regular file"
 [ -p "$o/pipe.npy" ] || bad "linreg, --pred-out a pipe: the pipe was replaced"
 rm -f "$o/pipe.npy"
 
-# Failures after the checks, made by a rename() that fails for one name (LD_PRELOAD, one
-# rank without a launcher): while a file is written (its temporary is renamed inside its
-# folder), nothing is replaced; during the final renames, the files already replaced are
-# named. Neither leaves a temporary behind.
-cat >"$tmp/frename.c" <<'EOF'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-/* rename() to a name containing $FAIL_RENAME (or exactly $FAIL_RENAME_EXACT) fails: EIO. */
-int rename(const char *a, const char *b)
-{
-    static int (*real)(const char *, const char *);
-    const char *f = getenv("FAIL_RENAME"), *x = getenv("FAIL_RENAME_EXACT");
-
-    if (real == NULL)
-        real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
-    if ((f && *f && strstr(b, f)) || (x && strcmp(b, x) == 0)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(a, b);
-}
-EOF
-if gcc -shared -fPIC -o "$tmp/frename.so" "$tmp/frename.c" -ldl 2>"$tmp/err"; then
+# Failures after the checks, made by a rename() that fails for one name (LD_PRELOAD of
+# tests/cli/fail_rename.c, built by `make tests`; one rank without a launcher): while a
+# file is written (its temporary is renamed inside its folder), nothing is replaced;
+# during the final renames, the files already replaced are named. Neither leaves a
+# temporary behind.
+shim=$BUILD/tests/cli/fail_rename.so
+if [ -f "$shim" ]; then
     li="--data $tmp/X.npy --target $tmp/t.npy --out $o/li --pred-out $o/li.pred.npy"
     # A sanitizer build wants its runtime first; the shim only wraps rename().
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
     olds "$o/li.coef.npy" "$o/li.intercept.npy" "$o/li.pred.npy"
     # shellcheck disable=SC2086
-    FAIL_RENAME=li.coef.npy.tmp LD_PRELOAD=$tmp/frename.so timeout 60 "$HPML" linreg $li \
+    FAIL_RENAME=li.coef.npy.tmp LD_PRELOAD=$shim timeout 60 "$HPML" linreg $li \
         >"$tmp/out" 2>"$tmp/err" </dev/null
     rc=$?
     fails_on "linreg, a write that fails" linreg "li.coef.npy: cannot write it: Input/output error"
     grep -q "npy\.tmp\." "$tmp/err" && bad "linreg, a write that fails: names a temporary: $(cat "$tmp/err")"
     kept "linreg, a write that fails" "$o/li.coef.npy" "$o/li.intercept.npy" "$o/li.pred.npy"
     # shellcheck disable=SC2086
-    FAIL_RENAME_EXACT=$o/li.intercept.npy LD_PRELOAD=$tmp/frename.so timeout 60 "$HPML" linreg \
+    FAIL_RENAME_EXACT=$o/li.intercept.npy LD_PRELOAD=$shim timeout 60 "$HPML" linreg \
         $li >"$tmp/out" 2>"$tmp/err" </dev/null
     rc=$?
     fails_on "linreg, a final rename that fails" linreg "li.intercept.npy: cannot rename"
@@ -228,7 +209,7 @@ if gcc -shared -fPIC -o "$tmp/frename.so" "$tmp/frename.c" -ldl 2>"$tmp/err"; th
         bad "linreg, a final rename that fails: the replaced files are not named: $(cat "$tmp/err")"
     [ -z "$(find "$o" -name "*.tmp*")" ] || bad "temporaries left: $(find "$o" -name "*.tmp*")"
 else
-    bad "cannot build the rename() shim: $(head -3 "$tmp/err")"
+    bad "$shim: not built (make tests)"
 fi
 
 # A library error after "hpml pca: " does not say the command twice ("pca: pca: ...").
