@@ -352,10 +352,10 @@ void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds)
  * The caller's output is another matter. Up to a few MiB the local ranks' inputs and
  * outputs stay in the last-level cache from one call to the next, and plain stores keep
  * the output there for whatever reads it next: streaming stores would send it to memory
- * (f32 sum at 2 ranks, 1 MiB: 116-128 µs streaming against 80-87 µs plain). Once the
+ * (f32 sum at 2 ranks, 1 MiB: 116-144 µs streaming against 81-109 µs plain). Once the
  * buffers of all local ranks together pass about half that cache, they no longer stay
  * in it: every plain store then first reads its line from memory only to overwrite it,
- * and streaming stores skip that read (16 MiB: 2,570-2,960 µs against 2,970-3,450 µs,
+ * and streaming stores skip that read (16 MiB: 2,566-2,963 µs against 2,974-3,452 µs,
  * 9-15% faster in every pair measured; 6 MiB, 24 MiB of buffers against a 32 MiB
  * cache, 1-9%; 4 MiB, 16 MiB of buffers, 6% faster to 18% slower). The cache size comes
  * from sysfs, as lscpu reads it: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports the
