@@ -166,6 +166,8 @@ hpml_simd_t hpml_simd_active(void);
 int hpml_cpu_has_avx2(void);
 int hpml_cpu_has_f16c(void);
 int hpml_cpu_has_fma(void);
+/* Bytes of the last-level cache that CPU 0 belongs to (sysfs), 0 when unknown. */
+size_t hpml_cpu_llc_bytes(void);
 
 /* ---- reduction kernels -------------------------------------------------------- */
 

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -357,41 +356,9 @@ void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds)
  * in it: every plain store then first reads its line from memory only to overwrite it,
  * and streaming stores skip that read (16 MiB: 2,566-2,963 µs against 2,974-3,452 µs,
  * 9-15% faster in every pair measured; 6 MiB, 24 MiB of buffers against a 32 MiB
- * cache, 1-9%; 4 MiB, 16 MiB of buffers, 6% faster to 18% slower). The cache size comes
- * from sysfs, as lscpu reads it: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reports the
- * host's 320 MiB in this KVM guest whose vCPUs share 32 MiB. Unknown, outputs stay plain.
+ * cache, 1-9%; 4 MiB, 16 MiB of buffers, 6% faster to 18% slower). The cache size is
+ * hpml_cpu_llc_bytes(); unknown, outputs stay plain.
  */
-static size_t read_llc_bytes(void)
-{
-    size_t best = 0;
-    int best_level = 0;
-
-    for (int i = 0; i < 8; i++) {
-        char path[96], buf[32], *end;
-        int level = 0;
-        unsigned long long v;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        if ((f = fopen(path, "r")) == NULL)
-            break;
-        if (fscanf(f, "%d", &level) != 1)
-            level = 0;
-        fclose(f);
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (level <= best_level || (f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(buf, sizeof(buf), f) != NULL) {
-            v = strtoull(buf, &end, 10);
-            v <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-            if (v > 0)
-                best = (size_t)v, best_level = level;
-        }
-        fclose(f);
-    }
-    return best;
-}
-
 int hpml__shm_out_nt(const hpml_shm_t *s, size_t touched)
 {
     if (s->out_nt >= 0)
@@ -440,7 +407,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
         else if (nt != NULL && *nt != '\0')
             HPML_LOG(HPML_LOG_WARN, "HPML_SHM_OUT_NT='%s' is not 0 or 1; choosing by size", nt);
     }
-    s->llc_bytes = read_llc_bytes();
+    s->llc_bytes = hpml_cpu_llc_bytes();
     if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
         s->nbuf = 3;
     {

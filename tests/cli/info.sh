@@ -31,6 +31,12 @@ for f in avx2 f16c fma; do
     if grep -qw "$f" /proc/cpuinfo; then want=yes; else want=no; fi
     check 'grep -q "$f=$want" <<<"$out"' "CPU feature $f should be $want"
 done
+# The last-level cache as lscpu gives it (the highest level's size per instance).
+llc=$(lscpu -C=ONE-SIZE,LEVEL --bytes 2>/dev/null | awk 'NR > 1 && $2 >= lvl { lvl = $2; b = $1 } END { print b }')
+if [ -n "$llc" ]; then
+    check 'grep -qE "^  cache: +$((llc / 1024)) KiB \(last level\)$" <<<"$out"' \
+        "last-level cache is not lscpu's $llc bytes: $(grep cache: <<<"$out")"
+fi
 
 # JSON: the same facts, one valid document.
 json=$($MPIRUN -np 2 "$HPML" info --json) || { echo "FAIL: info --json exited $?"; exit 1; }
@@ -46,6 +52,7 @@ assert d["job"]["nodes"] == [{"host": host, "ranks": 2}], d["job"]["nodes"]
 assert d["job"]["shared_memory"] is True
 assert lib in d["mpi"]["library"], d["mpi"]["library"]
 assert d["mpi"]["thread_level"].startswith("MPI_THREAD_")
+assert isinstance(d["cpu"]["llc_bytes"], int), d["cpu"]
 assert d["selection"]["collectives"]["allreduce"]["ranges"][0]["from_bytes"] == 0
 print("json ok")
 PYEOF

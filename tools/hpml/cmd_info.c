@@ -15,9 +15,10 @@ static const char *usage_text =
     "Print facts about this build of hpml and the job it runs in: hpml's version and build\n"
     "options, the MPI library's own version string, the MPI standard version, the thread\n"
     "level MPI provided, ranks, nodes and ranks per node (with host names), whether node\n"
-    "shared memory works, the BLAS in use and its thread count, and the CPU features\n"
-    "hpml's kernels use, and the collective-algorithm selection table in force (built-in,\n"
-    "HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>).\n\n"
+    "shared memory works, the BLAS in use and its thread count, the CPU features hpml's\n"
+    "kernels use and the size of the last-level cache (from sysfs; the shared-memory\n"
+    "allreduce streams outputs that outgrow it), and the collective-algorithm selection\n"
+    "table in force (built-in, HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>).\n\n"
     "Options:\n"
     "  --json      print the same facts as one JSON document\n"
     "  -h, --help  this text\n";
@@ -50,6 +51,8 @@ static const char *simd_name(hpml_simd_t s)
 
 static void print_text(const hpml_sysinfo_t *si, const char *cpu)
 {
+    size_t llc = hpml_cpu_llc_bytes();
+
     printf("hpml %s\n", hpml_version());
     printf("  build:          MPI=%s  CC=%s  flags=%s\n", HPML_BUILD_MPI, HPML_BUILD_CC,
            HPML_BUILD_OPT);
@@ -74,6 +77,10 @@ static void print_text(const hpml_sysinfo_t *si, const char *cpu)
     printf("  features:       avx2=%s f16c=%s fma=%s\n", hpml_cpu_has_avx2() ? "yes" : "no",
            hpml_cpu_has_f16c() ? "yes" : "no", hpml_cpu_has_fma() ? "yes" : "no");
     printf("  kernels:        %s\n", simd_name(hpml_simd_active()));
+    if (llc > 0)
+        printf("  cache:          %zu KiB (last level)\n", llc >> 10);
+    else
+        printf("  cache:          last level unknown\n");
 }
 
 static void print_json(const hpml_sysinfo_t *si, const char *cpu)
@@ -107,7 +114,7 @@ static void print_json(const hpml_sysinfo_t *si, const char *cpu)
            sysconf(_SC_NPROCESSORS_ONLN), hpml_cpu_has_avx2() ? "true" : "false",
            hpml_cpu_has_f16c() ? "true" : "false", hpml_cpu_has_fma() ? "true" : "false");
     hpml_json_string(stdout, simd_name(hpml_simd_active()));
-    printf("}");
+    printf(", \"llc_bytes\": %zu}", hpml_cpu_llc_bytes());
 }
 
 int cmd_info(int argc, char **argv)
