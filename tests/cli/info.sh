@@ -43,7 +43,7 @@ json=$($MPIRUN -np 2 "$HPML" info --json) || { echo "FAIL: info --json exited $?
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 printf '%s' "$json" >"$tmp"
-/usr/bin/python3 - "$host" "$lib" "$tmp" <<'PYEOF' || fail=1
+/usr/bin/python3 - "$host" "$lib" "$tmp" "$llc" <<'PYEOF' || fail=1
 import json, sys
 d = json.load(open(sys.argv[3]))
 host, lib = sys.argv[1], sys.argv[2]
@@ -53,6 +53,8 @@ assert d["job"]["shared_memory"] is True
 assert lib in d["mpi"]["library"], d["mpi"]["library"]
 assert d["mpi"]["thread_level"].startswith("MPI_THREAD_")
 assert isinstance(d["cpu"]["llc_bytes"], int), d["cpu"]
+if sys.argv[4]:
+    assert d["cpu"]["llc_bytes"] == int(sys.argv[4]), (d["cpu"], sys.argv[4])
 assert d["selection"]["collectives"]["allreduce"]["ranges"][0]["from_bytes"] == 0
 print("json ok")
 PYEOF
