@@ -46,6 +46,19 @@ int hpml__parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* A store mode forced by the environment: plain 0, streaming 1, or -1 (unset, or not 0
+ * or 1: warned about, with what happens instead). */
+static int env_store_mode(const char *name, const char *otherwise)
+{
+    const char *v = getenv(name);
+
+    if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
+        return *v - '0';
+    if (v != NULL && *v != '\0')
+        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not 0 or 1; %s", name, v, otherwise);
+    return -1;
+}
+
 static size_t env_size(const char *name, size_t def)
 {
     const char *s = getenv(name);
@@ -392,21 +405,8 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
     s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
     s->small_bytes = env_size("HPML_SHM_SMALL", DEFAULT_SMALL);
-    {
-        const char *nt = getenv("HPML_SHM_NT");
-
-        s->nt = -1;
-        if (nt != NULL && (strcmp(nt, "0") == 0 || strcmp(nt, "1") == 0))
-            s->nt = *nt - '0';
-        else if (nt != NULL && *nt != '\0')
-            HPML_LOG(HPML_LOG_WARN, "HPML_SHM_NT='%s' is not 0 or 1; measuring both", nt);
-        nt = getenv("HPML_SHM_OUT_NT");
-        s->out_nt = -1;
-        if (nt != NULL && (strcmp(nt, "0") == 0 || strcmp(nt, "1") == 0))
-            s->out_nt = *nt - '0';
-        else if (nt != NULL && *nt != '\0')
-            HPML_LOG(HPML_LOG_WARN, "HPML_SHM_OUT_NT='%s' is not 0 or 1; choosing by size", nt);
-    }
+    s->nt = env_store_mode("HPML_SHM_NT", "measuring both");
+    s->out_nt = env_store_mode("HPML_SHM_OUT_NT", "choosing by size");
     s->llc_bytes = hpml_cpu_llc_bytes();
     if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
         s->nbuf = 3;
