@@ -161,6 +161,18 @@ int hpml_tune_time(hpml_comm_t *comm, hpml_coll_t coll, hpml_algo_t algo, size_t
  * or destroy. */
 void *hpml_comm_alloc_shared(hpml_comm_t *comm, size_t bytes);
 void hpml_comm_free_shared(hpml_comm_t *comm, void *p);
+/* Local rank k's copy of a registered buffer: p is (a pointer into) a buffer that
+ * hpml_comm_alloc_shared returned on this rank, and the result is the same place in the
+ * buffer that the same call returned on local rank k, which this rank may read and write.
+ * NULL when p is not in a registered buffer or k is not a local rank. */
+void *hpml_comm_shared_peer(hpml_comm_t *comm, const void *p, int local_rank);
+/* A barrier of the node's ranks through the node segment: returns once every rank of this
+ * rank's node has called it as often as this one, and what a rank wrote to registered
+ * buffers before its call can then be read by the others. Ranks on other nodes are not
+ * waited for. Every rank of the communicator calls it (checking mode compares the calls
+ * across the communicator). Used to exchange data through registered buffers without
+ * messages: write, sync, read the peers' copies, and sync again before writing anew. */
+int hpml_comm_node_sync(hpml_comm_t *comm);
 
 /* ---- nonblocking ---------------------------------------------------------------- */
 

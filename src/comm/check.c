@@ -30,6 +30,7 @@ static const char *kind_name(int64_t k)
         [HPML__KIND_ALLREDUCE_APPLY] = "allreduce_apply",
         [HPML__KIND_IALLREDUCE_APPLY] = "iallreduce_apply",
         [HPML__KIND_ALLTOALLV] = "alltoallv",
+        [HPML__KIND_NODE_SYNC] = "node_sync",
     };
     return k >= 0 && k < HPML__KIND_COUNT && names[k] ? names[k] : "?";
 }

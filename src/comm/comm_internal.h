@@ -50,6 +50,7 @@ typedef enum {
     HPML__KIND_ALLREDUCE_APPLY,
     HPML__KIND_IALLREDUCE_APPLY,
     HPML__KIND_ALLTOALLV,
+    HPML__KIND_NODE_SYNC,
     HPML__KIND_COUNT
 } hpml__kind_t;
 

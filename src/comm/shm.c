@@ -549,3 +549,42 @@ void hpml_comm_free_shared(hpml_comm_t *comm, void *p)
         }
     }
 }
+
+void *hpml_comm_shared_peer(hpml_comm_t *comm, const void *p, int local_rank)
+{
+    int win;
+    size_t off;
+
+    if (comm == NULL || p == NULL || local_rank < 0 || local_rank >= comm->local_size ||
+        !hpml__shm_lookup(comm, p, 1, &win, &off))
+        return NULL;
+    return hpml__shm_addr(comm, win, local_rank, off);
+}
+
+int hpml_comm_node_sync(hpml_comm_t *comm)
+{
+    hpml_shm_t *s;
+    hpml_shm_ctrl_t *me;
+    uint64_t g;
+    int rc;
+
+    if (comm == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_node_sync: NULL communicator");
+    if (comm->check && (rc = hpml__check(comm, HPML__KIND_NODE_SYNC, 0, -1, -1, -1)) != 0)
+        return rc;
+    if (comm->local_size == 1)
+        return 0;
+    if ((rc = hpml__shm_get(comm, &s)) != 0)
+        return rc;
+    /* One step of the segment's protocol that reads no pipeline buffer, so this rank is
+     * done with it as soon as it starts: `done` goes up with `arrived`, and the release of
+     * `arrived` publishes every store this rank made before. */
+    g = s->step;
+    me = hpml__shm_ctrl(s, comm->local_rank);
+    atomic_store_explicit(&me->done, g + 1, memory_order_release);
+    atomic_store_explicit(&me->arrived, g + 1, memory_order_release);
+    hpml__shm_wait_all(comm, s, offsetof(hpml_shm_ctrl_t, arrived), g + 1);
+    s->synced = g + 1;
+    s->step = g + 1;
+    return 0;
+}

@@ -92,6 +92,8 @@ struct dp {
     uint16_t *wire; /* f16/bf16 copy of the gradients */
     int overlap;
     int err;
+    int applied;    /* this step's gradients above the split are summed and applied
+                     * already (two layers split through shared memory: pair_tail) */
     double exposed; /* seconds waiting after backward (hybrid: and in the exchanges) */
 };
 
@@ -306,6 +308,10 @@ static int dp_sync(dp_t *d, double lr)
         hpml_optim_update(d->o, 0, d->nparams, d->params, d->grads, d->params, lr);
         return 0;
     }
+    if (d->applied) {
+        d->applied = 0;
+        return 0;
+    }
     /* The buckets backward started, then the rest in this thread (dp_start). */
     for (int b = 0; b < d->nb; b++) {
         if (b >= d->next) {
@@ -383,7 +389,23 @@ typedef struct {
     float *zr;   /* (P, lb, out1): the other ranks' parts for my samples */
     float *gz;   /* (gb, out1): their gradients, my samples' at rows[me] */
     float *wc;   /* (out1, in1): layer 1's weights, blocked by owner, for gathering */
+    /* A pair whose ranks share one node exchanges through registered buffers instead of
+     * messages (shm): each rank writes its part of layer 1's pre-activations for every
+     * sample to zs, where each sample's rank reads it; every rank writes its samples'
+     * rows of their gradients into one matrix for the node, gz0 (local rank 0's gzs),
+     * which every rank then reads whole. With f32 gradients and at most PAIR_TAIL_BYTES
+     * of parameters above the pair (tail), each rank also puts its gradients of those in
+     * us, and every rank sums them in rank order and applies them itself (pair_tail),
+     * instead of dp_sync's allreduce. A step then has two node syncs (hpml_comm_node_sync)
+     * and no message. The sums are the same bits as through messages. */
+    int shm, tail;
+    float *zs, *gzs, *gz0, *us;
 } split_t;
+
+/* The shared-memory allreduce reduces and applies up to 16 KiB on every rank in one step
+ * (HPML_SHM_SMALL's default): a tail up to this size is summed and applied by every rank
+ * there too, so pair_tail leaves the same parameters and optimizer state as dp_sync. */
+#define PAIR_TAIL_BYTES ((size_t)16 << 10)
 
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
 {
@@ -488,7 +510,7 @@ int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in
     return 0;
 }
 
-static void split_free(split_t *sp)
+static void split_free(split_t *sp, int err)
 {
     free(sp->o);
     free(sp->rows);
@@ -507,6 +529,14 @@ static void split_free(split_t *sp)
     hpml_free(sp->zr);
     hpml_free(sp->gz);
     hpml_free(sp->wc);
+    /* Freeing a registered buffer is collective: after an error, which may be this rank's
+     * alone, the buffers stay until the communicator is destroyed, so that this rank
+     * returns and reports instead of waiting for peers still in a step. */
+    if (sp->shm && err == 0) {
+        hpml_comm_free_shared(sp->comm, sp->zs);
+        hpml_comm_free_shared(sp->comm, sp->gzs);
+        hpml_comm_free_shared(sp->comm, sp->us);
+    }
     memset(sp, 0, sizeof(*sp));
 }
 
@@ -519,13 +549,45 @@ static size_t split_lo(const hpml_model_t *m, int layers)
     return m->nlayers > 1 ? m->layers[1].w_off : m->nparams;
 }
 
+/* A pair on one node: registered buffers for its exchanges (split_t: shm), when every
+ * rank gets them; otherwise it exchanges through messages. f32: the gradients are
+ * allreduced as f32 (no compression), which the tail needs. Collective. */
+static int pair_shm_init(split_t *sp, const hpml_model_t *m, size_t gb, int f32)
+{
+    const size_t zb = gb * sp->out1 * sizeof(float), tb = (m->nparams - sp->lo) * sizeof(float);
+    int ok, err;
+
+    if (sp->P == 1 || hpml_comm_nodes(sp->comm) != 1)
+        return 0;
+    sp->tail = f32 && tb <= PAIR_TAIL_BYTES;
+    sp->zs = hpml_comm_alloc_shared(sp->comm, zb);
+    sp->gzs = hpml_comm_alloc_shared(sp->comm, zb);
+    sp->us = sp->tail ? hpml_comm_alloc_shared(sp->comm, tb) : NULL;
+    sp->gz0 = sp->gzs ? hpml_comm_shared_peer(sp->comm, sp->gzs, 0) : NULL;
+    ok = sp->zs && sp->gz0 && (sp->us || !sp->tail);
+    if ((err = hpml_allreduce(HPML_IN_PLACE, &ok, 1, HPML_I32, HPML_MIN, sp->comm)) != 0)
+        return err;
+    if (!ok) {
+        /* Whatever was registered stays until the communicator is destroyed: freeing is
+         * collective, and a rank that got no buffer has none to free with the others. */
+        HPML_LOG(HPML_LOG_WARN, "nn: no shared-memory buffers for the split layers' "
+                                "exchanges; they go through messages");
+        sp->zs = sp->gzs = sp->gz0 = sp->us = NULL;
+        sp->tail = 0;
+        return 0;
+    }
+    sp->shm = 1;
+    return 0;
+}
+
 /* Buffers for global batches of up to gb samples, at most lb per rank, with `layers` (1 or
- * 2) layers split; fused: see split_t. */
+ * 2) layers split; fused: see split_t; f32: gradients travel as f32. Collective. */
 static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, size_t gb, size_t lb,
-                      int layers, int fused)
+                      int layers, int fused, int f32)
 {
     const nn_layer_t *l = &m->layers[0];
     size_t P1, no;
+    int err;
 
     memset(sp, 0, sizeof(*sp));
     sp->on = 1;
@@ -554,17 +616,26 @@ static int split_init(split_t *sp, hpml_comm_t *comm, const hpml_model_t *m, siz
     if (!sp->x || !sp->y || !sp->g || !sp->a || !sp->t)
         return HPML_ERR_NOMEM;
     sp->pair = layers == 2;
+    sp->lo = split_lo(m, layers);
     if (sp->pair) {
         const nn_layer_t *l1 = &m->layers[1];
         sp->out1 = l1->out_size;
-        sp->zp = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
-        sp->zr = hpml_malloc((size_t)sp->P * lb * sp->out1 * sizeof(float) + 1);
-        sp->gz = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
-        sp->wc = hpml_malloc(l1->nw * sizeof(float) + 1);
-        if (!sp->zp || !sp->zr || !sp->gz || !sp->wc)
+        if ((err = pair_shm_init(sp, m, gb, f32)) != 0)
+            return err;
+        if (!sp->shm) {
+            sp->zp = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
+            sp->zr = hpml_malloc((size_t)sp->P * lb * sp->out1 * sizeof(float) + 1);
+            sp->gz = hpml_malloc(gb * sp->out1 * sizeof(float) + 1);
+            if (!sp->zp || !sp->zr || !sp->gz)
+                return HPML_ERR_NOMEM;
+        }
+        if (!(sp->wc = hpml_malloc(l1->nw * sizeof(float) + 1)))
             return HPML_ERR_NOMEM;
+        HPML_LOG(HPML_LOG_INFO, "nn: two layers split, exchanges %s",
+                 sp->shm ? (sp->tail ? "and the gradients above them through shared memory"
+                                     : "through shared memory")
+                         : "through messages");
     }
-    sp->lo = split_lo(m, layers);
     /* The pair leaves only layer 1's bias and the small layers above to the buckets. */
     sp->fused = fused && !sp->pair && sp->lo < m->nparams;
     if (sp->fused) {
@@ -643,23 +714,49 @@ static void split_update(split_t *sp, hpml_model_t *m, dp_t *dp)
     }
 }
 
+/* Pair through shared memory: the gradients above the pair (us) summed over the ranks
+ * in rank order, as the shared-memory allreduce sums them, and applied; dp_sync then has
+ * nothing left to do this step. */
+static void pair_tail(split_t *sp, hpml_model_t *m, dp_t *dp)
+{
+    const size_t n = m->nparams - sp->lo;
+    float *g = m->grads + sp->lo;
+
+    for (int p = 0; p < sp->P; p++) {
+        const float *part = hpml_comm_shared_peer(sp->comm, sp->us, p);
+        if (p == 0)
+            memcpy(g, part, n * sizeof(float));
+        else
+            for (size_t i = 0; i < n; i++)
+                g[i] += part[i];
+    }
+    hpml_optim_update(dp->o, sp->lo, n, m->params + sp->lo, g, m->params + sp->lo, dp->lr);
+    dp->applied = 1;
+}
+
 /* split_step for a pair (split_t): layer 0's outputs and my part of layer 1's
  * pre-activations for every sample, whose parts go to the sample's rank and are summed
  * there in rank order; the layers above on my samples; every sample's gradient of
  * layer 1's pre-activations to every rank; then my columns of layer 1 and rows of
- * layer 0, gradients and update. */
+ * layer 0, gradients and update. Through shared memory (sp->shm) each exchange is one
+ * node sync after the writes, the parts are read where their ranks wrote them (on one
+ * node rank p is local rank p) and the gradients go straight into the node's matrix.
+ * The next step writes the buffers again only after the other sync: zs after every rank
+ * has passed this step's second (so has finished its sums), gz0 and us after its first
+ * (so every rank has finished reading them). */
 static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t nl,
                      const int32_t *labels, const uint64_t *ids, uint64_t key, double *lsum,
                      size_t *ok)
 {
     const size_t o0 = sp->o[sp->me], o1 = sp->o[sp->me + 1], out1 = sp->out1;
     const size_t r0 = sp->rows[sp->me];
+    float *zp = sp->shm ? sp->zs : sp->zp, *gz = sp->shm ? sp->gz0 : sp->gz;
     const float *z, *da;
     double t0;
     int err;
 
     hpml__nn_dense_rows_forward(m, 0, sp->x, gb, o0, o1, sp->y);
-    hpml__nn_dense_cols_forward(m, 1, sp->y, gb, o0, o1, sp->zp);
+    hpml__nn_dense_cols_forward(m, 1, sp->y, gb, o0, o1, zp);
     for (int p = 0; p < sp->P; p++) {
         int self = p == sp->me; /* my own part is read where it is */
         sp->sc[p] = self ? 0 : (sp->rows[p + 1] - sp->rows[p]) * out1;
@@ -668,7 +765,8 @@ static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t n
         sp->rd[p] = (size_t)p * nl * out1;
     }
     t0 = hpml_time();
-    err = hpml_alltoallv(sp->zp, sp->sc, sp->sd, sp->zr, sp->rc, sp->rd, HPML_F32, sp->comm);
+    err = sp->shm ? hpml_comm_node_sync(sp->comm)
+                  : hpml_alltoallv(zp, sp->sc, sp->sd, sp->zr, sp->rc, sp->rd, HPML_F32, sp->comm);
     dp->exposed += hpml_time() - t0;
     if (err)
         return err;
@@ -677,7 +775,10 @@ static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t n
         const size_t k = nl * out1;
 
         for (int p = 0; p < sp->P; p++) { /* rank order, so every run sums alike */
-            const float *part = p == sp->me ? sp->zp + r0 * out1 : sp->zr + (size_t)p * k;
+            const float *part =
+                p == sp->me ? zp + r0 * out1
+                : sp->shm   ? (const float *)hpml_comm_shared_peer(sp->comm, zp, p) + r0 * out1
+                            : sp->zr + (size_t)p * k;
             if (p == 0)
                 memcpy(sum, part, k * sizeof(float));
             else
@@ -689,16 +790,20 @@ static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t n
             (err = hpml__nn_backward_to(m, 2, labels, 1.0f / (float)gb, NULL, NULL, lsum, ok,
                                         &da)) != 0)
             return err;
-        hpml__nn_dense_act_backward(m, 1, da, nl, sp->gz + r0 * out1);
+        hpml__nn_dense_act_backward(m, 1, da, nl, gz + r0 * out1);
     } else {
         memset(m->grads + sp->lo, 0, (m->nparams - sp->lo) * sizeof(float));
     }
+    if (sp->tail)
+        memcpy(sp->us, m->grads + sp->lo, (m->nparams - sp->lo) * sizeof(float));
     t0 = hpml_time();
-    err = split_share(sp, sp->gz, sp->rows, out1);
+    err = sp->shm ? hpml_comm_node_sync(sp->comm) : split_share(sp, gz, sp->rows, out1);
     dp->exposed += hpml_time() - t0;
     if (err)
         return err;
-    hpml__nn_dense_cols_backward(m, 1, sp->y, gb, o0, o1, sp->gz, sp->g);
+    if (sp->tail)
+        pair_tail(sp, m, dp);
+    hpml__nn_dense_cols_backward(m, 1, sp->y, gb, o0, o1, gz, sp->g);
     hpml__nn_dense_rows_backward(m, 0, sp->x, gb, o0, o1, sp->y, sp->g);
     split_update(sp, m, dp);
     return 0;
@@ -1074,8 +1179,9 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     if ((err = hpml_model_reserve(m, lb_max)) != 0 ||
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
         (err = dp_init(&dp, comm, m, o, cfg, dp_lo(cfg, m, P, hybrid))) != 0 ||
-        (hybrid && (err = split_init(&sp, comm, m, B, lb_max, hybrid,
-                                     hpml_train_update_is_sharded(cfg, P))) != 0))
+        (hybrid &&
+         (err = split_init(&sp, comm, m, B, lb_max, hybrid, hpml_train_update_is_sharded(cfg, P),
+                           cfg->grad_dtype == HPML_F32)) != 0))
         goto out;
     perm = malloc(N * sizeof(uint32_t));
     xb = hpml_malloc(lb_max * in * sizeof(float));
@@ -1223,7 +1329,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     m = NULL;
 out:
     dp_free(&dp);
-    split_free(&sp);
+    split_free(&sp, err);
     hpml_optim_destroy(o);
     hpml_model_destroy(m);
     free(perm);
@@ -1273,7 +1379,8 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
         (err = hpml_optim_create(&cfg->opt, m->nparams, &o)) != 0 ||
         (err = dp_init(&dp, comm, m, o, cfg, dp_lo(cfg, m, P, hybrid))) != 0 ||
         (hybrid && (err = split_init(&sp, comm, m, B * (size_t)P, B, hybrid,
-                                     hpml_train_update_is_sharded(cfg, P))) != 0))
+                                     hpml_train_update_is_sharded(cfg, P),
+                                     cfg->grad_dtype == HPML_F32)) != 0))
         goto out;
     in = hpml_model_input_size(m);
     classes = hpml_model_output_size(m);
@@ -1336,7 +1443,7 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
     res->images_per_s_total = res->images_per_s_rank * P;
 out:
     dp_free(&dp);
-    split_free(&sp);
+    split_free(&sp, err);
     hpml_optim_destroy(o);
     hpml_model_destroy(m);
     hpml_free(xown);

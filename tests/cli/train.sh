@@ -2,7 +2,8 @@
 # hpml train on a small Fashion-MNIST subset across 2 ranks reaches a fixed accuracy
 # within a loose time budget; the saved model is loadable by hpml eval / hpml predict and
 # gives the same accuracy (so the model gathered from the hybrid layout's ranks is the
-# one evaluated); --json prints a parsable summary; the header gives the batch per rank.
+# one evaluated); --json prints a parsable summary; the header gives the batch per rank;
+# the split layers' exchanges through shared memory and through messages train one model.
 # hpml-test: timeout=240
 set -eu
 : "${HPML:?}" "${MPIRUN:?}"
@@ -43,6 +44,20 @@ $MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 2 --bat
     --train-limit 6000 --test-limit 1000 --shard-data --json --no-progress >"$tmp/shard.json"
 cat "$tmp/shard.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["test_acc"] >= 0.7 and j["parallel"] == "data" else f"sharded: {j}")' "$tmp/shard.json"
+# Two layers split on one node exchange through shared memory (the info log says so);
+# with every rank its own node (HPML_RANKS_PER_NODE=1) through messages: the same model
+for rpn in 0 1; do
+    HPML_LOG_LEVEL=info HPML_RANKS_PER_NODE=$rpn $MPIRUN -np 2 "$HPML" train \
+        --model "dense 64 relu | dense 32 relu | dense 10" --split-layers 2 --epochs 1 \
+        --batch 64 --train-limit 2000 --test-limit 100 --no-progress --save "$tmp/rpn$rpn.hpml" \
+        >/dev/null 2>"$tmp/rpn$rpn.log"
+done
+want=("through shared memory" "through messages")
+for rpn in 0 1; do
+    [ "$(grep -c "two layers split, exchanges.*${want[rpn]}" "$tmp/rpn$rpn.log")" -eq 2 ] ||
+        { echo "HPML_RANKS_PER_NODE=$rpn: not ${want[rpn]}:"; cat "$tmp/rpn$rpn.log"; exit 1; }
+done
+cmp "$tmp/rpn0.hpml" "$tmp/rpn1.hpml" || { echo "shared memory and messages trained different models"; exit 1; }
 # The header gives each rank's share of a batch that does not divide: 3 ranks of 64
 $MPIRUN -np 3 "$HPML" train --model "dense 16 relu | dense 10" --epochs 1 --batch 64 \
     --train-limit 300 --test-limit 100 --no-progress >"$tmp/three.txt"

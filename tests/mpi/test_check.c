@@ -66,6 +66,9 @@ int main(int argc, char **argv)
         /* Different dtype in reduce_scatter / allgather. */
         rc = hpml_allgather(HPML_IN_PLACE, buf, 2, rank == 1 ? HPML_I32 : HPML_F32, c);
         tu_expect_mismatch(rc, "allgather dtype", "disagree on dtype");
+        /* A node sync where the others call a barrier. */
+        rc = rank == 0 ? hpml_comm_node_sync(c) : hpml_barrier(c);
+        tu_expect_mismatch(rc, "node_sync vs barrier", "rank 0 called node_sync(count=0");
         matching(c, "at the end");
     }
     hpml_comm_destroy(c);

@@ -7,8 +7,9 @@
  * for a subset of dtypes/ops (and only up to 2 ranks under MPICH, which busy-polls).
  * Also, on a subset of dtypes and ops: the chunking path (HPML_MAX_CHUNK_ELEMS lowered),
  * virtual nodes (ranks_per_node 1 and 2, uneven layouts such as 3 ranks as 2+1),
- * registered buffers, determinism (same bits twice and on every rank), and the shm
- * algorithm's store modes (HPML_SHM_NT).
+ * registered buffers, determinism (same bits twice and on every rank), the shm
+ * algorithm's store modes (HPML_SHM_NT), and exchanges through registered buffers with
+ * hpml_comm_node_sync, on one node and on virtual nodes.
  *
  * hpml-test: ranks=1 2 3 4 5
  * hpml-test: mpich-ranks=1 2 3
@@ -306,6 +307,63 @@ static void registered(hpml_comm_t *c)
     }
 }
 
+/* Exchanges through registered buffers (hpml_comm_shared_peer, hpml_comm_node_sync), as
+ * the split layers of nn use them: every round each rank writes its own buffer and its
+ * row of local rank 0's, syncs, checks what every rank of its node wrote, and syncs again
+ * before the next round writes over it. A sync that did not wait for the node's ranks
+ * would let reads see another round's values. Shm allreduces and bcasts in between share
+ * the segment's step counters with the syncs. */
+static void node_exchange(hpml_comm_t *c, const char *what)
+{
+    const size_t n = 20000; /* floats per buffer; a row of the shared matrix is 64 */
+    const int lr = hpml_comm_local_rank(c), ls = hpml_comm_local_size(c);
+    const int first = rank - lr; /* the node's ranks are consecutive */
+    float *mine = hpml_comm_alloc_shared(c, n * 4), *mat = hpml_comm_alloc_shared(c, n * 4);
+    float *m0 = mat ? hpml_comm_shared_peer(c, mat, 0) : NULL;
+    int bad = 0, x = 0;
+
+    HPMLT_CHECK(mine != NULL && m0 != NULL, "%s: registered buffers", what);
+    if (mine == NULL || m0 == NULL)
+        return;
+    HPMLT_CHECK(hpml_comm_shared_peer(c, mine, lr) == mine, "%s: my own copy", what);
+    HPMLT_CHECK(hpml_comm_shared_peer(c, mine + 5, ls - 1) ==
+                    (float *)hpml_comm_shared_peer(c, mine, ls - 1) + 5,
+                "%s: a pointer into the buffer", what);
+    HPMLT_CHECK(
+        hpml_comm_shared_peer(c, mine, ls) == NULL && hpml_comm_shared_peer(c, mine, -1) == NULL &&
+            hpml_comm_shared_peer(c, &x, 0) == NULL && hpml_comm_shared_peer(c, NULL, 0) == NULL &&
+            hpml_comm_shared_peer(NULL, mine, 0) == NULL,
+        "%s: NULL for a rank outside the node or memory not registered", what);
+    for (int it = 0; it < 120 && !bad; it++) {
+        for (size_t i = 0; i < n; i++)
+            mine[i] = (float)(it * 1000 + rank) + (float)(i % 7);
+        for (size_t i = 0; i < 64; i++)
+            m0[(size_t)lr * 64 + i] = (float)(it * 1000 + rank);
+        HPMLT_CALL(hpml_comm_node_sync(c));
+        for (int k = 0; k < ls && !bad; k++) {
+            const float *p = hpml_comm_shared_peer(c, mine, k);
+            for (size_t i = 0; i < n && !bad; i += 997)
+                bad = p[i] != (float)(it * 1000 + first + k) + (float)(i % 7);
+            for (size_t i = 0; i < 64 && !bad; i++)
+                bad = m0[(size_t)k * 64 + i] != (float)(it * 1000 + first + k);
+            HPMLT_CHECK(!bad, "%s: round %d: local rank %d's values not seen", what, it, k);
+        }
+        if (it % 10 == 3) { /* the segment's other users in between */
+            float v[3000];
+            for (int i = 0; i < 3000; i++)
+                v[i] = (float)(rank + i % 5);
+            HPMLT_CALL(hpml_allreduce_algo(HPML_ALGO_SHM, HPML_IN_PLACE, v, it % 20 == 3 ? 3 : 3000,
+                                           HPML_F32, HPML_SUM, c));
+            HPMLT_CHECK(v[0] == (float)(size * (size - 1) / 2), "%s: allreduce between syncs: %g",
+                        what, v[0]);
+            HPMLT_CALL(hpml_bcast_algo(HPML_ALGO_SHM, v, 2000, HPML_F32, it % size, c));
+        }
+        HPMLT_CALL(hpml_comm_node_sync(c));
+    }
+    hpml_comm_free_shared(c, mat);
+    hpml_comm_free_shared(c, mine);
+}
+
 /* The node segment is shared with bcast_shm (comm B): mixed sequences of shm allreduce
  * and shm bcast of different sizes and roots must neither hang nor corrupt data. */
 static void mixed_with_bcast(hpml_comm_t *c)
@@ -416,6 +474,7 @@ int main(int argc, char **argv)
         determinism(c);
         registered(c);
         mixed_with_bcast(c);
+        node_exchange(c, "one node");
         hpml_comm_destroy(c);
         c = NULL;
     }
@@ -433,6 +492,7 @@ int main(int argc, char **argv)
                1u << HPML_F32 | 1u << HPML_BF16 | 1u << HPML_I8,
                1u << HPML_SUM | 1u << HPML_MAX | 1u << HPML_AVG, k == 1 ? "rpn=1" : "rpn=2");
         registered(c);
+        node_exchange(c, k == 1 ? "rpn=1" : "rpn=2");
         hpml_comm_destroy(c);
         c = NULL;
     }

@@ -6,8 +6,9 @@
  * of the batch, steps where a rank has no sample, 16-bit gradients, blocking or
  * overlapped, sharded or replicated updates. A run resumed from a checkpoint (mid-epoch
  * or at an epoch's end, AdamW: every rank's rows and moments gathered) ends
- * bit-identical to the uninterrupted run. AUTO picks it where it applies; asking for it
- * where it cannot apply is a clear error.
+ * bit-identical to the uninterrupted run. Two layers split on one node exchange through
+ * shared memory and train the bits they train through messages. AUTO picks the layout
+ * where it applies; asking for it where it cannot apply is a clear error.
  *
  * hpml-test: ranks=1 2 3 4
  * hpml-test: mpich-ranks=1 2 3
@@ -257,6 +258,37 @@ int main(int argc, char **argv)
     c.spec = SPEC2;
     c.split_layers = 2;
     check_hybrid(world, self, &c, &d, "2 layers split");
+    /* On one node, two layers split exchange through registered buffers (and, with f32
+     * gradients, sum the parameters above the pair there too); with every rank its own
+     * node (ranks_per_node 1), through messages. Both sum in rank order: the same bits on
+     * 2 ranks, where the allreduce of the parameters above adds two values whatever its
+     * algorithm; within rounding on more. With f16 gradients those go through the
+     * allreduce in both. */
+    for (int k = 0; k < 2; k++) {
+        hpml_comm_config_t one_per_node = {0, 1};
+        hpml_comm_t *sep = NULL;
+        hpml_model_t *a, *b;
+        double diff;
+
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &one_per_node, &sep));
+        c.grad_dtype = k ? HPML_F16 : HPML_F32;
+        a = nnt_run(world, &c, &d);
+        b = nnt_run(sep, &c, &d);
+        diff = rel_diff(a, b);
+        if (P <= 2)
+            HPMLT_CHECK(nnt_same_bits(a, b),
+                        "2 layers split, %s: shared memory and messages "
+                        "differ (%g)",
+                        k ? "f16" : "f32", diff);
+        else
+            HPMLT_CHECK(diff <= (k ? 2e-3 : 1e-5), /* f16: each algorithm rounds its sums */
+                        "2 layers split, %s: shared memory vs messages: %g", k ? "f16" : "f32",
+                        diff);
+        hpml_model_destroy(a);
+        hpml_model_destroy(b);
+        hpml_comm_destroy(sep);
+    }
+    c.grad_dtype = HPML_F32;
     c.split_layers = 1;
     check_hybrid(world, self, &c, &d, "1 of 2 dense layers split");
     /* Two layers split where the second is the output layer: the loss reads the summed
