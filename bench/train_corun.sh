@@ -15,6 +15,9 @@
 # "auto"): the --parallel layouts of the 2-rank run, each measured in every round with
 # a column two_eff_<layout>, e.g. LAYOUTS="data hybrid" compares them side by side;
 # split1 and split2 are the hybrid layout with 1 or 2 layers split (--split-layers).
+# BASE=<another hpml binary> runs every 2-rank layout with it too, in the same round and
+# against the same solo run (columns <layout>@base; which build goes first alternates
+# from round to round): two builds compared side by side.
 set -eu
 mpi=${1:-openmpi}
 model=${2:-mlp}
@@ -31,6 +34,8 @@ mpich) run=(mpirun.mpich) bind=(-bind-to core) free=(-bind-to none) ;;
 esac
 case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" >&2; exit 2 ;; esac
 [ -x "$hpml" ] || { echo "$0: $hpml: not built (make MPI=$mpi)" >&2; exit 2; }
+base=${BASE:-}
+[ -z "$base" ] || [ -x "$base" ] || { echo "$0: BASE: $base is not an executable" >&2; exit 2; }
 [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] || { echo "$0: needs 2 cores" >&2; exit 2; }
 args=(train --synthetic --model "$model" --batch "$batch" --iters "$iters" --no-progress)
 read -ra layouts <<<"${LAYOUTS:-auto}"
@@ -39,6 +44,9 @@ for l in "${layouts[@]}"; do
     *) echo "$0: LAYOUTS: '$l' is not auto, data, hybrid, split1 or split2" >&2; exit 2 ;;
     esac
 done
+# The columns: each layout, then with BASE each layout on that build.
+cols=("${layouts[@]}")
+[ -z "$base" ] || for l in "${layouts[@]}"; do cols+=("$l@base"); done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -49,10 +57,11 @@ alone() { # core: a 1-rank run pinned to that core
 }
 echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
 echo "# ${run[*]} -np 1|2 $hpml ${args[*]}"
+[ -z "$base" ] || echo "# @base: $base"
 printf '# %-5s %9s %9s %9s' round solo co_a co_b
-for l in "${layouts[@]}"; do printf ' %9s' "two_$l"; done
+for l in "${cols[@]}"; do printf ' %9s' "two_$l"; done
 printf ' %8s %8s' co_eff slow_eff
-for l in "${layouts[@]}"; do printf ' %14s' "two_eff_$l"; done
+for l in "${cols[@]}"; do printf ' %14s' "two_eff_$l"; done
 echo
 co=() slow=()
 declare -A two
@@ -63,16 +72,29 @@ for r in $(seq "$rounds"); do
     wait
     a=$(cat "$tmp/a") b=$(cat "$tmp/b")
     ts=() tes=()
-    for l in "${layouts[@]}"; do
+    declare -A got=()
+    order=("${cols[@]}")
+    if [ -n "$base" ] && [ $((r % 2)) = 0 ]; then # the base build first in even rounds
+        order=()
+        for l in "${layouts[@]}"; do order+=("$l@base"); done
+        order+=("${layouts[@]}")
+    fi
+    for c in "${order[@]}"; do
+        l=${c%@base} bin=$hpml
+        [ "$c" = "$l" ] || bin=$base
         case $l in
         split?) lay=(--split-layers "${l#split}") ;;
         *) lay=(--parallel "$l") ;;
         esac
-        t=$("${run[@]}" "${bind[@]}" -np 2 "$hpml" "${args[@]}" "${lay[@]}" | rate)
+        got[$c]=$("${run[@]}" "${bind[@]}" -np 2 "$bin" "${args[@]}" "${lay[@]}" | rate)
+    done
+    for c in "${cols[@]}"; do
+        t=${got[$c]}
         te=$(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.1f", 100 * t / (2 * s) }')
         ts+=("$t") tes+=("$te")
-        two[$l]="${two[$l]:-} $te"
+        two[$c]="${two[$c]:-} $te"
     done
+    unset got
     read -r ce se <<<"$(awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN {
         printf "%.1f %.1f", 100 * (a + b) / (2 * s), 100 * (a < b ? a : b) / s }')"
     co+=("$ce") slow+=("$se")
@@ -85,7 +107,7 @@ done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
     printf "%.1f%%", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 m="# median over $rounds rounds: co_eff $(median "${co[@]}"), slow_eff $(median "${slow[@]}")"
-for l in "${layouts[@]}"; do
+for l in "${cols[@]}"; do
     # shellcheck disable=SC2086 # the list of one layout's values
     m="$m, two_eff_$l $(median ${two[$l]})"
 done
