@@ -757,7 +757,7 @@ static int pair_step(split_t *sp, hpml_model_t *m, dp_t *dp, size_t gb, size_t n
 
     hpml__nn_dense_rows_forward(m, 0, sp->x, gb, o0, o1, sp->y);
     hpml__nn_dense_cols_forward(m, 1, sp->y, gb, o0, o1, zp);
-    for (int p = 0; p < sp->P; p++) {
+    for (int p = 0; !sp->shm && p < sp->P; p++) {
         int self = p == sp->me; /* my own part is read where it is */
         sp->sc[p] = self ? 0 : (sp->rows[p + 1] - sp->rows[p]) * out1;
         sp->sd[p] = sp->rows[p] * out1;
