@@ -8,15 +8,12 @@
  * u64 nparams, nparams f32, u32 crc32 of everything before it. Little-endian hosts.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
+#include "io/io_internal.h"
 #include "nn/nn_internal.h"
 
 #define MODEL_MAGIC   "HPMLMODL"
@@ -67,56 +64,17 @@ int hpml__nn_get(const unsigned char *p, size_t len, size_t *off, void *dst, siz
 
 int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
 {
-    char *tmp = NULL, *dcopy = NULL;
-    const unsigned char *p = buf;
-    int fd = -1, err = 0;
-    size_t done = 0;
+    hpml__io_wfile_t w;
+    int rc = hpml__io_wopen(&w, path);
 
-    tmp = malloc(strlen(path) + 32);
-    dcopy = strdup(path);
-    if (tmp == NULL || dcopy == NULL) {
-        err = HPML_ERR_NOMEM;
-        goto out;
+    if (rc != 0)
+        return rc;
+    if (len > 0 && fwrite(buf, 1, len, w.f) != len) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        hpml__io_wabort(&w);
+        return rc;
     }
-    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        err = hpml_set_error(HPML_ERR_IO, "%s: cannot create its temporary file %s: %s", path, tmp,
-                             strerror(errno));
-        goto out;
-    }
-    while (done < len) {
-        ssize_t w = write(fd, p + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            err = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-            goto out;
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        err = hpml_set_error(HPML_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
-        goto out;
-    }
-    close(fd);
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        err = hpml_set_error(HPML_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        goto out;
-    }
-    /* Make the rename itself durable. */
-    fd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0)
-        (void)fsync(fd);
-out:
-    if (fd >= 0)
-        close(fd);
-    if (err && tmp)
-        unlink(tmp);
-    free(tmp);
-    free(dcopy);
-    return err;
+    return hpml__io_wcommit(&w);
 }
 
 int hpml__nn_read_file(const char *path, unsigned char **buf, size_t *len)

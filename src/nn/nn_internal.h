@@ -104,7 +104,8 @@ void hpml__nn_dense_cols_backward(hpml_model_t *m, int li, const float *x, size_
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);
 
-/* Write len bytes to path via path.tmp, fsync, rename, fsync of the folder. */
+/* Write len bytes to path through a mkstemp file next to it (io.c: fsync, rename, fsync of
+ * the folder; the old file's mode kept). */
 int hpml__nn_write_atomic(const char *path, const void *buf, size_t len);
 /* Read a whole file (malloc'ed into *buf). */
 int hpml__nn_read_file(const char *path, unsigned char **buf, size_t *len);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hpml/nn.h"
@@ -305,13 +306,62 @@ static void test_model_file(void **state)
     hpml_model_destroy(m);
 }
 
+/* Saving goes through a fresh temporary file: a planted file at any fixed temporary name
+ * (here the old path.tmp.<pid>, a symlink) is neither followed nor truncated, the old
+ * file's mode is kept, and a failed save leaves nothing behind. */
+static void test_model_save_tmp(void **state)
+{
+    hpml_model_t *m = NULL, *m2 = NULL;
+    char dir[] = "/tmp/hpml_nn_save_XXXXXX", path[256], plant[300], victim[256], buf[16] = "";
+    float mean, sd;
+    struct stat st;
+    FILE *f;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m.hpml", dir);
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(plant, sizeof(plant), "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("keep", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, plant), 0);
+    assert_int_equal(hpml_model_create("dense 3", 1, 2, 2, &m), 0);
+    hpml_model_init(m, 1);
+    assert_int_equal(hpml_model_save(m, 0.f, 1.f, path), 0);
+    f = fopen(victim, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "keep");
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(hpml_model_load(path, &m2, &mean, &sd), 0);
+    hpml_model_destroy(m2);
+    /* Overwriting keeps the old mode. */
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(hpml_model_save(m, 0.f, 1.f, path), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    /* A folder that does not exist: an error naming the path, and no file. */
+    snprintf(path, sizeof(path), "%s/nodir/m.hpml", dir);
+    assert_int_equal(hpml_model_save(m, 0.f, 1.f, path), HPML_ERR_IO);
+    assert_non_null(strstr(hpml_last_error(), "nodir/m.hpml"));
+    snprintf(path, sizeof(path), "%s/m.hpml", dir);
+    unlink(path);
+    unlink(plant);
+    unlink(victim);
+    assert_int_equal(rmdir(dir), 0); /* empty: no temporary file left */
+    hpml_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grad_dense),  cmocka_unit_test(test_grad_conv),
         cmocka_unit_test(test_conv_direct), cmocka_unit_test(test_grad_pool_dropout),
         cmocka_unit_test(test_spec),        cmocka_unit_test(test_optim),
-        cmocka_unit_test(test_model_file),
+        cmocka_unit_test(test_model_file),  cmocka_unit_test(test_model_save_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
