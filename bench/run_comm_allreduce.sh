@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build and run bench/comm_allreduce.c against build/<mpi> (or $BUILD):
-#   bench/run_comm_allreduce.sh openmpi|mpich [NP] [--all]
+#   bench/run_comm_allreduce.sh openmpi|mpich [NP] [--all] [--interleave] [--min BYTES]
+#                               [--max BYTES] [--rounds N]
 set -eu
 mpi=${1:-openmpi}
 np=${2:-2}
