@@ -124,7 +124,9 @@ typedef struct hpml_shm {
     double mode_warm[HPML_SHM_MODE_CLASSES][2][3]; /* the first samples of each mode */
     int local_size, local_rank;                    /* of the communicator that made it */
     unsigned mode_calls[HPML_SHM_MODE_CLASSES];
-    int mode_last[HPML_SHM_MODE_CLASSES]; /* mode of the last call + 1 (0: none yet) */
+    int mode_last[HPML_SHM_MODE_CLASSES];      /* mode of the last call + 1 (0: none yet) */
+    uint64_t mode_step[HPML_SHM_MODE_CLASSES]; /* `step` at the last call of the class */
+    unsigned mode_run[HPML_SHM_MODE_CLASSES];  /* its calls since the last gap of MODE_STALE */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)320)

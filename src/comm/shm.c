@@ -258,11 +258,21 @@ static void copy_nt(char *dst, const char *src, size_t n)
  * 4-5x, so a near tie is noise. Every local rank makes the same calls in the
  * same order, so they probe together. The mode changes no result. HPML_SHM_NT=0 or 1
  * fixes it.
+ * A class that goes unused for MODE_STALE steps (calls of other sizes; the step count is
+ * the same on every local rank, so they agree) after a run of at least MODE_RUN calls
+ * warms up again: the state of the machine flips within seconds, and a figure from
+ * before the gap chose the wrong mode for the whole next run of calls of a size until
+ * its probe, 128 calls on (an OSU-style sweep, 50-90 calls per size, took 1 MiB in
+ * 160 µs with streaming stores for two whole sweeps when plain stores took 72 µs). A
+ * class used now and then, in runs shorter than MODE_RUN, keeps its figures: warming up
+ * at each of its calls would run half of them in the slower mode.
  */
 #define MODE_MIN   ((size_t)64 << 10) /* smaller operations use plain stores */
 #define MODE_PROBE 128u
 #define MODE_WARM  12u /* P P N N P P N N P P N N: 3 counted samples of each mode */
 #define MODE_BIAS  0.8 /* streaming when its cost is below this fraction of plain's */
+#define MODE_STALE ((uint64_t)1 << 14)
+#define MODE_RUN   (2 * MODE_WARM)
 
 /* My cost of mode m in class c, for the peers' choices. */
 static void publish(hpml_shm_t *s, int c, int m, double v)
@@ -298,6 +308,13 @@ int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes)
     if (bytes < MODE_MIN)
         return 0;
     c = mode_class(bytes);
+    if (s->mode_calls[c] > 0 && s->step - s->mode_step[c] > MODE_STALE) {
+        if (s->mode_run[c] >= MODE_RUN)
+            s->mode_calls[c] = 0, s->mode_last[c] = 0; /* warm up again */
+        s->mode_run[c] = 0;
+    }
+    s->mode_run[c]++;
+    s->mode_step[c] = s->step;
     cost = s->mode_cost[c];
     n = s->mode_calls[c]++;
     if (n < MODE_WARM)
