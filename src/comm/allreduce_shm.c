@@ -10,8 +10,9 @@
  * out (a rank reduces its slices straight into its output and copies them to the
  * segment from L1; in place, local ranks >= 2 reduce into the segment and copy all n
  * out). A registered input (hpml_comm_alloc_shared) of an out-of-place call is read
- * where it is: no copy in. Outputs too large to stay in the cache are written with
- * streaming stores (hpml__shm_out_nt).
+ * where it is: no copy in. The pipeline buffers, and outputs large enough that they may
+ * not stay in the cache, are written with plain or streaming stores as measured
+ * (hpml__shm_mode_pick).
  * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
  * hpml_allreduce_apply runs the same protocol, out of place only: an owner passes each
  * block of its slices, reduced into an L1-sized scratch block, through the caller's
@@ -45,7 +46,7 @@ typedef struct {
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
     int direct;  /* my slices are reduced straight into my output */
     int nt;      /* write the pipeline buffers with streaming stores (hpml__shm_mode_pick) */
-    int out_nt;  /* write my output with streaming stores (hpml__shm_out_nt) */
+    int out_nt;  /* write my output with streaming stores (the same) */
     double t0;   /* when every rank had published chunk 0 (hpml__shm_mode_record) */
     size_t boff; /* byte offset of this call's data in every pipeline buffer (pipe_buf) */
     const hpml__apply_t *ap; /* hpml_allreduce_apply's function, or NULL */
@@ -375,14 +376,17 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;
-    /* Software pipeline: publish chunk c+1 before copying chunk c out. The store mode
-     * is timed from the moment every rank has arrived, so that a late peer does not
-     * count against it; the hierarchical algorithm, whose time is mostly the network's,
-     * keeps plain stores. */
-    e.nt = inter_node ? 0 : hpml__shm_mode_pick(e.s, bytes);
-    /* The same for my output when the buffers outgrow the cache (shm.c); apply's function
-     * writes the outputs of my slices itself. */
-    e.out_nt = !inter_node && !ap && hpml__shm_out_nt(e.s, (e.src == e.dst ? 1 : 2) * bytes);
+    /* Software pipeline: publish chunk c+1 before copying chunk c out. The store modes
+     * are timed from the moment every rank has arrived, so that a late peer does not
+     * count against them; the hierarchical algorithm, whose time is mostly the
+     * network's, keeps plain stores. Apply's function writes the outputs of my slices
+     * itself, so only the pipeline's mode applies there. */
+    if (!inter_node) {
+        int modes = hpml__shm_mode_pick(e.s, bytes, ap == NULL);
+
+        e.nt = (modes & HPML_SHM_MODE_PIPE) != 0;
+        e.out_nt = (modes & HPML_SHM_MODE_OUT) != 0;
+    }
     copy_in(&e, 0, 0);
     for (size_t c = 0; c < nch; c++) {
         int r2 = reduce_owned(&e, c);
@@ -397,7 +401,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     }
     e.s->step = e.step0 + nch;
     if (!inter_node)
-        hpml__shm_mode_record(e.s, bytes, e.nt, hpml_time() - e.t0 - e.t_apply);
+        hpml__shm_mode_record(e.s, bytes, hpml_time() - e.t0 - e.t_apply);
     return rc;
 }
 

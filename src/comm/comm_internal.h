@@ -71,6 +71,9 @@ typedef struct hpml_shm_win {
  * only grow; each sits on its own cache line so that a rank spinning on a peer's counter
  * does not steal the line the peer writes its data descriptors into. */
 #define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
+/* Its knobs: how the pipeline buffers that peers read are written [0], and how the
+ * caller's output is [1]. */
+#define HPML_SHM_KNOBS 2
 
 typedef struct hpml_shm_ctrl {
     _Atomic uint64_t arrived; /* steps whose input this rank has published */
@@ -93,10 +96,10 @@ typedef struct hpml_shm_ctrl {
      * first step reports the failure too. */
     _Atomic uint64_t failed;
     char pad3[64 - 5 * sizeof(int64_t)];
-    /* This rank's measured seconds per byte of plain [0] and streaming [1] stores per
-     * size class (hpml__shm_mode_pick: the local ranks choose from their sum). */
-    _Atomic float mode_cost[HPML_SHM_MODE_CLASSES][2];
-    char pad4[64 - HPML_SHM_MODE_CLASSES * 2 * sizeof(float)];
+    /* This rank's measured seconds per byte with plain [0] and streaming [1] stores per
+     * size class and knob (hpml__shm_mode_pick: the local ranks choose from their sum). */
+    _Atomic float mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    char pad4[128 - HPML_SHM_MODE_CLASSES * HPML_SHM_KNOBS * 2 * sizeof(float)];
 } hpml_shm_ctrl_t;
 
 /* The node segment used by the shared-memory algorithms (allreduce_shm.c and comm B's
@@ -115,21 +118,30 @@ typedef struct hpml_shm {
     size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
     uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
     int cma;            /* every local rank can read/write the others' memory (CMA) */
-    int nt;             /* HPML_SHM_NT: streaming stores 1, plain 0, measured -1 */
-    int out_nt;         /* HPML_SHM_OUT_NT: outputs streamed 1, plain 0, by size -1 */
+    int nt;             /* HPML_SHM_NT: pipeline streamed 1, plain 0, measured -1 */
+    int out_nt;         /* HPML_SHM_OUT_NT: outputs streamed 1, plain 0, measured -1 */
     size_t llc_bytes;   /* last-level cache of this rank's core (0: unknown) */
-    /* Measured seconds per byte of plain [0] and streaming [1] operations, and calls, per
-     * size class (hpml__shm_mode_pick). */
-    double mode_cost[HPML_SHM_MODE_CLASSES][2];
-    double mode_warm[HPML_SHM_MODE_CLASSES][2][3]; /* the first samples of each mode */
-    int local_size, local_rank;                    /* of the communicator that made it */
-    unsigned mode_calls[HPML_SHM_MODE_CLASSES];
-    int mode_last[HPML_SHM_MODE_CLASSES];      /* mode of the last call + 1 (0: none yet) */
+    /* The store-mode picker (hpml__shm_mode_pick), per size class and knob: measured
+     * seconds per byte of plain [0] and streaming [1] operations, the first samples of
+     * each, the calls in which the knob was measured, the mode it runs between probes,
+     * and its call count when each mode's figure was last measured. */
+    double mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    double mode_warm[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2][3];
+    int local_size, local_rank; /* of the communicator that made it */
+    unsigned mode_calls[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
+    int mode_cur[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
+    unsigned mode_seen[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    int mode_last[HPML_SHM_MODE_CLASSES];      /* modes of the last call + 1 (0: none yet) */
     uint64_t mode_step[HPML_SHM_MODE_CLASSES]; /* `step` at the last call of the class */
     unsigned mode_run[HPML_SHM_MODE_CLASSES];  /* its calls since the last gap of MODE_STALE */
+    unsigned mode_class_calls[HPML_SHM_MODE_CLASSES]; /* its calls since its warm-up began */
+    /* What the call between hpml__shm_mode_pick and hpml__shm_mode_record measures: its
+     * class (-1: nothing), its modes, and per knob its role (ROLE_* in shm.c) and, in a
+     * warm-up, the call's place in it. */
+    int pend_class, pend_modes, pend_role[HPML_SHM_KNOBS], pend_slot[HPML_SHM_KNOBS];
 } hpml_shm_t;
 
-#define HPML_SHM_CTRL_BYTES ((size_t)320)
+#define HPML_SHM_CTRL_BYTES ((size_t)384)
 _Static_assert(sizeof(hpml_shm_ctrl_t) <= HPML_SHM_CTRL_BYTES, "control block too large");
 
 /* Create the segment on first use. Collective over comm->local. */
@@ -159,15 +171,17 @@ static inline int hpml__shm_lazy(void)
 }
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
-/* How to write pipeline buffers that peers will read (shm.c explains): plain stores (0)
- * or streaming stores (1), chosen per operation of `bytes` from measurements that
- * hpml__shm_mode_record collects (seconds the operation took with that mode). */
-int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes);
-void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds);
-/* How to write the caller's output of an operation that touches `touched` bytes of the
- * caller's buffers on every local rank: plain stores (0), or streaming stores (1) once
- * the local ranks' buffers together are past half the last-level cache (shm.c). */
-int hpml__shm_out_nt(const hpml_shm_t *s, size_t touched);
+/* Store modes of one shm allreduce (shm.c explains): streaming stores into the pipeline
+ * buffers that peers read (bit HPML_SHM_MODE_PIPE) and into the caller's output (bit
+ * HPML_SHM_MODE_OUT), each plain when its bit is clear. hpml__shm_mode_pick chooses them
+ * for an operation of `bytes` (out_ok: the engine writes the caller's output, so that
+ * knob applies; otherwise its bit stays clear) from the measurements that
+ * hpml__shm_mode_record collects: the seconds that operation took, recorded before the
+ * next pick on this segment. */
+#define HPML_SHM_MODE_PIPE 1
+#define HPML_SHM_MODE_OUT  2
+int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes, int out_ok);
+void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, double seconds);
 /* memcpy (nt = 0) or a copy with streaming stores (nt = 1). */
 void hpml__shm_copy(void *dst, const void *src, size_t n, int nt);
 /* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:

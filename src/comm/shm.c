@@ -236,58 +236,108 @@ static void copy_nt(char *dst, const char *src, size_t n)
 }
 
 /*
- * A pipeline buffer is rewritten while the peers still hold its lines from reading it
- * the last time, so every plain store first has to take its line from their caches. On
- * this project's VMs that costs from almost nothing to most of the time: a 1 MiB 2-rank
- * allreduce took 80 µs one run and 650 µs the next (with MPI_Allreduce going from 190
- * to 800 µs alongside), depending on where the host puts the virtual CPUs and pages.
- * Streaming stores write whole lines without taking them: steady, but the peers then
- * read from memory instead of from the writer's cache (1 MiB 120-155 µs in both
- * states). Timing the copies alone favours streaming even when it loses on the reading
- * side, so a rank times whole operations: per size class it keeps a moving average of
- * seconds per byte in each mode, runs the faster one, and tries the other one every
- * MODE_PROBE calls to follow the machine. The first MODE_WARM calls of a class alternate
- * the modes in pairs and start each average at the median of its 3 counted samples: a
- * single first sample per mode (one page fault, one descheduled peer) used to choose the
- * mode for the next 128 calls, which for `hpml bench`-style runs of 20-30 calls of a size
- * was all of them. The local ranks publish their averages in their control blocks and
- * all choose from the sums, so they agree (each choosing alone, near a tie they could
- * split, with every rank then paying for the other's mode); streaming is chosen only
- * when it is clearly faster (MODE_BIAS), because where plain stores win they win by
- * about 2x (1 MiB: 75-120 µs against 143-169 µs) while where streaming wins it wins by
- * 4-5x, so a near tie is noise. Every local rank makes the same calls in the
- * same order, so they probe together. The mode changes no result. HPML_SHM_NT=0 or 1
- * fixes it.
+ * Store modes, two knobs measured the same way.
+ *
+ * Knob 0, the pipeline buffers. A pipeline buffer is rewritten while the peers still
+ * hold its lines from reading it the last time, so every plain store first has to take
+ * its line from their caches. On this project's VMs that costs from almost nothing to
+ * most of the time: a 1 MiB 2-rank allreduce took 80 µs one run and 650 µs the next
+ * (with MPI_Allreduce going from 190 to 800 µs alongside), depending on where the host
+ * puts the virtual CPUs and pages. Streaming stores write whole lines without taking
+ * them: steady, but the peers then read from memory instead of from the writer's cache
+ * (1 MiB 120-155 µs in both states). Streaming is chosen only when it is clearly faster
+ * (mode_bias 0.8), because where plain stores win they win by about 2x (1 MiB: 75-120 µs
+ * against 143-169 µs) while where streaming wins it wins by 4-5x, so a near tie is noise.
+ * HPML_SHM_NT=0 or 1 fixes this knob.
+ *
+ * Knob 1, the caller's output. Up to a few MiB the local ranks' inputs and outputs stay
+ * in the last-level cache from one call to the next, and plain stores keep the output
+ * there for whatever reads it next: streaming would send it to memory (2 ranks, 1 MiB:
+ * 116-144 µs streaming against 81-109 µs plain). Once the node's buffers outgrow the
+ * cache the VM really gets, every plain store first reads its line from memory only to
+ * overwrite it, and streaming skips that read. Where that happens depends on the host and
+ * its other tenants more than on the size sysfs gives (32 MiB on both machines measured):
+ * on a Zen 4 host streaming was 9-15% faster at 16 MiB and 1-9% at 6 MiB, so a fixed rule
+ * streamed from half the cache; on a Zen 5 host it was 10-41% slower at every size from
+ * 8 to 32 MiB, and 44-75% slower at 4 MiB (2 ranks, one process alternating both modes).
+ * So it is measured, in the size classes whose outputs on the node reach an eighth of
+ * the last-level cache at the class's smallest size (2 ranks and 32 MiB, or an unknown
+ * cache: from 4 MiB); smaller classes keep plain stores, which always won there. It is
+ * chosen at 5% faster (mode_bias 0.95): a plain output stays cached for its reader, which
+ * the operation's time does not show. HPML_SHM_OUT_NT=0 or 1 fixes this knob.
+ *
+ * Timing the copies alone would favour streaming even when it loses on the reading side,
+ * so a rank times whole operations: per size class and knob it keeps a moving average of
+ * seconds per byte of the mode in use, and every MODE_PROBE calls of the knob measures
+ * the other mode (two calls: the first after a change of modes pays for lines left in
+ * the other state and is never counted). A knob's first MODE_WARM calls alternate its
+ * modes in pairs and start each figure at the median of its 3 counted samples: a single
+ * first sample per mode (one page fault, one descheduled peer) used to choose the mode
+ * for the next 128 calls, which for `hpml bench`-style runs of 20-30 calls of a size was
+ * all of them. Knob 0 warms up at once; knob 1 waits, its output plain, until the
+ * class's call OUT_START, so a short run of a size (an OSU-style block of 20-100 calls)
+ * spends nothing on it. Only one knob is off its choice in any call: while one warms up
+ * or probes, the other stays at its choice and its count stands still; a call with both
+ * at their choices feeds both averages.
+ * A mode changes only on figures measured side by side. A passing slowdown hits every
+ * mode (the first calls after `MPI_Allreduce` ran on the same buffers take 1.5-2x as
+ * long for 3-5 calls, in plain and streaming modes alike) but lands in the average of
+ * the mode in use, which then looks slower than the other mode's older figure: taken at
+ * face value, that sent the output to the mode 40% slower for a whole run of calls. So
+ * when the figures say the other mode is faster, it is measured again, and then the mode
+ * in use, and the two new figures decide.
+ * The local ranks publish their figures in their control blocks and all choose from the
+ * sums, so they agree (each choosing alone, near a tie they could split, with every rank
+ * then paying for the other's mode). Every local rank makes the same calls in the same
+ * order, so they probe together. No mode changes a result.
  * A class that goes unused for MODE_STALE steps (calls of other sizes; the step count is
  * the same on every local rank, so they agree) after a run of at least MODE_RUN calls
  * warms up again: the state of the machine flips within seconds, and a figure from
- * before the gap kept the wrong mode for the next run of calls of a size until its
- * probe, 128 calls on. Blocks of 60 calls of 1 MiB after 20,000 small calls, against
- * both fixed modes in the same rounds (tests/perf/store_mode.c, 6 runs of 200 blocks):
- * the picker's block was more than 1.25x slower than the better fixed mode's in 4-17
- * blocks per run (61 in all) without this rule, 0-8 (23 in all) with it. A class used
- * now and then, in runs shorter than MODE_RUN, keeps its figures: warming up at each of
- * its calls would run half of them in the slower mode.
+ * before the gap kept the wrong mode for the next run of calls of a size until its probe,
+ * 128 calls on. Blocks of 60 calls of 1 MiB after 20,000 small calls, against both fixed
+ * modes in the same rounds (tests/perf/store_mode.c, 6 runs of 200 blocks): the picker's
+ * block was more than 1.25x slower than the better fixed mode's in 4-17 blocks per run
+ * (61 in all) without this rule, 0-8 (23 in all) with it. A class used now and then, in
+ * shorter runs, keeps its figures: warming up at each of its calls would run half of
+ * them in the slower mode.
  */
 #define MODE_MIN   ((size_t)64 << 10) /* smaller operations use plain stores */
 #define MODE_PROBE 128u
 #define MODE_WARM  12u /* P P N N P P N N P P N N: 3 counted samples of each mode */
-#define MODE_BIAS  0.8 /* streaming when its cost is below this fraction of plain's */
 #define MODE_STALE ((uint64_t)1 << 14)
 #define MODE_RUN   (2 * MODE_WARM)
+#define MODE_FRESH 4u /* a figure measured within this many calls of its knob is current */
+#define OUT_START  (MODE_PROBE / 2) /* the output's knob waits for this many calls */
 
-/* My cost of mode m in class c, for the peers' choices. */
-static void publish(hpml_shm_t *s, int c, int m, double v)
+/* Streaming when its cost is below this fraction of plain's: pipeline, output. */
+static const double mode_bias[HPML_SHM_KNOBS] = {0.8, 0.95};
+
+/* What one call measures for a knob (pend_role). */
+enum { ROLE_NONE, ROLE_WARM, ROLE_PROBE, ROLE_AVG };
+
+/* My cost of mode m of knob k in class c, for the peers' choices. */
+static void publish(hpml_shm_t *s, int c, int k, int m)
 {
-    atomic_store_explicit(&hpml__shm_ctrl(s, s->local_rank)->mode_cost[c][m], (float)v,
-                          memory_order_relaxed);
+    atomic_store_explicit(&hpml__shm_ctrl(s, s->local_rank)->mode_cost[c][k][m],
+                          (float)s->mode_cost[c][k][m], memory_order_relaxed);
 }
 
-static double median3(const double *v)
+/* The median of the warm-up samples that were taken (0 when none was: a call that came
+ * right after a change of modes, such as a probe of the other knob, is not a sample). */
+static double warm_value(const double *v)
 {
-    double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+    double a[3];
+    int n = 0;
 
-    return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+    for (int i = 0; i < 3; i++)
+        if (v[i] > 0)
+            a[n++] = v[i];
+    if (n == 3) {
+        double lo = a[0] < a[1] ? a[0] : a[1], hi = a[0] < a[1] ? a[1] : a[0];
+
+        return a[2] < lo ? lo : a[2] > hi ? hi : a[2];
+    }
+    return n == 2 ? (a[0] + a[1]) / 2 : n == 1 ? a[0] : 0;
 }
 
 static int mode_class(size_t bytes)
@@ -299,103 +349,164 @@ static int mode_class(size_t bytes)
     return c; /* [64K, 256K), [256K, 1M), [1M, 4M), [4M, 16M), 16M and more */
 }
 
-int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes)
+/* Is the output's knob measured in class c (see above)? */
+static int out_class(const hpml_shm_t *s, int c)
 {
-    double *cost;
-    unsigned n;
-    int c, best;
+    size_t lo = MODE_MIN << (2 * c); /* the class's smallest operation */
 
-    if (s->nt >= 0)
-        return s->nt;
+    if (s->llc_bytes == 0)
+        return lo >= ((size_t)4 << 20);
+    return lo * (size_t)s->local_size >= s->llc_bytes / 8;
+}
+
+/* The local ranks' choice for knob k of class c, from the sums of their costs, or from
+ * mine while a peer has not published its own; plain while a mode has no figure. */
+static int knob_best(hpml_shm_t *s, int c, int k)
+{
+    double sum[2] = {0, 0};
+    int all = 1;
+
+    for (int r = 0; r < s->local_size && all; r++)
+        for (int m = 0; m < 2; m++) {
+            float v = atomic_load_explicit(&hpml__shm_ctrl(s, r)->mode_cost[c][k][m],
+                                           memory_order_relaxed);
+            all &= v > 0;
+            sum[m] += v;
+        }
+    if (!all) /* a peer has not published this class yet */
+        sum[0] = s->mode_cost[c][k][0], sum[1] = s->mode_cost[c][k][1];
+    return sum[0] > 0 && sum[1] > 0 && sum[1] < mode_bias[k] * sum[0];
+}
+
+int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes, int out_ok)
+{
+    int live[HPML_SHM_KNOBS], modes = 0, active = -1, c;
+    unsigned calls;
+
+    s->pend_class = -1;
+    if (s->nt > 0)
+        modes |= HPML_SHM_MODE_PIPE;
+    if (out_ok && s->out_nt > 0)
+        modes |= HPML_SHM_MODE_OUT;
     if (bytes < MODE_MIN)
-        return 0;
+        return modes;
     c = mode_class(bytes);
-    if (s->mode_calls[c] > 0 && s->step - s->mode_step[c] > MODE_STALE) {
-        if (s->mode_run[c] >= MODE_RUN)
-            s->mode_calls[c] = 0, s->mode_last[c] = 0; /* warm up again */
+    live[0] = s->nt < 0;
+    live[1] = out_ok && s->out_nt < 0 && out_class(s, c);
+    if (!live[0] && !live[1])
+        return modes;
+    if (s->mode_last[c] != 0 && s->step - s->mode_step[c] > MODE_STALE) {
+        if (s->mode_run[c] >= MODE_RUN) { /* warm up again */
+            memset(s->mode_calls[c], 0, sizeof(s->mode_calls[c]));
+            memset(s->mode_cur[c], 0, sizeof(s->mode_cur[c]));
+            s->mode_class_calls[c] = 0;
+            s->mode_last[c] = 0;
+        }
         s->mode_run[c] = 0;
     }
     s->mode_run[c]++;
     s->mode_step[c] = s->step;
-    cost = s->mode_cost[c];
-    n = s->mode_calls[c]++;
-    if (n < MODE_WARM)
-        return (int)((n >> 1) & 1u);
-    {
-        double sum[2] = {0, 0};
-        int all = 1;
+    calls = s->mode_class_calls[c]++;
+    /* Knob 0 first. Knob 1 waits at its choice (plain before it has one), its count
+     * standing still, until the class's call OUT_START and while knob 0 warms up or
+     * probes. */
+    for (int k = 0; k < HPML_SHM_KNOBS; k++) {
+        unsigned n;
+        int m = 0;
 
-        for (int k = 0; k < s->local_size && all; k++)
-            for (int m = 0; m < 2; m++) {
-                float v = atomic_load_explicit(&hpml__shm_ctrl(s, k)->mode_cost[c][m],
-                                               memory_order_relaxed);
-                all &= v > 0;
-                sum[m] += v;
+        s->pend_role[k] = ROLE_NONE;
+        if (!live[k])
+            continue;
+        if (active >= 0 || (k == 1 && calls < OUT_START)) {
+            m = s->mode_cur[c][k];
+        } else if ((n = s->mode_calls[c][k]++) < MODE_WARM) {
+            if (n == 0)
+                memset(s->mode_warm[c][k], 0, sizeof(s->mode_warm[c][k]));
+            m = (int)((n >> 1) & 1u);
+            s->pend_role[k] = ROLE_WARM;
+            s->pend_slot[k] = (int)n;
+            active = k;
+        } else {
+            int cur = s->mode_cur[c][k], best = knob_best(s, c, k);
+            const unsigned *seen = s->mode_seen[c][k];
+
+            /* Two calls of the other mode every MODE_PROBE (the first pays for the change
+             * of mode and is not counted); and before changing, both modes measured anew,
+             * the other one first (see above). */
+            if (n % MODE_PROBE < 2)
+                m = !cur;
+            else if (best != cur && n - seen[best] > MODE_FRESH)
+                m = best;
+            else if (best != cur && seen[cur] < seen[best])
+                m = cur;
+            else
+                m = -1;
+            if (m >= 0) {
+                s->pend_role[k] = ROLE_PROBE;
+                active = k;
+            } else {
+                m = s->mode_cur[c][k] = best;
+                s->pend_role[k] = ROLE_AVG;
             }
-        if (!all) /* a peer has not published this class yet */
-            sum[0] = cost[0], sum[1] = cost[1];
-        best = sum[1] < MODE_BIAS * sum[0];
+        }
+        if (m)
+            modes |= k == 0 ? HPML_SHM_MODE_PIPE : HPML_SHM_MODE_OUT;
     }
-    /* Two calls of the other mode every MODE_PROBE: the first pays for the change of
-     * mode (lines left in the other state) and is not counted. */
-    return n % MODE_PROBE < 2 ? !best : best;
+    for (int k = 0; k < HPML_SHM_KNOBS; k++)
+        if (active >= 0 && k != active)
+            s->pend_role[k] = ROLE_NONE; /* the other knob is off its choice */
+    s->pend_class = c;
+    s->pend_modes = modes;
+    return modes;
 }
 
-void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, int nt, double seconds)
+void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, double seconds)
 {
-    double *cost, v = seconds / (double)bytes;
-    int c;
+    int c = s->pend_class, changed;
+    double v = seconds / (double)bytes;
 
-    if (s->nt >= 0 || bytes < MODE_MIN)
+    s->pend_class = -1;
+    if (c < 0)
         return;
-    c = mode_class(bytes);
-    cost = s->mode_cost[c];
-    nt = nt != 0;
-    if (s->mode_last[c] != nt + 1) {
-        s->mode_last[c] = nt + 1; /* the first call after a change of mode */
-        return;
-    }
-    if (s->mode_calls[c] <= MODE_WARM) {
-        /* Warm-up call n = mode_calls - 1 (odd: the second of its pair) is sample n / 4
-         * of its mode; after the last one both averages start at their medians. */
-        unsigned k = (s->mode_calls[c] - 1) / 4;
+    changed = s->mode_last[c] != s->pend_modes + 1;
+    s->mode_last[c] = s->pend_modes + 1;
+    for (int k = 0; k < HPML_SHM_KNOBS; k++) {
+        double *cost = s->mode_cost[c][k];
+        unsigned *seen = s->mode_seen[c][k];
+        int m = (s->pend_modes >> k) & 1; /* HPML_SHM_MODE_PIPE is bit 0, _OUT bit 1 */
 
-        if (k < 3)
-            s->mode_warm[c][nt][k] = v;
-        if (s->mode_calls[c] == MODE_WARM)
-            for (int m = 0; m < 2; m++) {
-                cost[m] = median3(s->mode_warm[c][m]);
-                publish(s, c, m, cost[m]);
+        switch (s->pend_role[k]) {
+        case ROLE_WARM:
+            /* Warm-up call n (the second of its pair) is sample n / 4 of its mode; after
+             * the last one both averages start at their medians. */
+            if (!changed)
+                s->mode_warm[c][k][m][s->pend_slot[k] / 4] = v;
+            if (s->pend_slot[k] == (int)MODE_WARM - 1)
+                for (int q = 0; q < 2; q++) {
+                    cost[q] = warm_value(s->mode_warm[c][k][q]);
+                    seen[q] = s->mode_calls[c][k];
+                    publish(s, c, k, q);
+                }
+            break;
+        case ROLE_PROBE:
+            /* A probe replaces the mode's figure, which is many calls old. */
+            if (!changed) {
+                cost[m] = v;
+                seen[m] = s->mode_calls[c][k];
+                publish(s, c, k, m);
             }
-        return;
+            break;
+        case ROLE_AVG:
+            /* The mode in use follows a moving average (which a passing slowdown can
+             * raise: it is not a measurement that may change the mode). */
+            if (!changed) {
+                cost[m] = cost[m] > 0 ? 0.75 * cost[m] + 0.25 * v : v;
+                publish(s, c, k, m);
+            }
+            break;
+        default: break;
+        }
     }
-    /* The mode in use follows a moving average; a probe of the other one (the second
-     * call of a probe pair: the first is not counted) replaces its figure, which is many
-     * calls old. */
-    if ((s->mode_calls[c] - 1) % MODE_PROBE < 2)
-        cost[nt] = v;
-    else
-        cost[nt] = 0.75 * cost[nt] + 0.25 * v;
-    publish(s, c, nt, cost[nt]);
-}
-
-/*
- * The caller's output is another matter. Up to a few MiB the local ranks' inputs and
- * outputs stay in the last-level cache from one call to the next, and plain stores keep
- * the output there for whatever reads it next: streaming stores would send it to memory
- * (f32 sum at 2 ranks, 1 MiB: 116-144 µs streaming against 81-109 µs plain). Once the
- * buffers of all local ranks together pass about half that cache, they no longer stay
- * in it: every plain store then first reads its line from memory only to overwrite it,
- * and streaming stores skip that read (16 MiB: 2,566-2,963 µs against 2,974-3,452 µs,
- * 9-15% faster in every pair measured; 6 MiB, 24 MiB of buffers against a 32 MiB
- * cache, 1-9%; 4 MiB, 16 MiB of buffers, 6% faster to 18% slower). The cache size is
- * hpml_cpu_llc_bytes(); unknown, outputs stay plain.
- */
-int hpml__shm_out_nt(const hpml_shm_t *s, size_t touched)
-{
-    if (s->out_nt >= 0)
-        return s->out_nt;
-    return s->llc_bytes > 0 && touched > s->llc_bytes / 2 / (size_t)s->local_size;
 }
 
 void hpml__shm_copy(void *dst, const void *src, size_t n, int nt)
@@ -425,8 +536,9 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
     s->small_bytes = env_size("HPML_SHM_SMALL", DEFAULT_SMALL);
     s->nt = env_store_mode("HPML_SHM_NT", "measuring both");
-    s->out_nt = env_store_mode("HPML_SHM_OUT_NT", "choosing by size");
+    s->out_nt = env_store_mode("HPML_SHM_OUT_NT", "measuring both");
     s->llc_bytes = hpml_cpu_llc_bytes();
+    s->pend_class = -1;
     if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
         s->nbuf = 3;
     {

@@ -1,8 +1,10 @@
 /*
  * How well the shared-memory allreduce's store-mode picker (src/comm/shm.c,
  * hpml__shm_mode_pick) follows the machine. Three communicators, each with its own node
- * segment: the picker's (HPML_SHM_NT unset), plain stores (HPML_SHM_NT=0) and streaming
- * stores (HPML_SHM_NT=1). A round gives each of them, in rotating order, a gap of GAP
+ * segment: the picker's (VAR unset), plain stores (VAR=0) and streaming stores (VAR=1),
+ * where VAR is HPML_SHM_NT (the pipeline buffers' knob, the default) or HPML_SHM_OUT_NT
+ * (the output's knob; the picker measures it from 4 MiB at 2 ranks and 32 MiB of cache).
+ * A round gives each of them, in rotating order, a gap of GAP
  * 4-byte allreduces (other sizes, as in an OSU-style sweep) and then a block of 60
  * allreduces of BYTES; a block's time is the median of its last 40 calls (each the
  * slowest rank's). Reported: the median block time of each, the blocks in which the
@@ -12,8 +14,9 @@
  *   mpicc.openmpi -O2 -Iinclude tests/perf/store_mode.c build/openmpi/lib/libhpml.a \
  *       $(pkg-config --libs openblas lapacke) -lz -lm -pthread -o build/openmpi/store_mode
  *   mpirun.openmpi --allow-run-as-root --bind-to core -np 2 build/openmpi/store_mode \
- *       [BYTES [ROUNDS [GAP]]]          (defaults 1048576 200 20000)
+ *       [BYTES [ROUNDS [GAP [VAR]]]]    (defaults 1048576 200 20000 HPML_SHM_NT)
  */
+#define _GNU_SOURCE /* setenv */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +48,8 @@ static long arg(int argc, char **argv, int i, long def, long lo, long hi)
 int main(int argc, char **argv)
 {
     static const char *modes[3] = {NULL, "0", "1"};
-    static const char *names[3] = {"picker", "plain (HPML_SHM_NT=0)", "streaming (HPML_SHM_NT=1)"};
+    const char *var = argc > 4 ? argv[4] : "HPML_SHM_NT";
+    char names[3][64];
     long bytes, rounds, gap;
     hpml_comm_t *c[3];
     float *x, *y, one = 1, out;
@@ -58,13 +62,18 @@ int main(int argc, char **argv)
     bytes = arg(argc, argv, 1, 1L << 20, 65536, 1L << 28);
     rounds = arg(argc, argv, 2, 200, 1, 10000);
     gap = arg(argc, argv, 3, 20000, 0, 10000000);
-    if (bytes < 0 || rounds < 0 || gap < 0 || bytes % 4 != 0 || argc > 4) {
+    if (bytes < 0 || rounds < 0 || gap < 0 || bytes % 4 != 0 || argc > 5 ||
+        (strcmp(var, "HPML_SHM_NT") != 0 && strcmp(var, "HPML_SHM_OUT_NT") != 0)) {
         if (rank == 0)
-            fprintf(stderr, "usage: store_mode [BYTES [ROUNDS [GAP]]]: BYTES a multiple of 4 "
-                            "from 65536 to 268435456, ROUNDS 1-10000, GAP 0-10000000\n");
+            fprintf(stderr, "usage: store_mode [BYTES [ROUNDS [GAP [VAR]]]]: BYTES a multiple "
+                            "of 4 from 65536 to 268435456, ROUNDS 1-10000, GAP 0-10000000, VAR "
+                            "HPML_SHM_NT or HPML_SHM_OUT_NT\n");
         MPI_Finalize();
         return 2;
     }
+    snprintf(names[0], sizeof(names[0]), "picker");
+    snprintf(names[1], sizeof(names[1]), "plain (%s=0)", var);
+    snprintf(names[2], sizeof(names[2]), "streaming (%s=1)", var);
     n = (size_t)bytes / 4;
     x = malloc((size_t)bytes);
     y = malloc((size_t)bytes);
@@ -79,16 +88,16 @@ int main(int argc, char **argv)
         /* The mode is read when the communicator's node segment is made: at its first
          * shared-memory collective. */
         if (modes[k] != NULL)
-            setenv("HPML_SHM_NT", modes[k], 1);
+            setenv(var, modes[k], 1);
         else
-            unsetenv("HPML_SHM_NT");
+            unsetenv(var);
         if (hpml_comm_create(MPI_COMM_WORLD, NULL, &c[k]) != 0 ||
             hpml_allreduce(x, y, n, HPML_F32, HPML_SUM, c[k]) != 0) {
             fprintf(stderr, "store_mode: %s\n", hpml_last_error());
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
-    unsetenv("HPML_SHM_NT");
+    unsetenv(var);
     for (long r = 0; r < rounds; r++)
         for (int j = 0; j < 3; j++) {
             int k = (int)((r + j) % 3);
@@ -125,7 +134,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3 && sorted != NULL; k++) {
             memcpy(sorted, block + k * rounds, sizeof(double) * (size_t)rounds);
             qsort(sorted, (size_t)rounds, sizeof(double), cmp_double);
-            printf("%-26s median block %8.1f us  (quartiles %8.1f %8.1f)\n", names[k],
+            printf("%-30s median block %8.1f us  (quartiles %8.1f %8.1f)\n", names[k],
                    sorted[rounds / 2] * 1e6, sorted[rounds / 4] * 1e6,
                    sorted[3 * rounds / 4] * 1e6);
         }
@@ -133,8 +142,8 @@ int main(int argc, char **argv)
                "by 1.1x in %ld\n",
                slow, rounds, slower);
         for (long r = 0; r < rounds; r++)
-            printf("%s%.0f/%.0f/%.0f", r % 8 ? "  " : "\n", block[r] * 1e6,
-                   block[rounds + r] * 1e6, block[2 * rounds + r] * 1e6);
+            printf("%s%.0f/%.0f/%.0f", r % 8 ? "  " : "\n", block[r] * 1e6, block[rounds + r] * 1e6,
+                   block[2 * rounds + r] * 1e6);
         printf("\n");
         free(sorted);
     }
