@@ -3,13 +3,15 @@
  * hpml__shm_mode_pick) follows the machine. Three communicators, each with its own node
  * segment: the picker's (VAR unset), plain stores (VAR=0) and streaming stores (VAR=1),
  * where VAR is HPML_SHM_NT (the pipeline buffers' knob, the default) or HPML_SHM_OUT_NT
- * (the output's knob; the picker measures it from 4 MiB at 2 ranks and 32 MiB of cache).
- * A round gives each of them, in rotating order, a gap of GAP
- * 4-byte allreduces (other sizes, as in an OSU-style sweep) and then a block of 60
- * allreduces of BYTES; a block's time is the median of its last 40 calls (each the
- * slowest rank's). Reported: the median block time of each, the blocks in which the
- * picker was more than 1.25x (and 1.1x) slower than the better fixed mode of the same
- * round, and every round's three block times (µs) in order picker/plain/streaming.
+ * (the output's knob, which the picker measures from 4 MiB at 2 ranks and 32 MiB of cache
+ * and only from a size's 64th call: with a GAP that makes a block warm up again, it keeps
+ * the output plain; GAP 0 gives it long runs). A round gives each of them, in rotating
+ * order, a gap of GAP 4-byte allreduces (other sizes, as in an OSU-style sweep) and then
+ * a block of 60 allreduces of BYTES; a block's time is the median of its last 40 calls
+ * (each the slowest rank's). Reported: the median block time of each, the blocks in
+ * which the picker was more than 1.25x (and 1.1x) slower than the better fixed mode of
+ * the same round, and every round's three block times (µs) in order
+ * picker/plain/streaming.
  *
  *   mpicc.openmpi -O2 -Iinclude tests/perf/store_mode.c build/openmpi/lib/libhpml.a \
  *       $(pkg-config --libs openblas lapacke) -lz -lm -pthread -o build/openmpi/store_mode
