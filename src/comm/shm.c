@@ -280,12 +280,13 @@ static void copy_nt(char *dst, const char *src, size_t n)
  * or probes, the other stays at its choice and its count stands still; a call with both
  * at their choices feeds both averages.
  * A mode changes only on figures measured side by side. A passing slowdown hits every
- * mode (the first calls after `MPI_Allreduce` ran on the same buffers take 1.5-2x as
- * long for 3-5 calls, in plain and streaming modes alike) but lands in the average of
- * the mode in use, which then looks slower than the other mode's older figure: taken at
- * face value, that sent the output to the mode 40% slower for a whole run of calls. So
- * when the figures say the other mode is faster, it is measured again, and then the mode
- * in use, and the two new figures decide.
+ * mode (a call right after an `MPI_Allreduce` on the same buffers takes up to 2x as long,
+ * in plain and streaming modes alike; bench/comm_allreduce.c's warm-up alternates the
+ * two three times) but lands in the average of the mode in use, which then looks slower
+ * than the other mode's older figure: taken at face value, that sent the output to the
+ * mode 40% slower for a whole run of calls. So when the figures say the other mode is
+ * faster, it is measured again, and then the mode in use, and the two new figures
+ * decide.
  * The local ranks publish their figures in their control blocks and all choose from the
  * sums, so they agree (each choosing alone, near a tie they could split, with every rank
  * then paying for the other's mode). Every local rank makes the same calls in the same
