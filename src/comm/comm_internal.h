@@ -136,9 +136,8 @@ typedef struct hpml_shm {
     unsigned mode_run[HPML_SHM_MODE_CLASSES];  /* its calls since the last gap of MODE_STALE */
     unsigned mode_class_calls[HPML_SHM_MODE_CLASSES]; /* its calls since its warm-up began */
     /* What the call between hpml__shm_mode_pick and hpml__shm_mode_record measures: its
-     * class (-1: nothing), its modes, and per knob its role (ROLE_* in shm.c) and, in a
-     * warm-up, the call's place in it. */
-    int pend_class, pend_modes, pend_role[HPML_SHM_KNOBS], pend_slot[HPML_SHM_KNOBS];
+     * class (-1: nothing), its modes, and per knob its role (ROLE_* in shm.c). */
+    int pend_class, pend_modes, pend_role[HPML_SHM_KNOBS];
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)384)

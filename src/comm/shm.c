@@ -425,7 +425,6 @@ int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes, int out_ok)
                 memset(s->mode_warm[c][k], 0, sizeof(s->mode_warm[c][k]));
             m = (int)((n >> 1) & 1u);
             s->pend_role[k] = ROLE_WARM;
-            s->pend_slot[k] = (int)n;
             active = k;
         } else {
             int cur = s->mode_cur[c][k], best = knob_best(s, c, k);
@@ -478,11 +477,12 @@ void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, double seconds)
 
         switch (s->pend_role[k]) {
         case ROLE_WARM:
-            /* Warm-up call n (the second of its pair) is sample n / 4 of its mode; after
-             * the last one both averages start at their medians. */
+            /* Warm-up call n (the second of its pair; the knob's count went up at the
+             * pick) is sample n / 4 of its mode; after the last one both averages start
+             * at their medians. */
             if (!changed)
-                s->mode_warm[c][k][m][s->pend_slot[k] / 4] = v;
-            if (s->pend_slot[k] == (int)MODE_WARM - 1)
+                s->mode_warm[c][k][m][(s->mode_calls[c][k] - 1) / 4] = v;
+            if (s->mode_calls[c][k] == MODE_WARM)
                 for (int q = 0; q < 2; q++) {
                     cost[q] = warm_value(s->mode_warm[c][k][q]);
                     seen[q] = s->mode_calls[c][k];
