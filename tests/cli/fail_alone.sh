@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A rank that fails alone ends the job with one line naming it, instead of leaving the
 # others waiting in a collective; ranks that all fail say it once and exit 1.
-# - A launch that gives one rank a bad option (MPMD): that rank's usage error, with its
-#   rank, exit 2 (cli_exit_agreed, main.c).
+# - A launch that gives one rank a bad option (MPMD): every rank stops at the comparison
+#   of the parsed options (cli_getopt), one line naming the difference, exit 2.
 # - One rank out of memory creating the model, before the first collective, and one
 #   during training (cli_fail_agreed's rank-local path): "rank 1: out of memory: ...".
 # - Every rank out of memory: one line without a rank, exit 1, no MPI_Abort.
@@ -34,7 +34,7 @@ expect() { # want-status expected-substring unwanted-substring command...
 }
 
 # shellcheck disable=SC2086 # MPIRUN is a command with its options
-expect 2 "hpml train: rank 1: unknown option '--bogus' (this rank alone" "" \
+expect 2 "hpml train: the ranks were started with different options: rank 1 has '--bogus', rank 0 does not" "" \
     $MPIRUN -np 1 "$HPML" train "${run[@]}" : -np 1 "$HPML" train "${run[@]}" --bogus
 
 case $BUILD in *-san) echo "skipped: out-of-memory cases (sanitizer build)"; exit $fail ;; esac

@@ -97,6 +97,8 @@ void cli_fatal(const char *cmd, const char *fmt, ...)
  * exit_comm for cli_exit_agreed: on one communicator, a rank failing in cli_fail_agreed
  * would meet a rank that finished in cli_exit_agreed and take it for a failed one. */
 static MPI_Comm fail_comm = MPI_COMM_NULL, exit_comm = MPI_COMM_NULL;
+/* cli_agree_words's: every rank calls it at the same two points before anything else. */
+static MPI_Comm agree_comm = MPI_COMM_NULL;
 
 void cli_init_comm(void)
 {
@@ -104,6 +106,8 @@ void cli_init_comm(void)
         fail_comm = MPI_COMM_NULL;
     if (MPI_Comm_dup(MPI_COMM_WORLD, &exit_comm) != MPI_SUCCESS)
         exit_comm = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &agree_comm) != MPI_SUCCESS)
+        agree_comm = MPI_COMM_NULL;
 }
 
 void cli_free_comm(void)
@@ -112,6 +116,8 @@ void cli_free_comm(void)
         MPI_Comm_free(&fail_comm);
     if (exit_comm != MPI_COMM_NULL)
         MPI_Comm_free(&exit_comm);
+    if (agree_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&agree_comm);
 }
 
 /* Every rank arrived in the nonblocking allreduce req within `seconds`? */
@@ -182,6 +188,298 @@ int cli_fail_agreed(const char *cmd, int err)
     fprintf(stderr, "%s %s: rank %d: %s\n", cli_prog, cmd, cli_rank(), msg);
     abort_job(CLI_EXIT_FAIL);
     return CLI_EXIT_FAIL; /* not reached */
+}
+
+/*
+ * Agreeing on the command line. Ranks started with different commands or options would
+ * run different collectives and hang, or run the same ones on different settings and mix
+ * their results; so before its first collective every rank compares what it parsed with
+ * the others. A run's command line is a list of items: the command, then its options as
+ * parsed (each under its canonical long name, sorted by name, so that "-k 3", "--clusters=3"
+ * and "--clu 3" are one item and the order of options does not matter), then its operands
+ * in order. Each item has a key (what it is) and a text (how it reads in a message).
+ */
+typedef struct item {
+    char *key, *text;
+} item_t;
+
+typedef struct items {
+    item_t *v;
+    size_t n, cap;
+    int nomem;
+} items_t;
+
+static void items_add(items_t *l, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void items_add(items_t *l, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    char *text = NULL, *k = strdup(key);
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        item_t *v = realloc(l->v, cap * sizeof(*v));
+
+        if (v != NULL) {
+            l->v = v;
+            l->cap = cap;
+        }
+    }
+    if (n < 0 || k == NULL || l->n == l->cap) {
+        l->nomem = 1;
+        free(k);
+        if (n >= 0)
+            free(text);
+        return;
+    }
+    l->v[l->n].key = k;
+    l->v[l->n].text = text;
+    l->n++;
+}
+
+static void items_free(items_t *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].text);
+    }
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Sort items [from, to) by key, keeping the order of equal keys (a repeated option). */
+static void items_sort(items_t *l, size_t from, size_t to)
+{
+    for (size_t i = from + 1; i < to; i++) {
+        item_t t = l->v[i];
+        size_t j = i;
+
+        for (; j > from && strcmp(l->v[j - 1].key, t.key) > 0; j--)
+            l->v[j] = l->v[j - 1];
+        l->v[j] = t;
+    }
+}
+
+/* The items as bytes: each key and text followed by a NUL. NULL when out of memory. */
+static char *items_pack(const items_t *l, size_t *len)
+{
+    size_t n = 0, at = 0;
+    char *buf;
+
+    for (size_t i = 0; i < l->n; i++)
+        n += strlen(l->v[i].key) + strlen(l->v[i].text) + 2;
+    if (l->nomem || (buf = malloc(n + 1)) == NULL)
+        return NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        size_t a = strlen(l->v[i].key) + 1, b = strlen(l->v[i].text) + 1;
+
+        memcpy(buf + at, l->v[i].key, a);
+        memcpy(buf + at + a, l->v[i].text, b);
+        at += a + b;
+    }
+    *len = n;
+    return buf;
+}
+
+/* The next item of a packed list at *at (key, text), or 0 at its end. */
+static int items_next(const char *buf, size_t len, size_t *at, const char **key, const char **text)
+{
+    if (*at >= len)
+        return 0;
+    *key = buf + *at;
+    *at += strlen(*key) + 1;
+    *text = *at < len ? buf + *at : "";
+    *at += strlen(*text) + 1;
+    return 1;
+}
+
+/* Rank 0's packed list a against rank r's b: the first item that differs, in words. */
+static void items_diff(const char *a, size_t alen, const char *b, size_t blen, int r, char *msg,
+                       size_t size)
+{
+    size_t i = 0, j = 0;
+    const char *ka = NULL, *ta = NULL, *kb = NULL, *tb = NULL;
+    int more_a, more_b, c;
+
+    for (;;) {
+        more_a = items_next(a, alen, &i, &ka, &ta);
+        more_b = items_next(b, blen, &j, &kb, &tb);
+        if (!more_a && !more_b) {
+            snprintf(msg, size, "rank 0 and rank %d differ", r); /* a hash collision */
+            return;
+        }
+        c = !more_a ? 1 : !more_b ? -1 : strcmp(ka, kb);
+        if (c == 0 && strcmp(ta, tb) == 0)
+            continue;
+        if (c == 0)
+            snprintf(msg, size, "rank 0 has %s, rank %d has %s", ta, r, tb);
+        else if (c < 0)
+            snprintf(msg, size, "rank 0 has %s, rank %d does not", ta, r);
+        else
+            snprintf(msg, size, "rank %d has %s, rank 0 does not", r, tb);
+        return;
+    }
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/*
+ * Collective over every rank: 0 when all ranks' item lists are the same; otherwise rank
+ * 0 prints one line naming the first item in which it differs from the lowest rank that
+ * differs, and every rank gets CLI_EXIT_USAGE.
+ */
+static int agree_items(const char *cmd, const items_t *l)
+{
+    uint64_t mine[2], hi[2], h0;
+    unsigned long long n = 0;
+    char *buf = NULL, *other = NULL, msg[1024];
+    size_t len = 0;
+    int rank = cli_rank(), size = cli_size(), cand, first;
+
+    if (size == 1 || agree_comm == MPI_COMM_NULL)
+        return 0;
+    buf = items_pack(l, &len);
+    if (buf == NULL) { /* differs from every list: the message says so */
+        len = 0;
+        mine[0] = 0;
+    } else {
+        mine[0] = fnv1a(buf, len) | 1;
+    }
+    mine[1] = ~mine[0];
+    /* The largest hash and the complement of the smallest: equal when all are one. */
+    MPI_Allreduce(mine, hi, 2, MPI_UINT64_T, MPI_MAX, agree_comm);
+    if (hi[0] == ~hi[1]) {
+        free(buf);
+        return 0;
+    }
+    h0 = mine[0];
+    MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, agree_comm);
+    cand = mine[0] != h0 ? rank : size;
+    MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, agree_comm);
+    if (len > INT_MAX) /* not a command line anyone types: compare the first 2 GB */
+        len = INT_MAX;
+    if (rank == first) {
+        n = len;
+        MPI_Send(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, agree_comm);
+        MPI_Send(buf, (int)len, MPI_CHAR, 0, 1, agree_comm);
+    } else if (rank == 0) {
+        MPI_Recv(&n, 1, MPI_UNSIGNED_LONG_LONG, first, 0, agree_comm, MPI_STATUS_IGNORE);
+        other = malloc(n + 1);
+        MPI_Recv(other, other != NULL ? (int)n : 0, MPI_CHAR, first, 1, agree_comm,
+                 MPI_STATUS_IGNORE);
+        if (buf == NULL || other == NULL)
+            snprintf(msg, sizeof(msg), "rank 0 and rank %d differ (out of memory to say how)",
+                     first);
+        else
+            items_diff(buf, len, other, (size_t)n, first, msg, sizeof(msg));
+        fprintf(stderr, "%s%s%s: the ranks were started with different %s: %s\n", cli_prog,
+                cmd != NULL ? " " : "", cmd != NULL ? cmd : "",
+                cmd != NULL ? "options" : "commands", msg);
+        fflush(stderr);
+    }
+    free(other);
+    free(buf);
+    snprintf(usage_msg, sizeof(usage_msg), "the ranks were started with different %s",
+             cmd != NULL ? "options" : "commands");
+    return CLI_EXIT_USAGE;
+}
+
+int cli_agree_command(int argc, char **argv, int is_command)
+{
+    items_t l = {0};
+    char *line = NULL;
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    /* One item: the command, or the whole line when it names none ("--version"). */
+    if (argc >= 2 && is_command) {
+        items_add(&l, "command", "the command '%s'", argv[1]);
+    } else if ((f = open_memstream(&line, &n)) != NULL) {
+        for (int i = 1; i < argc; i++)
+            fprintf(f, "%s%s", i > 1 ? " " : "", argv[i]);
+        if (fclose(f) == 0)
+            items_add(&l, "command", argc >= 2 ? "'%s'" : "no command%s", line);
+        else
+            l.nomem = 1;
+        free(line);
+    } else {
+        l.nomem = 1;
+    }
+    rc = agree_items(NULL, &l);
+    items_free(&l);
+    return rc;
+}
+
+/* The name under which option (c, li) is compared: its first long name for the same code
+ * (so aliases agree), else "-c". */
+static void canonical_name(int c, int li, const struct option *lo, char *name, size_t size)
+{
+    if (li >= 0 && lo[li].flag != NULL) {
+        snprintf(name, size, "--%s", lo[li].name);
+        return;
+    }
+    for (const struct option *o = lo; o->name != NULL; o++) {
+        if (o->flag == NULL && o->val == c) {
+            snprintf(name, size, "--%s", o->name);
+            return;
+        }
+    }
+    snprintf(name, size, "-%c", c);
+}
+
+/* Parse a copy of argv as cli_getopt will, silently, into items; leaves getopt reset. */
+static void parsed_items(const char *cmd, int argc, char **argv, const char *spec,
+                         const struct option *lo, items_t *l)
+{
+    char **copy = malloc(((size_t)argc + 1) * sizeof(*copy));
+    char name[80];
+    int c, li = -1;
+
+    items_add(l, "command", "the command '%s'", cmd);
+    if (copy == NULL) {
+        l->nomem = 1;
+        return;
+    }
+    memcpy(copy, argv, (size_t)argc * sizeof(*copy));
+    copy[argc] = NULL;
+    opterr = 0;
+    optind = 0; /* glibc: start afresh, forgetting a cluster left half read */
+    while ((c = getopt_long(argc, copy, spec, lo, &li)) != -1) {
+        if (c == '?' || c == ':') {
+            const char *w = optind >= 1 && optind <= argc ? copy[optind - 1] : "";
+
+            items_add(l, w, "'%s'", w);
+        } else {
+            canonical_name(c, li, lo, name, sizeof(name));
+            if (optarg != NULL)
+                items_add(l, name, "'%s %s'", name, optarg);
+            else
+                items_add(l, name, "'%s'", name);
+        }
+        li = -1;
+    }
+    items_sort(l, 1, l->n);
+    for (int i = optind; i < argc; i++) {
+        char key[32];
+
+        snprintf(key, sizeof(key), "~argument %03d", i - optind + 1);
+        items_add(l, key, "the argument '%s'", copy[i]);
+    }
+    free(copy);
+    optind = 0;
 }
 
 /* The long option `name` (len characters, without "--" and "=value") names, as
@@ -302,6 +600,8 @@ static struct {
     int letter;
 } bare[8];
 static size_t nbare;
+/* Has this run's command line been compared across the ranks (cli_getopt's first call)? */
+static int agreed;
 
 int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
                const struct option *longopts)
@@ -318,6 +618,18 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
         nbare = 0;
     /* ':' first: a missing value comes back as ':', told apart from an unknown option. */
     snprintf(spec, sizeof(spec), "%s%s", optstring[0] == ':' ? "" : ":", optstring);
+    /* Before the first option of the run, the ranks compare what they were given. */
+    if (!agreed) {
+        items_t l = {0};
+        int rc;
+
+        agreed = 1;
+        parsed_items(cmd, argc, argv, spec, longopts, &l);
+        rc = agree_items(cmd, &l);
+        items_free(&l);
+        if (rc != 0)
+            return '?';
+    }
     opterr = 0;
     c = getopt_long(argc, argv, spec, longopts, &li);
     if (c == -1)

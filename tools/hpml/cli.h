@@ -50,6 +50,15 @@ int cli_fail_agreed(const char *cmd, int err);
  * instead of hanging in MPI_Finalize. cmd may be NULL.
  */
 int cli_exit_agreed(const char *cmd, int status);
+/*
+ * main.c, before running anything: every rank compares its command word with the others
+ * (is_command: argv[1] names a command; otherwise the whole argv is compared, as for
+ * "hpml --version"). cli_getopt's first call compares the command's options as parsed.
+ * Ranks started differently would hang or mix results: rank 0 prints one line naming the
+ * first difference and two ranks' values, and every rank gets CLI_EXIT_USAGE. Collective
+ * over MPI_COMM_WORLD (a communicator of its own); 0 when they agree.
+ */
+int cli_agree_command(int argc, char **argv, int is_command);
 /* main.c: make the communicators of cli_fail_agreed and cli_exit_agreed after MPI_Init,
  * free them before Finalize. */
 void cli_init_comm(void);
@@ -65,8 +74,9 @@ void cli_free_comm(void);
  * value in a word of its own, one that is an option of this command ("--out --json":
  * the value was forgotten; "--out=--json" is taken as given), and a short option's value
  * written with '=' ("-o=x": "-o x" is suggested, or "-z50" for an optional value, which
- * is only ever attached). Every rank parses the same argv and returns the same codes.
- * Not thread-safe (getopt's globals).
+ * is only ever attached). Every rank parses the same argv and returns the same codes:
+ * the first call of a run compares the parsed options across the ranks first (see
+ * cli_agree_command) and returns '?' when they differ. Not thread-safe (getopt's globals).
  */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *optstring,
                const struct option *longopts);

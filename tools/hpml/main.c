@@ -58,7 +58,9 @@ int main(int argc, char **argv)
     if (rank == 0)
         (void)hpml_log_level();
 
-    if (argc < 2) {
+    if (cli_agree_command(argc, argv, argc >= 2 && find_command(argv[1]) != NULL) != 0) {
+        /* said by rank 0 */
+    } else if (argc < 2) {
         cli_usage_error(NULL, "missing command");
     } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
                strcmp(argv[1], "help") == 0) {
