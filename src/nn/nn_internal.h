@@ -120,4 +120,48 @@ void hpml__nn_put(nn_buf_t *b, const void *p, size_t n);
 /* Reading: copy n bytes at *off (bounds-checked); -1 when the file is too short. */
 int hpml__nn_get(const unsigned char *p, size_t len, size_t *off, void *dst, size_t n);
 
+/* ---- checkpoints (checkpoint.c; the format is in docs/nn.md) ---- */
+
+/* What a checkpoint holds besides the parameters and the optimizer's moments. */
+typedef struct nn_ckpt {
+    /* The run: a resumed run must have the same, or it would not continue the same run. */
+    uint64_t seed, batch;
+    uint64_t samples;     /* in the training set */
+    uint32_t shard_ranks; /* ranks that shared the rows (--shard-data), 0: the whole set each */
+    uint32_t opt_kind;    /* hpml_opt_kind_t */
+    /* Where it is: the next step to run, the dropout RNG before it. */
+    int64_t epoch, step_in_epoch, global_step;
+    hpml_rng_t rng;
+    /* The epoch so far: this rank's sums of the loss, correct answers and samples. */
+    double loss_sum, correct, seen;
+    double train_time; /* seconds of training steps so far (rank 0's) */
+    /* In a file: every rank's three sums (nranks x 3, in rank order), so that a run
+     * resumed on as many ranks adds up the epoch exactly as an uninterrupted one. The
+     * writer owns what it passes; decode mallocs it (the caller frees). */
+    uint32_t nranks;
+    double *rank_sums;
+} nn_ckpt_t;
+
+/* Serialise a checkpoint into b (appended); 0 or b's error. */
+int hpml__ckpt_encode(const hpml_model_t *m, hpml_optim_t *o, const nn_ckpt_t *st, nn_buf_t *b);
+/* Parse a checkpoint image of len bytes (path for messages): magic, checksum, version, and
+ * that it is of m's spec, input shape and size and of o's number of moments; then fills
+ * m's parameters, o's moments and step count, and *st (st->rank_sums malloc'ed: free it).
+ * HPML_ERR_FORMAT with a message otherwise (m and o then untouched, nothing to free). Not
+ * collective. */
+int hpml__ckpt_decode(const char *path, const unsigned char *p, size_t len, hpml_model_t *m,
+                      hpml_optim_t *o, nn_ckpt_t *st);
+/* Is the saved run the run `now` (samples, batch, seed, data layout, optimizer)?
+ * HPML_ERR_INVAL naming the first difference otherwise. */
+int hpml__ckpt_check_run(const char *path, const nn_ckpt_t *saved, const nn_ckpt_t *now);
+/* Rank 0 writes <dir>/checkpoint.hpml (temporary name, fsync, rename); every rank learns
+ * whether it worked. Collective. */
+int hpml__ckpt_save(hpml_comm_t *comm, const char *dir, const hpml_model_t *m, hpml_optim_t *o,
+                    const nn_ckpt_t *st);
+/* Rank 0 reads <dir>/checkpoint.hpml and broadcasts it; every rank decodes the same bytes
+ * and checks the run against `now`. Collective; the same verdict on every rank except for
+ * a rank out of memory. */
+int hpml__ckpt_load(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
+                    const nn_ckpt_t *now, nn_ckpt_t *st);
+
 #endif

@@ -36,10 +36,6 @@
 #include "hpml/io.h"
 #include "nn/nn_internal.h"
 
-#define CKPT_MAGIC   "HPMLCKPT"
-#define CKPT_VERSION 1u
-#define CKPT_NAME    "checkpoint.hpml"
-
 void hpml_train_config_default(hpml_train_config_t *c)
 {
     memset(c, 0, sizeof(*c));
@@ -952,153 +948,68 @@ static int split_gather_all(split_t *sp, const hpml_model_t *m, hpml_optim_t *o)
     return err;
 }
 
-/* ---- checkpoints ---------------------------------------------------------------- */
+/* ---- checkpoints -------------------------------------------------------------------- */
 
-typedef struct {
-    int64_t epoch, step_in_epoch, global_step;
-    uint64_t seed, batch;
-    hpml_rng_t rng;
-    double loss_sum, correct, seen, train_time, exposed;
-} train_state_t;
-
-static char *ckpt_path(const char *dir)
+/* Save the run at st: every rank's epoch sums gathered, the optimizer's moments and the
+ * split layers' parameters made whole, rank 0 writes. Collective. */
+static int save_checkpoint(hpml_comm_t *comm, const char *dir, dp_t *dp, split_t *sp,
+                           hpml_model_t *m, hpml_optim_t *o, nn_ckpt_t *st)
 {
-    char *p = malloc(strlen(dir) + sizeof(CKPT_NAME) + 2);
-    if (p)
-        sprintf(p, "%s/%s", dir, CKPT_NAME);
-    return p;
-}
-
-static int ckpt_save(const char *dir, hpml_model_t *m, hpml_optim_t *o, const train_state_t *st)
-{
-    nn_buf_t b = {0};
-    uint32_t v = CKPT_VERSION, sl = (uint32_t)strlen(m->spec), crc;
-    uint64_t np = m->nparams;
-    int32_t ns = hpml_optim_nstate(o);
-    int64_t t = *hpml_optim_t_ptr(o);
-    char *path = NULL;
+    const int P = hpml_comm_size(comm);
+    double mine[3] = {st->loss_sum, st->correct, st->seen};
+    double *all = malloc(3 * (size_t)P * sizeof(double));
     int err;
 
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return hpml_set_error(HPML_ERR_IO, "%s: cannot create checkpoint folder: %s", dir,
-                              strerror(errno));
-    hpml__nn_put(&b, CKPT_MAGIC, 8);
-    hpml__nn_put(&b, &v, 4);
-    hpml__nn_put(&b, &sl, 4);
-    hpml__nn_put(&b, m->spec, sl);
-    hpml__nn_put(&b, &np, 8);
-    hpml__nn_put(&b, st, sizeof(*st));
-    hpml__nn_put(&b, &ns, 4);
-    hpml__nn_put(&b, &t, 8);
-    hpml__nn_put(&b, m->params, np * sizeof(float));
-    for (int i = 0; i < ns; i++)
-        hpml__nn_put(&b, hpml_optim_state(o, i), np * sizeof(float));
-    crc = hpml__nn_crc(0, b.p, b.len);
-    hpml__nn_put(&b, &crc, 4);
-    if (!(path = ckpt_path(dir)))
-        b.err = HPML_ERR_NOMEM;
-    err = b.err ? b.err : hpml__nn_write_atomic(path, b.p, b.len);
-    free(b.p);
-    free(path);
+    if (all == NULL) /* this rank's failure: the caller's funnel ends the job */
+        return hpml_set_error(HPML_ERR_NOMEM, "train: no memory for the checkpoint's sums");
+    err = hpml_allgather(mine, all, 3, HPML_F64, comm);
+    st->nranks = (uint32_t)P;
+    st->rank_sums = all;
+    if (err == 0 && (err = dp_gather_state(dp)) == 0 && (err = split_gather_all(sp, m, o)) == 0)
+        err = hpml__ckpt_save(comm, dir, m, o, st);
+    free(all);
+    st->rank_sums = NULL;
     return err;
 }
 
-/* Parse a checkpoint image (verified CRC) into the model, optimizer and state. */
-static int ckpt_parse(const char *path, const unsigned char *p, size_t len, hpml_model_t *m,
-                      hpml_optim_t *o, train_state_t *st)
+/* Load the checkpoint in dir into m, o and *st (whose run it must be). Each rank takes
+ * back its own epoch sums when the run had as many ranks; otherwise rank 0 takes their
+ * totals (the report is then the same up to the order of the additions). Collective. */
+static int resume(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
+                  nn_ckpt_t *st)
 {
-    size_t off = 8;
-    uint32_t v, sl, crc;
-    uint64_t np;
-    int32_t ns;
-    int64_t t;
+    const int P = hpml_comm_size(comm), rank = hpml_comm_rank(comm);
+    nn_ckpt_t now = *st;
+    int err;
 
-    if (len < 8 || memcmp(p, CKPT_MAGIC, 8) != 0)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: not an hpml checkpoint (bad magic)", path);
-    memcpy(&crc, p + len - 4, 4);
-    if (len < 64 || hpml__nn_crc(0, p, len - 4) != crc)
-        return hpml_set_error(HPML_ERR_FORMAT,
-                              "%s: checksum mismatch: the checkpoint is truncated or corrupt "
-                              "(%zu bytes)",
-                              path, len);
-    len -= 4;
-    if (hpml__nn_get(p, len, &off, &v, 4) || v != CKPT_VERSION ||
-        hpml__nn_get(p, len, &off, &sl, 4) || sl > len - off)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: unsupported checkpoint version", path);
-    if (sl != strlen(m->spec) || memcmp(p + off, m->spec, sl) != 0)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: the checkpoint is of model '%.*s', not '%s'",
-                              path, (int)sl, (const char *)p + off, m->spec);
-    off += sl;
-    if (hpml__nn_get(p, len, &off, &np, 8) || np != m->nparams ||
-        hpml__nn_get(p, len, &off, st, sizeof(*st)) || hpml__nn_get(p, len, &off, &ns, 4) ||
-        ns != hpml_optim_nstate(o) || hpml__nn_get(p, len, &off, &t, 8) ||
-        len - off != (size_t)(1 + ns) * np * sizeof(float))
-        return hpml_set_error(HPML_ERR_FORMAT,
-                              "%s: checkpoint does not match this model/optimizer (parameters "
-                              "or optimizer state differ)",
-                              path);
-    memcpy(m->params, p + off, np * sizeof(float));
-    off += np * sizeof(float);
-    for (int i = 0; i < ns; i++, off += np * sizeof(float))
-        memcpy(hpml_optim_state(o, i), p + off, np * sizeof(float));
-    *hpml_optim_t_ptr(o) = (long)t;
+    if ((err = hpml__ckpt_load(comm, dir, m, o, &now, st)) != 0)
+        return err;
+    st->loss_sum = st->correct = st->seen = 0;
+    for (uint32_t r = 0; r < st->nranks; r++) {
+        if (st->nranks == (uint32_t)P ? r == (uint32_t)rank : rank == 0) {
+            st->loss_sum += st->rank_sums[3 * r];
+            st->correct += st->rank_sums[3 * r + 1];
+            st->seen += st->rank_sums[3 * r + 2];
+        }
+    }
+    free(st->rank_sums);
+    st->rank_sums = NULL;
+    st->nranks = 0;
     return 0;
 }
 
-/* Rank 0 reads and verifies, then broadcasts the image so every rank parses the same
- * bytes (ranks need not share a file system). Collective. */
-static int ckpt_load(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
-                     train_state_t *st)
-{
-    unsigned char *p = NULL;
-    size_t len = 0;
-    char *path = ckpt_path(dir);
-    int64_t hdr[2] = {0, 0}; /* error, length */
-    int err = 0;
-
-    if (path == NULL)
-        return HPML_ERR_NOMEM;
-    if (hpml_comm_rank(comm) == 0) {
-        hdr[0] = hpml__nn_read_file(path, &p, &len);
-        hdr[1] = (int64_t)len;
-    }
-    if ((err = hpml_bcast(hdr, 2, HPML_I64, 0, comm)) != 0)
-        goto out;
-    if (hdr[0] != 0) {
-        err = (int)hdr[0];
-        if (hpml_comm_rank(comm) != 0)
-            hpml_set_error(err, "%s: cannot read the checkpoint on rank 0", path);
-        goto out;
-    }
-    len = (size_t)hdr[1];
-    if (hpml_comm_rank(comm) != 0 && !(p = malloc(len + 1))) {
-        err = HPML_ERR_NOMEM;
-        goto out;
-    }
-    if ((err = hpml_bcast(p, len, HPML_U8, 0, comm)) != 0)
-        goto out;
-    err = ckpt_parse(path, p, len, m, o, st);
-out:
-    free(p);
-    free(path);
-    return err;
-}
-
-/* Rank 0 writes; every rank learns whether it worked (collective). */
-static int ckpt_collective(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_optim_t *o,
-                           const train_state_t *st)
-{
-    int32_t rc = hpml_comm_rank(comm) == 0 ? ckpt_save(dir, m, o, st) : 0;
-    int err = hpml_allreduce(HPML_IN_PLACE, &rc, 1, HPML_I32, HPML_MIN, comm);
-
-    if (err)
-        return err;
-    if (rc != 0 && hpml_comm_rank(comm) != 0)
-        hpml_set_error(rc, "%s: rank 0 could not write the checkpoint", dir);
-    return rc;
-}
-
 /* ---- training ----------------------------------------------------------------------- */
+
+/* Are d's samples of shape (c, h, w)? Else HPML_ERR_INVAL naming d's file and both shapes:
+ * a forward pass over samples of another size reads past them (or computes garbage). */
+static int check_shape(const hpml_dataset_t *d, const char *what, int c, int h, int w)
+{
+    if (d->c == c && d->h == h && d->w == w)
+        return 0;
+    return hpml_set_error(HPML_ERR_INVAL, "%s %s: samples are %dx%dx%d, the model takes %dx%dx%d",
+                          what, d->source[0] ? d->source : "(in memory)", d->c, d->h, d->w, c, h,
+                          w);
+}
 
 int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, size_t batch,
                   double *loss, double *acc)
@@ -1107,6 +1018,8 @@ int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, s
     const size_t in = hpml_model_input_size(m);
     int err;
 
+    if ((err = check_shape(d, "images", m->in_c, m->in_h, m->in_w)) != 0)
+        return err;
     if (batch == 0)
         batch = 1000;
     for (size_t i = 0; i < d->n; i += batch) {
@@ -1135,7 +1048,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     hpml_optim_t *o = NULL;
     dp_t dp;
     split_t sp;
-    train_state_t st;
+    nn_ckpt_t st;
     uint32_t *perm = NULL;
     float *xb = NULL;
     int32_t *yb = NULL;
@@ -1143,7 +1056,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     const int P = hpml_comm_size(comm), rank = hpml_comm_rank(comm);
     size_t in, B = cfg->batch, N = train->n, lb_max;
     long steps_per_epoch, total_steps;
-    double t_start;
+    double t_start, resumed_seen = 0;
     int shard_rows, hybrid = 0; /* layers split */
     int err;
 
@@ -1151,10 +1064,20 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     memset(&dp, 0, sizeof(dp));
     memset(&sp, 0, sizeof(sp));
     memset(&st, 0, sizeof(st));
+    /* Row-sharded data (--shard-data): this rank holds only rows [offset, offset+n). The
+     * checks before the first collective depend only on what every rank has (the file's
+     * shape, the configuration), so every rank fails the same way. */
+    shard_rows = train->total != N || train->offset != 0;
+    if (shard_rows && train->total < (size_t)P)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: %s holds %zu samples for %d ranks: sharded data needs at "
+                              "least one sample per rank",
+                              train->source[0] ? train->source : "the training set", train->total,
+                              P);
     if (B == 0 || N == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
-    /* Row-sharded data (--shard-data): this rank holds only rows [offset, offset+n). */
-    shard_rows = train->total != N || train->offset != 0;
+    if (test != NULL && (err = check_shape(test, "test images", train->c, train->h, train->w)) != 0)
+        return err;
     if (N > UINT32_MAX)
         return hpml_set_error(HPML_ERR_RANGE, "train: more than 2^32 samples");
     if ((err = hpml_model_create(cfg->spec, train->c, train->h, train->w, &m)) != 0)
@@ -1195,21 +1118,17 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
     hpml_rng_init(&st.rng, cfg->seed, 0x44524f50ull); /* "DROP" */
     st.seed = cfg->seed;
     st.batch = B;
+    st.samples = train->total;
+    st.shard_ranks = shard_rows ? (uint32_t)P : 0;
+    st.opt_kind = (uint32_t)cfg->opt.kind;
     if (cfg->resume) {
         if (cfg->checkpoint_dir == NULL) {
             err = hpml_set_error(HPML_ERR_INVAL, "train: --resume needs a checkpoint folder");
             goto out;
         }
-        if ((err = ckpt_load(comm, cfg->checkpoint_dir, m, o, &st)) != 0)
+        if ((err = resume(comm, cfg->checkpoint_dir, m, o, &st)) != 0)
             goto out;
-        if (st.batch != B || st.seed != cfg->seed) {
-            err = hpml_set_error(HPML_ERR_INVAL,
-                                 "train: the checkpoint was made with batch %llu seed %llu, "
-                                 "not batch %zu seed %llu",
-                                 (unsigned long long)st.batch, (unsigned long long)st.seed, B,
-                                 (unsigned long long)cfg->seed);
-            goto out;
-        }
+        resumed_seen = st.seen;
     }
     /* Every rank starts from rank 0's parameters. */
     if ((err = hpml_bcast(m->params, m->nparams, HPML_F32, 0, comm)) != 0)
@@ -1271,11 +1190,10 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
                          nl ? lsum / (double)nl : 0.0);
             if (cfg->checkpoint_dir && cfg->checkpoint_every > 0 &&
                 st.global_step % cfg->checkpoint_every == 0) {
-                train_state_t s2 = st;
+                nn_ckpt_t s2 = st;
+
                 s2.step_in_epoch++; /* resume after this step */
-                s2.exposed = dp.exposed;
-                if ((err = dp_gather_state(&dp)) != 0 || (err = split_gather_all(&sp, m, o)) != 0 ||
-                    (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+                if ((err = save_checkpoint(comm, cfg->checkpoint_dir, &dp, &sp, m, o, &s2)) != 0)
                     goto out;
             }
             if (cfg->max_steps > 0 && st.global_step >= cfg->max_steps) {
@@ -1286,8 +1204,10 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
         }
         /* Epoch report: sums over ranks. */
         {
-            double s[4] = {st.loss_sum, st.correct, st.seen, st.train_time};
-            double seen_local = st.seen;
+            /* Throughput counts the samples of this run only, not those before a resume. */
+            double seen_local = st.seen - resumed_seen;
+            double s[4] = {st.loss_sum, st.correct, st.seen, seen_local};
+
             memset(&r, 0, sizeof(r));
             if ((err = hpml_allreduce(HPML_IN_PLACE, s, 4, HPML_F64, HPML_SUM, comm)) != 0)
                 goto out;
@@ -1296,7 +1216,7 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             r.train_loss = s[2] > 0 ? s[0] / s[2] : 0;
             r.train_acc = s[2] > 0 ? s[1] / s[2] : 0;
             r.seconds = hpml_time() - t_epoch;
-            r.images_per_s = r.seconds > 0 ? s[2] / r.seconds : 0;
+            r.images_per_s = r.seconds > 0 ? s[3] / r.seconds : 0;
             r.images_per_s_rank = r.seconds > 0 ? seen_local / r.seconds : 0;
             r.comm_exposed_s = dp.exposed;
             r.lr = hpml_opt_lr(&cfg->opt, (long)st.global_step - 1, total_steps, steps_per_epoch);
@@ -1312,16 +1232,16 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             if (report)
                 report(ctx, &r);
         }
-        st.loss_sum = st.correct = st.seen = 0;
+        st.loss_sum = st.correct = st.seen = resumed_seen = 0;
         dp.exposed = 0;
         if (stop)
             break;
         if (cfg->checkpoint_dir && cfg->checkpoint_every == 0) {
-            train_state_t s2 = st;
+            nn_ckpt_t s2 = st;
+
             s2.epoch++;
             s2.step_in_epoch = 0;
-            if ((err = dp_gather_state(&dp)) != 0 || (err = split_gather_all(&sp, m, o)) != 0 ||
-                (err = ckpt_collective(comm, cfg->checkpoint_dir, m, o, &s2)) != 0)
+            if ((err = save_checkpoint(comm, cfg->checkpoint_dir, &dp, &sp, m, o, &s2)) != 0)
                 goto out;
         }
     }
