@@ -51,6 +51,8 @@ float *hpml_model_params(hpml_model_t *m); /* owned by the model */
 float *hpml_model_grads(hpml_model_t *m);
 /* Values per sample at the input and at the output (the number of classes). */
 size_t hpml_model_input_size(const hpml_model_t *m);
+/* The input shape per sample (channels, height, width). */
+void hpml_model_input_shape(const hpml_model_t *m, int *c, int *h, int *w);
 size_t hpml_model_output_size(const hpml_model_t *m);
 /* The spec as parsed (canonical form, e.g. "conv 32 5x5 s1 pad2 relu | ..."). */
 const char *hpml_model_spec(const hpml_model_t *m);
@@ -149,9 +151,10 @@ typedef struct hpml_dataset {
     size_t offset; /* index of the first held sample in the file */
     size_t total;  /* samples in the file */
     int c, h, w;
-    int classes; /* 1 + largest label in the file's held part (at least) */
-    float *x;    /* n * c*h*w, hpml_malloc'ed */
-    int32_t *y;  /* n */
+    int classes;       /* 1 + largest label in the file's held part (at least) */
+    float *x;          /* n * c*h*w, hpml_malloc'ed */
+    int32_t *y;        /* n */
+    char source[1024]; /* the images file, for messages ("" when made in memory) */
 } hpml_dataset_t;
 
 /*
@@ -275,7 +278,9 @@ typedef void (*hpml_progress_fn)(void *ctx, int epoch, long step, long steps_per
 /*
  * Train data-parallel over comm (collective). `train` is the full training set on every
  * rank (shuffled globally; each rank takes its slice of each global batch), `test` this
- * rank's block of the test set (or NULL). On return *model is the trained model (rank 0's
+ * rank's block of the test set (or NULL), of the training samples' shape (else
+ * HPML_ERR_INVAL naming test->source and both shapes, before any collective). On return
+ * *model is the trained model (rank 0's
  * parameters broadcast at start, so all ranks agree). Errors as the layers; checkpoint
  * problems are HPML_ERR_IO / HPML_ERR_FORMAT with a message.
  */
@@ -284,7 +289,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
                void *ctx, hpml_model_t **model);
 
 /* Accuracy and mean loss of a model on each rank's block of a data set, summed over
- * ranks (collective). */
+ * ranks (collective). Samples of another shape than the model's input are HPML_ERR_INVAL,
+ * naming d->source and both shapes (the same on every rank: the shape is the file's). */
 int hpml_evaluate(hpml_comm_t *comm, hpml_model_t *m, const hpml_dataset_t *d, size_t batch,
                   double *loss, double *acc);
 

@@ -39,6 +39,7 @@ int hpml_dataset_load(const char *images, const char *labels, size_t begin, size
     int err;
 
     memset(out, 0, sizeof(*out));
+    snprintf(out->source, sizeof(out->source), "%s", images);
     if ((err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &stored)) != 0 ||
         (err = hpml_io_shape(labels, HPML_FMT_AUTO, &lrows, &lcols, &lstored)) != 0)
         goto out;

@@ -134,6 +134,13 @@ size_t hpml_model_input_size(const hpml_model_t *m)
 {
     return (size_t)m->in_c * (size_t)m->in_h * (size_t)m->in_w;
 }
+
+void hpml_model_input_shape(const hpml_model_t *m, int *c, int *h, int *w)
+{
+    *c = m->in_c;
+    *h = m->in_h;
+    *w = m->in_w;
+}
 size_t hpml_model_output_size(const hpml_model_t *m)
 {
     return m->layers[m->nlayers - 1].out_size;

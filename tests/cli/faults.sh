@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Faults and bad input found by trying hpml as a new user: each is a clear one-line error
+# naming what is wrong, a non-zero exit, on every rank, with no crash, no hang and no
+# input or old output lost. One section per defect; each failed on the code before its fix.
+# Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
+# hpml-test: timeout=300
+set -u
+: "${HPML:?}" "${MPIRUN:?}"
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+export OPENBLAS_NUM_THREADS=1
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+/usr/bin/python3 -c "
+import numpy as np; r = np.random.default_rng(0)
+np.save('ti.npy', r.integers(0, 255, (200, 28, 28), dtype=np.uint8))
+np.save('tl.npy', r.integers(0, 10, 200).astype(np.int64))
+np.save('te1.npy', r.integers(0, 255, (200, 1), dtype=np.uint8))
+np.save('te40.npy', r.integers(0, 255, (200, 40, 40), dtype=np.uint8))
+np.save('ti2.npy', r.integers(0, 255, (2, 28, 28), dtype=np.uint8))
+np.save('tl2.npy', np.arange(2))
+np.save('X.npy', r.normal(size=(60, 4)).astype(np.float32))
+np.save('y.npy', r.normal(size=60))" || exit 1
+
+# expect STATUS 'LINE' NP ARGS...: `hpml ARGS` on NP ranks (1: no launcher) exits STATUS
+# within 60 s with exactly one stderr line starting "hpml " and holding LINE (fixed
+# string) and no MPI_Abort.
+expect() {
+    local want=$1 line=$2 np=$3 rc
+    shift 3
+    if [ "$np" = 1 ]; then
+        timeout -k 5 60 "$HPML" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    else
+        # shellcheck disable=SC2086
+        timeout -k 5 60 $MPIRUN -np "$np" "$HPML" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    fi
+    rc=$?
+    local what="np=$np hpml $*"
+    if [ $rc -ne "$want" ]; then
+        fail "$what: exit $rc, want $want: $(head -c 600 "$tmp/err")"
+    elif [ "$(grep -c '^hpml ' "$tmp/err")" -ne 1 ] || ! grep -qF -- "$line" "$tmp/err"; then
+        fail "$what: want one line holding '$line', got: $(head -c 600 "$tmp/err")"
+    elif grep -qi "MPI_ABORT" "$tmp/err"; then
+        fail "$what: aborted the job: $(head -c 300 "$tmp/err")"
+    else
+        echo "ok: $(grep -m1 '^hpml ' "$tmp/err")"
+    fi
+}
+
+## Test images of another per-sample size than the training images (and the model): the
+## smaller crashed in sgemm, the larger ran with garbage accuracy.
+T=(train --model 'dense 10' --epochs 1 --no-progress --train-images ti.npy --train-labels tl.npy)
+expect 1 "test images te1.npy: samples are 1x1x1, the model takes 1x28x28" 1 \
+    "${T[@]}" --test-images te1.npy --test-labels tl.npy
+expect 1 "test images te40.npy: samples are 1x40x40, the model takes 1x28x28" 2 \
+    "${T[@]}" --test-images te40.npy --test-labels tl.npy
+
+## --shard-data with fewer samples than ranks: one agreed line at once, not one rank's
+## MPI_Abort after seconds.
+expect 1 "ti2.npy holds 2 samples for 3 ranks: sharded data needs at least one sample per rank" 3 \
+    train --model 'dense 10' --epochs 1 --no-progress --train-images ti2.npy \
+    --train-labels tl2.npy --shard-data
+
+exit $((fails > 0))
