@@ -1000,6 +1000,35 @@ static int resume(hpml_comm_t *comm, const char *dir, hpml_model_t *m, hpml_opti
 
 /* ---- training ----------------------------------------------------------------------- */
 
+/*
+ * After step `step`: has training diverged? A non-finite loss on any rank comes from
+ * non-finite logits (the inputs are checked finite when loaded), whose gradients are not
+ * finite either; the gradients are summed over the ranks, so the output layer's bias is
+ * not finite after the update on every rank at the same step. Checking those few values
+ * (not the loss, which a rank knows only for its own samples) gives every rank the same
+ * verdict without a collective. HPML_ERR_NUMERIC naming the step, before anything is saved.
+ */
+static int check_diverged(const hpml_model_t *m, int64_t step, int64_t epoch)
+{
+    const nn_layer_t *l = NULL;
+    float acc = 0.0f;
+
+    for (int i = m->nlayers - 1; i >= 0 && l == NULL; i--)
+        if (m->layers[i].nb > 0)
+            l = &m->layers[i];
+    if (l == NULL)
+        return 0;
+    for (size_t j = 0; j < l->nb; j++)
+        acc += 0.0f * m->params[l->b_off + j]; /* NaN or Inf makes it NaN */
+    if (acc == 0.0f)
+        return 0;
+    return hpml_set_error(HPML_ERR_NUMERIC,
+                          "train: training diverged at step %lld (epoch %lld): the loss and "
+                          "the parameters are not finite; nothing was saved (a lower --lr may "
+                          "help)",
+                          (long long)step, (long long)epoch);
+}
+
 /* Are d's samples of shape (c, h, w)? Else HPML_ERR_INVAL naming d's file and both shapes:
  * a forward pass over samples of another size reads past them (or computes garbage). */
 static int check_shape(const hpml_dataset_t *d, const char *what, int c, int h, int w)
@@ -1178,7 +1207,8 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
             } else {
                 memset(m->grads, 0, m->nparams * sizeof(float));
             }
-            if ((err = dp_sync(&dp, lr)) != 0)
+            if ((err = dp_sync(&dp, lr)) != 0 ||
+                (err = check_diverged(m, st.global_step + 1, st.epoch + 1)) != 0)
                 goto out;
             st.global_step++;
             st.loss_sum += lsum;

@@ -62,4 +62,29 @@ expect 1 "ti2.npy holds 2 samples for 3 ranks: sharded data needs at least one s
     train --model 'dense 10' --epochs 1 --no-progress --train-images ti2.npy \
     --train-labels tl2.npy --shard-data
 
+## Training that diverges to NaN: exit 1 naming the step, no model saved, the last good
+## checkpoint kept (it resumes at a sane learning rate); it used to exit 0 and save NaNs.
+D=(train --model 'dense 64 relu | dense 10' --epochs 2 --train-limit 2000 --test-limit 100
+   --no-progress --checkpoint ck --checkpoint-every 1)
+expect 1 "training diverged at step 12 (epoch 1): the loss and the parameters are not finite; nothing was saved" \
+    2 "${D[@]}" --lr 50 --save m.hpml
+[ -e m.hpml ] && fail "a diverged run saved m.hpml"
+[ -f ck/checkpoint.hpml ] || fail "the last good checkpoint is gone"
+# The checkpoint left is the last finite one (read by the format of docs/nn.md).
+/usr/bin/python3 - ck/checkpoint.hpml <<'PY' || fail "the checkpoint kept is not the last good one"
+import struct, sys, zlib
+import numpy as np
+b = open(sys.argv[1], 'rb').read()
+assert b[:8] == b'HPMLCKPT' and struct.unpack_from('<I', b, 8)[0] == 2
+assert zlib.crc32(b[:-4]) == struct.unpack_from('<I', b, len(b) - 4)[0]
+o = 12; sl = struct.unpack_from('<I', b, o)[0]; o += 4 + sl + 12
+P = struct.unpack_from('<Q', b, o)[0]; o += 8 + 24 + 8 + 24 + 32 + 8
+R = struct.unpack_from('<I', b, o)[0]; o += 4 + 24 * R
+M = struct.unpack_from('<I', b, o)[0]; o += 4 + 8
+assert len(b) - 4 - o == 4 * P * (1 + M)
+step = struct.unpack_from('<Q', b, 12 + 4 + sl + 12 + 8 + 24 + 8 + 16)[0]
+w = np.frombuffer(b, '<f4', P, o)
+assert np.isfinite(w).all() and step == 11, step
+PY
+
 exit $((fails > 0))
