@@ -207,7 +207,11 @@ static int scan(const char *path, FILE *f, scan_t *sc)
         errno = 0;
         n = getline(&line, &cap, f);
         if (n < 0) {
-            if (ferror(f))
+            /* A line too long for memory is not the end of the table. */
+            if (errno == ENOMEM || errno == EOVERFLOW)
+                rc = hpml_set_error(HPML_ERR_NOMEM, "%s:%zu: no memory to hold the line", path,
+                                    lineno + 1);
+            else if (ferror(f))
                 rc = hpml_set_error(HPML_ERR_IO, "%s: read error: %s", path, strerror(errno));
             goto out; /* empty table */
         }

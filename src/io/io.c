@@ -42,6 +42,34 @@ void hpml_array_free(hpml_array_t *a)
 
 /* ---- positioned reader ---------------------------------------------------------- */
 
+int hpml__io_open_regular(const char *path)
+{
+    struct stat st;
+    int fd, rc;
+
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: is a directory", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        /* A device or a pipe has no size to read rows by: /dev/zero would be read forever. */
+        rc = hpml_set_error(HPML_ERR_IO,
+                            "%s: not a regular file (a device, pipe or socket); give a file", path);
+    } else {
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+            return fd;
+        rc = hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    close(fd);
+    return rc;
+}
+
 int hpml__io_src_open(hpml__io_src_t *s, const char *path)
 {
     unsigned char m[4];
@@ -52,11 +80,14 @@ int hpml__io_src_open(hpml__io_src_t *s, const char *path)
     s->fd = -1;
     s->gz = NULL;
     s->size = 0;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0)
-        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int rc = hpml_set_error(HPML_ERR_IO, "%s: not a regular file", path);
+    if ((s->fd = hpml__io_open_regular(path)) < 0) {
+        int rc = s->fd;
+
+        s->fd = -1;
+        return rc;
+    }
+    if (fstat(s->fd, &st) != 0) {
+        int rc = hpml_set_error(HPML_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         hpml__io_src_close(s);
         return rc;
     }
@@ -321,14 +352,16 @@ static int detect(const char *path, hpml_format_t fmt, hpml_format_t *out)
     int fd;
 
     if (fmt == HPML_FMT_NPY || fmt == HPML_FMT_IDX || fmt == HPML_FMT_CSV) {
+        if ((fd = hpml__io_open_regular(path)) < 0)
+            return fd;
+        close(fd);
         *out = fmt;
         return 0;
     }
     if (fmt != HPML_FMT_AUTO)
         return hpml_set_error(HPML_ERR_INVAL, "%s: unknown format %d", path, (int)fmt);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if ((fd = hpml__io_open_regular(path)) < 0)
+        return fd;
     n = pread(fd, m, sizeof(m), 0);
     close(fd);
     if (n == 6 && memcmp(m, "\x93NUMPY", 6) == 0)

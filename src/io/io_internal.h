@@ -71,6 +71,10 @@ typedef struct {
     uint64_t size; /* plain: file size; gzip: uncompressed size from the trailer */
 } hpml__io_src_t;
 
+/* Open path for reading (O_CLOEXEC) when it is a regular file: a fd, or a negative
+ * HPML_ERR_IO with a message that says when it is a directory, or a device or pipe (whose
+ * size cannot be known: /dev/zero would be read forever). Every reader is checked by it. */
+int hpml__io_open_regular(const char *path);
 /* Open path; gzip is detected by its magic bytes. Errors set the message. */
 int hpml__io_src_open(hpml__io_src_t *s, const char *path);
 void hpml__io_src_close(hpml__io_src_t *s);

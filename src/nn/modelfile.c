@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "io/io_internal.h"
@@ -79,32 +81,43 @@ int hpml__nn_write_atomic(const char *path, const void *buf, size_t len)
 
 int hpml__nn_read_file(const char *path, unsigned char **buf, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
     unsigned char *p = NULL;
-    long sz;
+    struct stat st;
+    size_t sz, got = 0;
+    int fd, rc = 0;
 
     *buf = NULL;
     *len = 0;
-    if (f == NULL)
-        return hpml_set_error(HPML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return hpml_set_error(HPML_ERR_IO, "%s: cannot read", path);
+    if ((fd = hpml__io_open_regular(path)) < 0)
+        return fd;
+    if (fstat(fd, &st) != 0) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        goto out;
     }
-    p = malloc((size_t)sz + 1);
-    if (p == NULL) {
-        fclose(f);
-        return HPML_ERR_NOMEM;
+    sz = (size_t)st.st_size;
+    if ((p = malloc(sz + 1)) == NULL) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "%s: no memory to read its %zu bytes", path, sz);
+        goto out;
     }
-    if (fread(p, 1, (size_t)sz, f) != (size_t)sz) {
-        fclose(f);
-        free(p);
-        return hpml_set_error(HPML_ERR_IO, "%s: read failed", path);
+    while (got < sz) {
+        ssize_t n = read(fd, p + got, sz - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = hpml_set_error(HPML_ERR_IO, "%s: read failed after %zu of %zu bytes: %s", path,
+                                got, sz, n < 0 ? strerror(errno) : "the file shrank");
+            goto out;
+        }
+        got += (size_t)n;
     }
-    fclose(f);
     *buf = p;
-    *len = (size_t)sz;
-    return 0;
+    *len = sz;
+    p = NULL;
+out:
+    free(p);
+    close(fd);
+    return rc;
 }
 
 int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *path)

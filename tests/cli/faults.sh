@@ -87,4 +87,22 @@ w = np.frombuffer(b, '<f4', P, o)
 assert np.isfinite(w).all() and step == 11, step
 PY
 
+## Inputs that are not regular files: /dev/zero was read until the OOM killer came, and a
+## folder got "read error: Success", "out of memory" or an empty message.
+mkdir -p DIR
+expect 1 "hpml kmeans: /dev/zero: not a regular file (a device, pipe or socket)" 1 \
+    kmeans --data /dev/zero -k 2
+expect 1 "hpml kmeans: DIR: is a directory" 2 kmeans --data DIR -k 2
+expect 1 "hpml predict: DIR/: is a directory" 1 predict --model-file DIR/ --images X.npy
+expect 1 "hpml eval: DIR/: is a directory" 1 eval --model-file DIR/
+expect 1 "hpml train: DIR: is a directory" 1 train --train-images DIR --train-labels tl.npy
+## An allocation that fails is said as such: a CSV line longer than memory allows was
+## taken for the end of the table ("k=2 is larger than the 0 rows").
+head -c 100000000 /dev/zero | tr '\0' '1' >ones.csv
+before=$fails
+(ulimit -v 300000 && expect 1 "hpml kmeans: ones.csv" 1 kmeans --data ones.csv -k 2 &&
+    exit $((fails - before))) || fails=$((before + 1))
+grep -q "memory" "$tmp/err" || fail "an allocation failure said otherwise: $(cat "$tmp/err")"
+rm -f ones.csv
+
 exit $((fails > 0))
