@@ -54,6 +54,11 @@ int hpml_io_read_rows(const char *path, hpml_format_t fmt, hpml_dtype_t want, si
 int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, int rank, int nranks,
                        int reject_nonfinite, hpml_array_t *out);
 
+/* Do paths a and b name the same file: the same file (device and inode) where both
+ * exist, however spelled or linked; otherwise the same name in the same folder. 1 or 0
+ * (0 for NULL or empty paths). For refusing an output that would overwrite an input. */
+int hpml_io_same_file(const char *a, const char *b);
+
 /* Free the data of an array (the struct itself is the caller's); NULL-safe. */
 void hpml_array_free(hpml_array_t *a);
 

@@ -40,6 +40,44 @@ void hpml_array_free(hpml_array_t *a)
     a->rows = 0;
 }
 
+/* ---- file identity ----------------------------------------------------------------- */
+
+/* The folder of path and its last name, stat'ed: 0, or -1 when the folder is not there. */
+static int parent_of(const char *path, struct stat *st, const char **base)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n;
+
+    if (slash == NULL) {
+        *base = path;
+        return stat(".", st);
+    }
+    *base = slash + 1;
+    n = (size_t)(slash - path);
+    if (n >= sizeof(dir))
+        return -1;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return stat(n == 0 ? "/" : dir, st);
+}
+
+int hpml_io_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    const char *ba, *bb;
+
+    if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0')
+        return 0;
+    if (strcmp(a, b) == 0)
+        return 1;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) /* links and other spellings of one file */
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* A file yet to be made: the same name in the same folder. */
+    return parent_of(a, &sa, &ba) == 0 && parent_of(b, &sb, &bb) == 0 && strcmp(ba, bb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* ---- positioned reader ---------------------------------------------------------- */
 
 int hpml__io_open_regular(const char *path)

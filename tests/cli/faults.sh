@@ -87,6 +87,41 @@ w = np.frombuffer(b, '<f4', P, o)
 assert np.isfinite(w).all() and step == 11, step
 PY
 
+## An output that names an input destroyed the input; now refused before any work,
+## however the path is spelled. Outputs the writers cannot make are refused too: a name
+## that is neither .npy nor .csv got .npy bytes, and "--out DIR/" wrote hidden files.
+$HPML train --model 'dense 10' --epochs 1 --no-progress --train-images ti.npy \
+    --train-labels tl.npy --save m.hpml >/dev/null 2>&1 || fail "cannot train a model"
+cp X.npy in.npy
+md5sum X.npy y.npy in.npy ti.npy >sums
+CL="writing there would destroy it; choose another name"
+expect 1 "hpml kmeans: in.npy is the input --data in.npy: $CL" 1 kmeans --data in.npy -k 2 --out in.npy
+expect 1 "hpml kmeans: in.npy is the input --data in.npy: $CL" 2 kmeans --data in.npy -k 2 --labels in.npy
+expect 1 "hpml kmeans: $tmp/in.npy is the same file as the input --data ./in.npy" 1 \
+    kmeans --data ./in.npy -k 2 --labels "$tmp/in.npy"
+ln -s in.npy link.npy
+expect 1 "hpml pca: link.npy is the same file as the input --data in.npy" 1 \
+    pca --data in.npy -k 2 --transform-out link.npy
+expect 1 "hpml predict: ti.npy is the input --images ti.npy: $CL" 1 \
+    predict --model-file m.hpml --images ti.npy -o ti.npy
+expect 1 "hpml linreg: y.npy is the input --target y.npy: $CL" 2 \
+    linreg --data X.npy --target y.npy --out y.npy
+expect 1 "hpml train: ti.npy is the input --train-images ti.npy: $CL" 1 \
+    train --model 'dense 10' --epochs 1 --train-images ti.npy --train-labels tl.npy --save ti.npy
+expect 1 "hpml train: --save ck/checkpoint.hpml is the checkpoint --checkpoint ck writes" 2 \
+    train --model 'dense 10' --epochs 1 --train-images ti.npy --train-labels tl.npy \
+    --checkpoint ck --save ck/checkpoint.hpml
+md5sum -c --quiet sums || fail "an input was changed"
+expect 1 "hpml kmeans: x.txt: an output is written as .npy or .csv" 1 \
+    kmeans --data X.npy -k 2 --labels x.txt
+expect 1 "hpml predict: p.txt: an output is written as .npy or .csv" 1 \
+    predict --model-file m.hpml --images ti.npy -o p.txt
+mkdir -p OUT
+expect 2 "hpml kmeans: --out OUT/ names a folder: give a file name, or a prefix in the folder (OUT/run)" \
+    1 kmeans --data X.npy -k 2 --out OUT/
+expect 2 "hpml pca: --out OUT names a folder" 1 pca --data X.npy -k 2 --out OUT
+[ -z "$(ls -A OUT)" ] && [ ! -e x.txt ] && [ ! -e p.txt ] || fail "wrote $(ls -A OUT) x.txt p.txt"
+
 ## Inputs that are not regular files: /dev/zero was read until the OOM killer came, and a
 ## folder got "read error: Success", "out of memory" or an empty message.
 mkdir -p DIR

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "hpml/core.h"
+#include "hpml/io.h"
 
 const char *cli_prog = "hpml";
 
@@ -813,5 +815,54 @@ int cli_tmp_next_to(const char *path, char *tmp, size_t len)
         return -1;
     fchmod(fd, 0644);
     close(fd);
+    return 0;
+}
+
+int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, size_t size)
+{
+    if (out == NULL || out[0] == '\0')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (hpml_io_same_file(out, in[i].path)) {
+            if (strcmp(out, in[i].path) == 0)
+                snprintf(why, size,
+                         "%s is the input %s %s: writing there would destroy it; choose another "
+                         "name",
+                         out, in[i].opt, in[i].path);
+            else
+                snprintf(why, size,
+                         "%s is the same file as the input %s %s: writing there would destroy "
+                         "it; choose another name",
+                         out, in[i].opt, in[i].path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_out_format(const char *path, char *why, size_t size)
+{
+    size_t n = path != NULL ? strlen(path) : 0;
+
+    if (n == 0 ||
+        (n > 4 && (strcasecmp(path + n - 4, ".npy") == 0 || strcasecmp(path + n - 4, ".csv") == 0)))
+        return 0;
+    snprintf(why, size, "%s: an output is written as .npy or .csv: give the name one of them",
+             path);
+    return -1;
+}
+
+int cli_check_prefix(const char *cmd, const char *opt, const char *value)
+{
+    struct stat st;
+    size_t n = value != NULL ? strlen(value) : 0;
+
+    if (n == 0)
+        return 0;
+    if (value[n - 1] == '/' || (stat(value, &st) == 0 && S_ISDIR(st.st_mode)))
+        return cli_usage_error(cmd,
+                               "%s %s names a folder: give a file name, or a prefix in the folder "
+                               "(%s%srun)",
+                               opt, value, value, value[n - 1] == '/' ? "" : "/");
     return 0;
 }

@@ -107,6 +107,28 @@ int cli_tmp_next_to(const char *path, char *tmp, size_t len);
  * empty). */
 int cli_tmpdir_next_to(const char *path, char *tmp, size_t len);
 
+/* A file a command reads or writes, and the option that named it (for messages). */
+typedef struct cli_path {
+    const char *opt;
+    const char *path;
+} cli_path_t;
+
+/* Would writing `out` overwrite one of the n inputs (the same file, however spelled or
+ * linked: hpml_io_same_file)? 0, or -1 with "<out> is the input <opt> <path>: writing
+ * there would destroy it; choose another name" in why. NULL or empty paths are skipped.
+ * Not collective. */
+int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, size_t size);
+
+/* Is path an output name hpml can write: one ending in .npy or .csv (either case), the
+ * two formats of array outputs? 0, or -1 with why ("x.txt: an output is written as .npy
+ * or .csv: name it x.npy or x.csv"). */
+int cli_out_format(const char *path, char *why, size_t size);
+
+/* The value of a prefix option (--out PREFIX: PREFIX.<what>.npy) names a file to be, not
+ * a folder ("dir/" would write the hidden "dir/.<what>.npy"): 0, or CLI_EXIT_USAGE after
+ * saying so. */
+int cli_check_prefix(const char *cmd, const char *opt, const char *value);
+
 /* The command to use in messages: "hpml" (argv[0] basename). */
 extern const char *cli_prog;
 

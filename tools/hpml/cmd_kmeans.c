@@ -179,6 +179,8 @@ static int parse(int argc, char **argv, opts_t *o)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (o->data == NULL)
         return cli_usage_error(CMD, "--data FILE is required");
+    if (cli_check_prefix(CMD, "--out", o->out) != 0)
+        return CLI_EXIT_USAGE;
     if (o->predict != NULL) {
         if (o->init_file || o->p.init != HPML_KMEANS_INIT_KMEANSPP)
             return cli_usage_error(CMD, "--predict and --init cannot be combined");
@@ -258,6 +260,9 @@ int cmd_kmeans(int argc, char **argv)
         cpath[0] = '\0'; /* nothing fitted to write */
     /* The outputs are one set: checked now, replaced together after the run. */
     mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_input(&os, "--data", o.data);
+    mlcli_outset_input(&os, "--init", o.init_file);
+    mlcli_outset_input(&os, "--predict", o.predict);
     mlcli_outset_add(&os, cpath, NULL);
     mlcli_outset_add(&os, lpath, "label");
     if ((status = mlcli_outset_check(&os)) != 0)

@@ -125,6 +125,10 @@ int cmd_knn(int argc, char **argv)
     if (o.pred_out != NULL)
         snprintf(ppath, sizeof(ppath), "%s", o.pred_out);
     mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_inputs(&os, &o.co);
+    mlcli_outset_input(&os, "--query", o.query);
+    mlcli_outset_input(&os, "--labels", o.labels);
+    mlcli_outset_input(&os, "--query-labels", o.qlabels);
     mlcli_outset_add(&os, ipath, NULL);
     mlcli_outset_add(&os, dpath, NULL);
     mlcli_outset_add(&os, ppath, NULL);

@@ -110,6 +110,9 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     mlcli_outset_t os;
 
     mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_inputs(&os, &o->co);
+    mlcli_outset_model(&os, o->model, "coef");
+    mlcli_outset_model(&os, o->model, "intercept");
     mlcli_outset_add(&os, o->pred_out, NULL);
     if (mlcli_outset_check(&os))
         goto out;
@@ -204,6 +207,7 @@ int cmd_linreg(int argc, char **argv)
     /* The outputs are one set: checked now, replaced together after the fit. */
     mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
     mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
+    mlcli_outset_inputs(&os, &o.co);
     mlcli_outset_add(&os, o.pred_out, NULL);
     mlcli_outset_add(&os, cpath, NULL);
     mlcli_outset_add(&os, ipath, NULL);

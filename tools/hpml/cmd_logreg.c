@@ -217,6 +217,11 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     mlcli_outset_t os;
 
     mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_inputs(&os, &o->co);
+    mlcli_outset_model(&os, o->model, "coef");
+    mlcli_outset_model(&os, o->model, "intercept");
+    mlcli_outset_model(&os, o->model, "classes");
+    mlcli_outset_model(&os, o->model, "multinomial");
     mlcli_outset_add(&os, o->pred_out, NULL);
     mlcli_outset_add(&os, o->proba_out, NULL);
     if (mlcli_outset_check(&os))
@@ -333,6 +338,7 @@ int cmd_logreg(int argc, char **argv)
     mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
     mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
     mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
+    mlcli_outset_inputs(&os, &o.co);
     mlcli_outset_add(&os, o.pred_out, NULL);
     mlcli_outset_add(&os, o.proba_out, NULL);
     mlcli_outset_add(&os, cpath, NULL);

@@ -123,6 +123,7 @@ int cmd_pca(int argc, char **argv)
         return CLI_EXIT_FAIL;
     /* The outputs are one set: checked now, replaced together after the fit. */
     mlcli_outset_init(&os, CMD, comm);
+    mlcli_outset_inputs(&os, &o.co);
     for (int i = 0; i < 5; i++) {
         mlcli_out_path(path[i], sizeof(path[i]), o.co.out, names[i], i == 0);
         mlcli_outset_add(&os, path[i], NULL);

@@ -73,6 +73,14 @@ int cmd_predict(int argc, char **argv)
         return cli_usage_error(CMD, "--model-file and --images are required");
     if (cli_rank() != 0)
         return CLI_EXIT_OK;
+    if (output != NULL) { /* before any work: a name it cannot write, an input it would destroy */
+        const cli_path_t inputs[] = {{"--model-file", file}, {"--images", images}};
+        char why[9000];
+
+        if (cli_out_format(output, why, sizeof(why)) != 0 ||
+            cli_clobbers(output, inputs, 2, why, sizeof(why)) != 0)
+            return fail(why);
+    }
     hpml_blas_set_threads(1);
     if ((err = hpml_model_load(file, &m, &mean, &sd)) != 0 ||
         (err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0) {

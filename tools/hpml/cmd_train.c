@@ -224,6 +224,29 @@ static int checkpoint_ok(const char *dir, int resume, char *why, size_t len)
     return can_create("--checkpoint", file, why, len);
 }
 
+/* Would --save or the checkpoint overwrite a data file, or each other? 0, or -1 with why. */
+static int outputs_clobber(const hpml_data_paths_t *dp, const char *save, const char *ckdir,
+                           char *why, size_t len)
+{
+    const cli_path_t in[] = {{"--train-images", dp->train_images},
+                             {"--train-labels", dp->train_labels},
+                             {"--test-images", dp->test_images},
+                             {"--test-labels", dp->test_labels}};
+    char ck[1100] = "";
+
+    if (ckdir != NULL)
+        snprintf(ck, sizeof(ck), "%s/checkpoint.hpml", ckdir);
+    if (cli_clobbers(save, in, 4, why, len) != 0 || cli_clobbers(ck, in, 4, why, len) != 0)
+        return -1;
+    if (save != NULL && ck[0] != '\0' && hpml_io_same_file(save, ck)) {
+        snprintf(why, len,
+                 "--save %s is the checkpoint --checkpoint %s writes; choose another name", save,
+                 ckdir);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     enum {
@@ -534,9 +557,10 @@ int cmd_train(int argc, char **argv)
         int bad = 0;
 
         if (sc.base.rank == 0)
-            bad = (save != NULL && can_create("--save", save, why, sizeof(why)) != 0) ||
-                  (cfg.checkpoint_dir != NULL &&
-                   checkpoint_ok(cfg.checkpoint_dir, cfg.resume, why, sizeof(why)) != 0);
+            bad = (cfg.checkpoint_dir != NULL &&
+                   checkpoint_ok(cfg.checkpoint_dir, cfg.resume, why, sizeof(why)) != 0) ||
+                  (save != NULL && can_create("--save", save, why, sizeof(why)) != 0) ||
+                  (!synthetic && outputs_clobber(&dp, save, cfg.checkpoint_dir, why, sizeof(why)));
         if (mlcli_agree(CMD, comm, bad, "%s", why))
             goto out;
     }

@@ -98,7 +98,7 @@ int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
         return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (co->data == NULL)
         return cli_usage_error(cmd, "--data FILE is required");
-    return 0;
+    return cli_check_prefix(cmd, "--out", co->out);
 }
 
 int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what)
@@ -312,6 +312,36 @@ void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm)
     os->comm = comm;
 }
 
+void mlcli_outset_input(mlcli_outset_t *os, const char *opt, const char *path)
+{
+    if (path == NULL || path[0] == '\0')
+        return;
+    if (os->nin == MLCLI_OUTSET_MAX) {
+        os->too_many = 1;
+        return;
+    }
+    os->in[os->nin].opt = opt;
+    snprintf(os->in_path[os->nin], sizeof(os->in_path[0]), "%s", path);
+    os->in[os->nin].path = os->in_path[os->nin];
+    os->nin++;
+}
+
+void mlcli_outset_model(mlcli_outset_t *os, const char *prefix, const char *what)
+{
+    char path[4096];
+
+    mlcli_out_path(path, sizeof(path), prefix, what, 0);
+    mlcli_outset_input(os, "--predict", path);
+}
+
+void mlcli_outset_inputs(mlcli_outset_t *os, const mlcli_opts_t *co)
+{
+    mlcli_outset_input(os, "--data", co->data);
+    mlcli_outset_input(os, "--target", co->tgt.file);
+    mlcli_outset_input(os, "--test", co->test);
+    mlcli_outset_input(os, "--test-target", co->test_target);
+}
+
 void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header)
 {
     if (path == NULL || *path == '\0')
@@ -339,23 +369,6 @@ static int bad_target(const char *path, char *why, size_t len)
                                  : "is not a regular file (a pipe or a device would be replaced "
                                    "by a plain file)");
     return -1;
-}
-
-/* Do a and b name the same file: the same name in the same folder, however spelled
- * ("m.npy", "./m.npy", "dir/../m.npy")? */
-static int same_file(const char *a, const char *b)
-{
-    char da[TMP_LEN], db[TMP_LEN], fa[TMP_LEN], fb[TMP_LEN];
-    struct stat sa, sb;
-
-    if (strcmp(a, b) == 0)
-        return 1;
-    snprintf(da, sizeof(da), "%s", a);
-    snprintf(db, sizeof(db), "%s", b);
-    snprintf(fa, sizeof(fa), "%s", a);
-    snprintf(fb, sizeof(fb), "%s", b);
-    return strcmp(basename(fa), basename(fb)) == 0 && stat(dirname(da), &sa) == 0 &&
-           stat(dirname(db), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* Remove a temporary folder and whatever the writers left in it. */
@@ -411,8 +424,11 @@ int mlcli_outset_check(mlcli_outset_t *os)
         for (size_t i = 0; i < os->n && !bad; i++) {
             const char *path = os->f[i].path;
 
+            if (cli_clobbers(path, os->in, os->nin, why, sizeof(why)) != 0 ||
+                cli_out_format(path, why, sizeof(why)) != 0)
+                bad = 1;
             for (size_t j = 0; j < i && !bad; j++)
-                if (same_file(os->f[j].path, path)) {
+                if (hpml_io_same_file(os->f[j].path, path)) {
                     if (strcmp(os->f[j].path, path) == 0)
                         snprintf(why, sizeof(why), "%s is named for two outputs", path);
                     else

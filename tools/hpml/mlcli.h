@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
 
@@ -154,7 +155,8 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  *     mlcli_outset_abort(&os);
  *
  * check: rank 0 makes sure every path can be created (not a directory, its folder there
- * and writable, no path named twice), so a bad --out fails at once, not after the run.
+ * and writable, no path named twice, none an input of the run: mlcli_outset_input), so a
+ * bad --out fails at once, not after the run.
  * write / write_rows: rank 0 writes one file of the set (.npy, or CSV when the name ends
  * in .csv), complete and fsynced, into a temporary folder next to it ("<path>.tmp." and six
  * random characters); nothing is replaced yet. write_rows first gathers row blocks (rows
@@ -180,6 +182,9 @@ typedef struct mlcli_outset {
     hpml_comm_t *comm;
     size_t n;     /* files added */
     int too_many; /* more than MLCLI_OUTSET_MAX were added: check fails */
+    size_t nin;   /* inputs the outputs must not overwrite */
+    cli_path_t in[MLCLI_OUTSET_MAX];
+    char in_path[MLCLI_OUTSET_MAX][4096];
     struct {
         const char *path;    /* borrowed */
         const char *header;  /* header line of a CSV file, or NULL; borrowed */
@@ -189,6 +194,13 @@ typedef struct mlcli_outset {
 
 void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm);
 void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header);
+/* Inputs of the run (opt names the option in messages; the path is copied): check fails,
+ * before any work, when an output would overwrite one. _inputs adds co's --data,
+ * --target, --test and --test-target. Not collective. */
+void mlcli_outset_input(mlcli_outset_t *os, const char *opt, const char *path);
+void mlcli_outset_inputs(mlcli_outset_t *os, const mlcli_opts_t *co);
+/* The part PREFIX.<what>.npy of a saved model read by --predict PREFIX, as an input. */
+void mlcli_outset_model(mlcli_outset_t *os, const char *prefix, const char *what);
 int mlcli_outset_check(mlcli_outset_t *os);
 int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
                        size_t rows, size_t cols);
