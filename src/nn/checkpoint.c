@@ -180,8 +180,7 @@ int hpml__ckpt_decode(const char *path, const unsigned char *p, size_t len, hpml
         return hpml_set_error(HPML_ERR_FORMAT, "%s: truncated checkpoint header", path);
     sums = malloc(3 * (size_t)st->nranks * sizeof(double));
     if (sums == NULL)
-        return hpml_set_error(HPML_ERR_NOMEM, "%s: no memory for %u ranks' sums", path,
-                              st->nranks);
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: no memory for %u ranks' sums", path, st->nranks);
     for (size_t i = 0; i < 3 * (size_t)st->nranks; i++)
         sums[i] = get_f64(&r);
     ns = get_u32(&r);
@@ -250,8 +249,9 @@ int hpml__ckpt_check_run(const char *path, const nn_ckpt_t *saved, const nn_ckpt
     if (saved->shard_ranks != now->shard_ranks) {
         char a[64], b[64];
 
-        return hpml_set_error(HPML_ERR_INVAL, "%s: the checkpoint was made with %s, this run has %s",
-                              path, layout_words(saved->shard_ranks, a, sizeof(a)),
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "%s: the checkpoint was made with %s, this run has %s", path,
+                              layout_words(saved->shard_ranks, a, sizeof(a)),
                               layout_words(now->shard_ranks, b, sizeof(b)));
     }
     if (saved->opt_kind != now->opt_kind)
