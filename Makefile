@@ -31,7 +31,7 @@ SOMAJOR := 0
 
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla
-# CI sets CI=true: warnings are errors there, as STYLE.md asks.
+# CI sets CI=true: warnings are errors there.
 ifeq ($(CI),true)
 WERROR ?= 1
 endif

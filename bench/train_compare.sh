@@ -4,18 +4,16 @@
 #   bench/train_compare.sh [openmpi|mpich]      (binary: build/<mpi>/bin/hpml or $HPML)
 #
 # Installs python3-torch with apt-get when it is missing (this script only; `make test`
-# never does). Prints the numbers recorded in docs/performance.md (## nn). Runs on an
-# otherwise idle machine give meaningful numbers; check `uptime` first.
+# never does). Prints the numbers of docs/performance.md, "nn: training vs PyTorch".
+# Runs on an otherwise idle machine give meaningful numbers; check `uptime` first.
 set -eu
 mpi=${1:-openmpi}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # BIND=core binds one rank per core (what an idle machine wants). The default stays
-# unbound: on this shared 2-core VM (load 5-10, other jobs under chrt -f 1) a bound rank
-# cannot move off a busy core: at load 10 (without chrt) 2-rank LeNet steps took 5-18x
-# longer bound than unbound; at load 3-5 under chrt -f 1 bound was only a little faster
-# (2026-11-21, docs/performance.md ## nn).
+# unbound: on a shared machine a bound rank cannot move off a core that another job
+# holds (docs/performance.md, "How to measure", has the measurements).
 bind=${BIND:-none}
 case $mpi in
 openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind") ;;

@@ -64,12 +64,11 @@ static char *pipe_buf(const eng_t *e, int k, uint64_t g)
 }
 
 /* Where a call of `bytes` (one step) puts its data in the pipeline buffers. Reusing the
- * same bytes every nbuf calls leaves them in both cores' caches: the peer holds the lines
- * it read last time, so every store needs an invalidation across cores and every load a
- * transfer of a line modified in the other core's L2, which for 2 ranks made 64 KiB take
- * 10-13 µs (0.5-1 µs per 4 KiB). Instead successive rounds of nbuf calls move through the
- * buffers in page-aligned slots, so the same bytes come back only after the whole scratch
- * space (nbuf × chunk per rank) has been used: 64 KiB 6-7 µs. Any offset is safe: step g
+ * same bytes every nbuf calls leaves them in both cores' caches, so every store needs an
+ * invalidation across cores and every load a line modified in the other core's cache.
+ * Instead successive rounds of nbuf calls move through the buffers in page-aligned slots,
+ * so the same bytes come back only after the whole scratch space (nbuf × chunk per rank)
+ * has been used (docs/decisions/shm-allreduce-pipeline.md). Any offset is safe: step g
  * owns all of buffer g % nbuf. */
 static size_t slot_offset(const hpml_shm_t *s, uint64_t step0, size_t bytes)
 {
@@ -364,7 +363,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     /* A registered input is read by the peers in place, out of place only: in place the
      * result would then be written back over lines the peers have just read, each store
      * first taking its line from their caches, which costs more than the copy in saves
-     * (1.6 MB at 2 ranks: 150-220 µs registered, 100-170 µs through the segment). */
+     * (docs/decisions/registered-buffers.md). */
     e.reg = e.src != e.dst && hpml__shm_lookup(comm, e.src, bytes, &win, &off);
     /* In place, my output is my input. Reducing my slices straight into it is still
      * safe when I am one of the first two operands (x0 op x1 is written over my slice

@@ -111,8 +111,9 @@ typedef struct {
 } step_desc_t;
 _Static_assert(sizeof(step_desc_t) == 64, "the step data stays cache-line aligned");
 
-/* Private buffers from this size on go by CMA (when the node has it): below it, the
- * system calls (a few µs) cost more than the second copy of the pipelined path. */
+/* Private buffers from this size on go by CMA (when the node has it): from here the
+ * pipelined path's second copy lost to the MPI libraries' single copy
+ * (docs/decisions/cross-memory-attach.md). */
 #define CMA_MIN ((size_t)64 << 10)
 
 /* One step by Cross-Memory Attach. Every rank publishes its buffer's address and pid;

@@ -83,12 +83,10 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
 #define INF SIZE_MAX
 
 /*
- * Built-in table, measured on a 2-core AMD EPYC VM with Open MPI 4.1.4 and MPICH 4.0.2
- * (docs/performance.md, "## comm" and "## comm: bcast"). On one node the shared-memory
- * allreduce and bcast beat the MPI libraries at every size (bcast of private buffers
- * >= 64 KiB only with Cross-Memory Attach: see hpml__select); across nodes the
- * hierarchical allreduce for large messages. Collectives without measured hpml wins use
- * the MPI library.
+ * Built-in table: on one node the shared-memory allreduce and bcast at every size (bcast
+ * of private buffers >= 64 KiB only with Cross-Memory Attach: see hpml__select); across
+ * nodes the hierarchical allreduce for large messages; collectives without a measured
+ * hpml win use the MPI library. Why: docs/decisions/builtin-selection.md.
  */
 static const rule_t builtin[] = {
     {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
@@ -480,9 +478,10 @@ hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes)
     if (i < 0)
         return HPML_ALGO_MPI;
     /* Without Cross-Memory Attach the shared-memory bcast copies large private buffers
-     * twice and loses to the libraries' single copy (0.2-1x, docs/performance.md). The
-     * segment and its CMA probe are the same on every local rank (created collectively),
-     * and the rule applies to one node only, so all ranks still choose alike. */
+     * twice and loses to the libraries' single copy (docs/decisions/cross-memory-attach.md).
+     * The segment and its CMA probe are the same on every local rank (created
+     * collectively), and the rule applies to one node only, so all ranks still choose
+     * alike. */
     if (coll == HPML_COLL_BCAST && builtin[i].algo == HPML_ALGO_SHM && comm->shm != NULL &&
         !comm->shm->cma && bytes >= ((size_t)64 << 10))
         return HPML_ALGO_MPI;

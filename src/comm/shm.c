@@ -236,71 +236,23 @@ static void copy_nt(char *dst, const char *src, size_t n)
 }
 
 /*
- * Store modes, two knobs measured the same way.
- *
- * Knob 0, the pipeline buffers. A pipeline buffer is rewritten while the peers still
- * hold its lines from reading it the last time, so every plain store first has to take
- * its line from their caches. On this project's VMs that costs from almost nothing to
- * most of the time: a 1 MiB 2-rank allreduce took 80 µs one run and 650 µs the next
- * (with MPI_Allreduce going from 190 to 800 µs alongside), depending on where the host
- * puts the virtual CPUs and pages. Streaming stores write whole lines without taking
- * them: steady, but the peers then read from memory instead of from the writer's cache
- * (1 MiB 120-155 µs in both states). Streaming is chosen only when it is clearly faster
- * (mode_bias 0.8), because where plain stores win they win by about 2x (1 MiB: 75-120 µs
- * against 143-169 µs) while where streaming wins it wins by 4-5x, so a near tie is noise.
- * HPML_SHM_NT=0 or 1 fixes this knob.
- *
- * Knob 1, the caller's output. Up to a few MiB the local ranks' inputs and outputs stay
- * in the last-level cache from one call to the next, and plain stores keep the output
- * there for whatever reads it next: streaming would send it to memory (2 ranks, 1 MiB:
- * 116-144 µs streaming against 81-109 µs plain). Once the node's buffers outgrow the
- * cache the VM really gets, every plain store first reads its line from memory only to
- * overwrite it, and streaming skips that read. Where that happens depends on the host and
- * its other tenants more than on the size sysfs gives (32 MiB on both machines measured):
- * on a Zen 4 host streaming was 9-15% faster at 16 MiB and 1-9% at 6 MiB, so a fixed rule
- * streamed from half the cache; on a Zen 5 host it was 10-41% slower at every size from
- * 8 to 32 MiB, and 44-75% slower at 4 MiB (2 ranks, one process alternating both modes).
- * So it is measured, in the size classes whose outputs on the node reach an eighth of
- * the last-level cache at the class's smallest size (2 ranks and 32 MiB, or an unknown
- * cache: from 4 MiB); smaller classes keep plain stores, which always won there. It is
- * chosen at 5% faster (mode_bias 0.95): a plain output stays cached for its reader, which
- * the operation's time does not show. HPML_SHM_OUT_NT=0 or 1 fixes this knob.
- *
- * Timing the copies alone would favour streaming even when it loses on the reading side,
- * so a rank times whole operations: per size class and knob it keeps a moving average of
- * seconds per byte of the mode in use, and every MODE_PROBE calls of the knob measures
- * the other mode (two calls: the first after a change of modes pays for lines left in
- * the other state and is never counted). A knob's first MODE_WARM calls alternate its
- * modes in pairs and start each figure at the median of its 3 counted samples: a single
- * first sample per mode (one page fault, one descheduled peer) used to choose the mode
- * for the next 128 calls, which for `hpml bench`-style runs of 20-30 calls of a size was
- * all of them. Knob 0 warms up at once; knob 1 waits, its output plain, until the
- * class's call OUT_START, so a short run of a size (an OSU-style block of 20-100 calls)
- * spends nothing on it. Only one knob is off its choice in any call: while one warms up
- * or probes, the other stays at its choice and its count stands still; a call with both
- * at their choices feeds both averages.
- * A mode changes only on figures measured side by side. A passing slowdown hits every
- * mode (a call right after an `MPI_Allreduce` on the same buffers takes up to 2x as long,
- * in plain and streaming modes alike; bench/comm_allreduce.c's warm-up alternates the
- * two three times) but lands in the average of the mode in use, which then looks slower
- * than the other mode's older figure: taken at face value, that sent the output to the
- * mode 40% slower for a whole run of calls. So when the figures say the other mode is
- * faster, it is measured again, and then the mode in use, and the two new figures
- * decide.
- * The local ranks publish their figures in their control blocks and all choose from the
- * sums, so they agree (each choosing alone, near a tie they could split, with every rank
- * then paying for the other's mode). Every local rank makes the same calls in the same
- * order, so they probe together. No mode changes a result.
- * A class that goes unused for MODE_STALE steps (calls of other sizes; the step count is
- * the same on every local rank, so they agree) after a run of at least MODE_RUN calls
- * warms up again: the state of the machine flips within seconds, and a figure from
- * before the gap kept the wrong mode for the next run of calls of a size until its probe,
- * 128 calls on. Blocks of 60 calls of 1 MiB after 20,000 small calls, against both fixed
- * modes in the same rounds (tests/perf/store_mode.c, 6 runs of 200 blocks): the picker's
- * block was more than 1.25x slower than the better fixed mode's in 4-17 blocks per run
- * (61 in all) without this rule, 0-8 (23 in all) with it. A class used now and then, in
- * shorter runs, keeps its figures: warming up at each of its calls would run half of
- * them in the slower mode.
+ * Store modes: an shm allreduce writes the pipeline buffers that peers read (knob 0) and,
+ * in large size classes, the caller's output (knob 1) with plain stores or with streaming
+ * stores, which write whole lines without first taking them from the peer's cache or
+ * reading them from memory. Which is faster depends on the host and changes within
+ * minutes, so each knob is measured per size class (docs/decisions/store-modes.md):
+ * - whole operations are timed, not the copies (streaming copies look fast even when the
+ *   reader then loses); knob 1 only where the node's outputs reach an eighth of the
+ *   last-level cache, and only from the class's call OUT_START;
+ * - MODE_WARM calls alternate the modes in pairs (the first call after a change of modes
+ *   is never counted), then a moving average of the mode in use, with the other mode
+ *   probed every MODE_PROBE calls; only one knob is off its choice in any call;
+ * - a mode changes only after both are measured anew side by side, since a passing
+ *   slowdown lands in the average of the mode in use alone;
+ * - the local ranks choose together from the sums of their published figures, streaming
+ *   only below mode_bias of plain;
+ * - a class idle for MODE_STALE steps after a run of MODE_RUN calls warms up again.
+ * HPML_SHM_NT and HPML_SHM_OUT_NT fix either knob. No mode changes a result.
  */
 #define MODE_MIN   ((size_t)64 << 10) /* smaller operations use plain stores */
 #define MODE_PROBE 128u

@@ -69,8 +69,8 @@ static int argmin_fast_f32(const float *dt, size_t m, size_t k, const float *cn,
  * Fused assign for f32 and k <= 16 without BLAS: all k distances of a row live in one
  * AVX-512 vector. wt (d x 16) holds -2 C^T padded with zero columns; for each feature c
  * one load of wt[c] serves FK rows, each an FMA with the broadcast x_rc, so X streams
- * from memory once with no packing copy (OpenBLAS's packing of the X tile was 37 % of
- * the GEMM path's time at d = 32). Padded lanes get cn = +inf and never win. The first
+ * from memory once with no packing copy (the GEMM path's largest cost at small d:
+ * docs/decisions/kmeans-kernel.md). Padded lanes get cn = +inf and never win. The first
  * lane equal to the row minimum is the first argmin, as in the GEMM path.
  */
 #define FK 8

@@ -236,9 +236,8 @@ static int dp_gather_state(dp_t *d)
 
 /* Start bucket b's allreduce: in the background while backward goes on, or, when the
  * caller waits for it at once (now: dp_sync, once the buckets before it are done), in
- * this thread. Handing a bucket to the progress thread only to wait for it costs two
- * thread switches on the rank's core: about 20 us per step for the hybrid layout's
- * 11 KiB bucket (26-36 us against 8-9 us, the fastest tenth of 400 steps). */
+ * this thread: handing a bucket to the progress thread only to wait for it costs two
+ * thread switches on the rank's core (docs/decisions/hybrid-layout.md). */
 static void dp_start(dp_t *d, int b, int now)
 {
     size_t n = d->end[b] - d->beg[b];
