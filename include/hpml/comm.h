@@ -77,6 +77,16 @@ int hpml_comm_local_size(const hpml_comm_t *comm);
 /* The duplicated MPI communicator (for benchmarks comparing with native MPI). */
 MPI_Comm hpml_comm_mpi(const hpml_comm_t *comm);
 
+/*
+ * Agree on a failure found before a collective: every rank passes its own rc (0 or an
+ * HPML_ERR_*). 0 on every rank when all passed 0; otherwise every rank returns an error,
+ * a failing rank its own rc (its message kept), the others the lowest failing rank's code
+ * with "rank R: <its message>" as their message. So a check that only some ranks fail
+ * (a file one rank cannot read, a node short of memory) ends on every rank instead of
+ * leaving the others waiting in the next collective. Collective over comm.
+ */
+int hpml_comm_agree(hpml_comm_t *comm, int rc);
+
 /* Blocking collectives. count is in elements of dtype. */
 int hpml_allreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                    hpml_op_t op, hpml_comm_t *comm);

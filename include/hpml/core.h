@@ -215,6 +215,40 @@ uint64_t hpml_rng_below(hpml_rng_t *rng, uint64_t n);
 /* Standard normal (Box-Muller, deterministic). */
 double hpml_rng_normal(hpml_rng_t *rng);
 
+/* ---- settings ------------------------------------------------------------------ */
+
+/*
+ * The registry of every HPML_* environment setting (docs: README's table, `hpml info`).
+ * hpml_comm_create reads them all once into the communicator; a malformed value, or an
+ * agreed setting that differs between ranks, fails it on every rank with a message naming
+ * the variable.
+ */
+typedef enum {
+    HPML_SETTING_SIZE,   /* bytes: 4096, 64K, 16M, 1G (hpml_size_parse) in [min, max] */
+    HPML_SETTING_COUNT,  /* a non-negative integer in [min, max] */
+    HPML_SETTING_CHOICE, /* one of `choices` */
+    HPML_SETTING_TEXT    /* a path or a name, checked by its reader */
+} hpml_setting_kind_t;
+
+typedef struct hpml_setting {
+    const char *name; /* "HPML_SHM_CHUNK" */
+    hpml_setting_kind_t kind;
+    const char *def;     /* the default, in words */
+    uint64_t min, max;   /* SIZE and COUNT */
+    const char *choices; /* CHOICE: "thread|mpi" */
+    int agreed;          /* must be the same on every rank */
+    const char *doc;     /* one line */
+} hpml_setting_t;
+
+/* Number of settings, and setting i (NULL past the end). Static data, thread-safe. */
+size_t hpml_settings_count(void);
+const hpml_setting_t *hpml_setting_at(size_t i);
+
+/* The one size grammar of hpml (environment, tuning files, command lines): digits, then
+ * optionally K, M, G or T (powers of 1024, either case, "KiB" too), then optionally "B".
+ * 0, or -1 when malformed or beyond 2^64. */
+int hpml_size_parse(const char *s, uint64_t *out);
+
 /* ---- small output helpers ------------------------------------------------------ */
 
 #include <stdio.h>

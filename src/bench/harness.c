@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench/bench_internal.h"
+#include "core/settings_internal.h"
 
 static const bench_case_t *const cases[] = {
     &hpml__bench_latency,
@@ -443,9 +444,9 @@ static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_b
 
 static int break_mode(void)
 {
-    const char *e = getenv("HPML_BENCH_BREAK");
+    uint64_t v;
 
-    return e != NULL && strcmp(e, "drop-last") == 0;
+    return hpml__setting_env(HPML__S_BENCH_BREAK, &v); /* its one choice: drop-last */
 }
 
 /* Fresh inputs, one more operation, compare every element with its exact expected

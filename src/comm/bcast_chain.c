@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "comm/commb_internal.h"
+#include "core/settings_internal.h"
 
 size_t hpml__bcast_chain_chunk(size_t bytes, int p)
 {
@@ -14,11 +15,9 @@ size_t hpml__bcast_chain_chunk(size_t bytes, int p)
     size_t c = __atomic_load_n(&env_chunk, __ATOMIC_RELAXED);
 
     if (c == 0) {
-        const char *s = getenv("HPML_BCAST_CHUNK");
-        char *end = NULL;
-        unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+        uint64_t v;
 
-        c = (s && end != s && *end == '\0' && v > 0) ? (size_t)v : SIZE_MAX;
+        c = hpml__setting_env(HPML__S_BCAST_CHUNK, &v) ? (size_t)v : SIZE_MAX;
         __atomic_store_n(&env_chunk, c, __ATOMIC_RELAXED);
     }
     if (c != SIZE_MAX)

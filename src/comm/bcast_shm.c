@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "comm/commb_internal.h"
+#include "core/settings_internal.h"
 
 /* Bytes per pipeline step: at most the segment's buffer size; smaller steps keep the
  * handoff in cache (HPML_BCAST_SHM_CHUNK overrides, for tuning). */
@@ -28,11 +29,9 @@ static size_t step_bytes(const hpml_shm_t *s)
     size_t c = __atomic_load_n(&env, __ATOMIC_RELAXED);
 
     if (c == 0) {
-        const char *e = getenv("HPML_BCAST_SHM_CHUNK");
-        char *end = NULL;
-        unsigned long long v = e ? strtoull(e, &end, 10) : 0;
+        uint64_t v;
 
-        c = (e && end != e && *end == '\0' && v >= 64) ? (size_t)v : SIZE_MAX;
+        c = hpml__setting_env(HPML__S_BCAST_SHM_CHUNK, &v) ? (size_t)v : SIZE_MAX;
         __atomic_store_n(&env, c, __ATOMIC_RELAXED);
     }
     /* Each step's buffer starts with a descriptor (below). */

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm_internal.h"
 
@@ -45,65 +46,38 @@ MPI_Op hpml__mpi_op(hpml_op_t op)
     }
 }
 
-/* A non-negative integer from the environment; -1 when unset, -2 when malformed. */
-static long env_long(const char *name)
+int hpml_comm_agree(hpml_comm_t *c, int local_rc)
 {
-    const char *s = getenv(name);
-    char *end;
-    long v;
+    char msg[1024];
+    int rc = 0, cand, first, code;
 
-    if (s == NULL || *s == '\0')
-        return -1;
-    v = strtol(s, &end, 10);
-    if (*end != '\0' || v < 0)
-        return -2;
-    return v;
+    if (c == NULL)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_agree: NULL communicator");
+    cand = local_rc != 0 ? c->rank : c->size;
+    HPML__MPI(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, c->comm));
+    if (first == c->size)
+        return 0;
+    /* The lowest failing rank's code and message, to everyone. */
+    snprintf(msg, sizeof(msg), "%s", local_rc != 0 ? hpml_last_error() : "");
+    code = local_rc;
+    HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, first, c->comm));
+    HPML__MPI(MPI_Bcast(&code, 1, MPI_INT, first, c->comm));
+    return local_rc != 0 ? local_rc : hpml_set_error(code, "rank %d: %s", first, msg);
+out:
+    return rc;
 }
 
-/* Settings that change the protocol of the collectives: ranks that read different values
- * would run different algorithms or cut messages differently, and hang or mix up data.
- * hpml_comm_create refuses to start unless every rank has the same value. (HPML_SHM_NT,
- * HPML_SHM_OUT_NT, HPML_SHM_SPIN and HPML_SHM_CMA may differ: they change only how a
- * rank copies or waits, and CMA is agreed on when the segment is created.) */
-typedef enum { ENV_SIZE, ENV_COUNT, ENV_MPI } env_kind_t;
+/* Items compared across ranks: the effective HPML_CHECK and HPML_RANKS_PER_NODE (which a
+ * configuration may override), the selection table (HPML_TUNING_FILE's rules and
+ * HPML_ALGO_*), then every other agreed setting of the registry, by value (so "64K" and
+ * "65536" agree, and so do unset and the default). */
+enum { AG_CHECK, AG_RPN, AG_SELECT, AG_REG, AG_COUNT = AG_REG + HPML__S_COUNT };
 
-static const struct {
-    const char *name;
-    env_kind_t kind;
-    unsigned long long min, max; /* ENV_COUNT: values outside are ignored by the reader */
-} agreed_env[] = {
-    {"HPML_MAX_MSG_BYTES", ENV_COUNT, 1, INT_MAX},       /* xfer.c */
-    {"HPML_BCAST_CHUNK", ENV_COUNT, 1, ULLONG_MAX},      /* bcast_chain.c */
-    {"HPML_BCAST_SHM_CHUNK", ENV_COUNT, 64, ULLONG_MAX}, /* bcast_shm.c */
-    {"HPML_SHM_CHUNK", ENV_SIZE, 0, 0},
-    {"HPML_SHM_NBUF", ENV_SIZE, 0, 0},
-    {"HPML_SHM_SMALL", ENV_SIZE, 0, 0},
-    {"HPML_PROGRESS", ENV_MPI, 0, 0}, /* nonblocking.c: only "mpi" changes anything */
-};
-#define N_AGREED_ENV (sizeof(agreed_env) / sizeof(agreed_env[0]))
-/* Items compared across ranks: the failure flag, the effective HPML_CHECK,
- * HPML_RANKS_PER_NODE and HPML_MAX_CHUNK_ELEMS, the selection table (HPML_TUNING_FILE's
- * rules and HPML_ALGO_*), then agreed_env. */
-enum { AG_FAILED, AG_CHECK, AG_RPN, AG_CHUNK, AG_SELECT, AG_ENV, AG_COUNT = AG_ENV + N_AGREED_ENV };
-
-/* The value of agreed_env[k] as its reader takes it; 0: the default (unset, empty, or a
- * value the reader ignores), so that "64K" and "65536" agree, and so do unset and bad. */
-static uint64_t env_value(size_t k)
+static int agreed_by_value(int id)
 {
-    const char *s = getenv(agreed_env[k].name);
-    unsigned long long v;
-    size_t z;
-    char *end;
-
-    if (s == NULL || *s == '\0')
-        return 0;
-    switch (agreed_env[k].kind) {
-    case ENV_SIZE: return hpml__parse_size(s, &z) == 0 ? (uint64_t)z : 0;
-    case ENV_MPI: return strcmp(s, "mpi") == 0;
-    default:
-        v = strtoull(s, &end, 10);
-        return end != s && *end == '\0' && v >= agreed_env[k].min && v <= agreed_env[k].max ? v : 0;
-    }
+    return hpml_setting_at((size_t)id)->agreed &&
+           hpml_setting_at((size_t)id)->kind != HPML_SETTING_TEXT && id != HPML__S_CHECK &&
+           id != HPML__S_RANKS_PER_NODE;
 }
 
 /* What item i is on this rank, in words, for the message naming a disagreement. */
@@ -114,11 +88,10 @@ static void describe_item(const hpml_comm_t *c, int i, char *buf, size_t size)
     switch (i) {
     case AG_CHECK: snprintf(buf, size, "%d", c->check); break;
     case AG_RPN: snprintf(buf, size, "%d", c->ranks_per_node); break;
-    case AG_CHUNK: snprintf(buf, size, "%zu", c->max_chunk_elems); break;
     case AG_SELECT: hpml__select_source(c, buf, size); break;
     default:
-        v = getenv(agreed_env[i - AG_ENV].name);
-        if (v == NULL || *v == '\0')
+        v = c->set.text[i - AG_REG];
+        if (v == NULL)
             snprintf(buf, size, "no value");
         else
             snprintf(buf, size, "'%s'", v);
@@ -130,9 +103,8 @@ static const char *item_name(int i)
     switch (i) {
     case AG_CHECK: return "HPML_CHECK (hpml_comm_config_t.check)";
     case AG_RPN: return "HPML_RANKS_PER_NODE (hpml_comm_config_t.ranks_per_node)";
-    case AG_CHUNK: return "HPML_MAX_CHUNK_ELEMS";
     case AG_SELECT: return "the algorithm selection (HPML_TUNING_FILE's rules, HPML_ALGO_*)";
-    default: return agreed_env[i - AG_ENV].name;
+    default: return hpml_setting_at((size_t)(i - AG_REG))->name;
     }
 }
 
@@ -144,29 +116,20 @@ static int agree_settings(hpml_comm_t *c, int local_rc)
 {
     uint64_t mine[AG_COUNT], lo[AG_COUNT], hi[AG_COUNT], ref;
     char msg[512], other[200];
-    int rc = 0, first, cand, code, i;
+    int rc = 0, first, cand, i;
 
-    mine[AG_FAILED] = local_rc != 0;
+    if ((rc = hpml_comm_agree(c, local_rc)) != 0)
+        return rc;
+    memset(mine, 0, sizeof(mine));
     mine[AG_CHECK] = (uint64_t)c->check;
     mine[AG_RPN] = (uint64_t)c->ranks_per_node;
-    mine[AG_CHUNK] = (uint64_t)c->max_chunk_elems;
-    mine[AG_SELECT] = local_rc == 0 ? hpml__select_digest(c) : 0;
-    for (size_t k = 0; k < N_AGREED_ENV; k++)
-        mine[AG_ENV + k] = env_value(k);
+    mine[AG_SELECT] = hpml__select_digest(c);
+    for (int k = 0; k < HPML__S_COUNT; k++)
+        if (agreed_by_value(k))
+            mine[AG_REG + k] = hpml__setting_effective(&c->set, (hpml__setting_id_t)k);
     HPML__MPI(MPI_Allreduce(mine, lo, AG_COUNT, MPI_UINT64_T, MPI_MIN, c->comm));
     HPML__MPI(MPI_Allreduce(mine, hi, AG_COUNT, MPI_UINT64_T, MPI_MAX, c->comm));
-
-    if (hi[AG_FAILED] != 0) {
-        /* The lowest failing rank's message and code, to everyone. */
-        cand = local_rc != 0 ? c->rank : c->size;
-        HPML__MPI(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, c->comm));
-        snprintf(msg, sizeof(msg), "%s", local_rc != 0 ? hpml_last_error() : "");
-        code = local_rc;
-        HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, first, c->comm));
-        HPML__MPI(MPI_Bcast(&code, 1, MPI_INT, first, c->comm));
-        return local_rc != 0 ? local_rc : hpml_set_error(code, "rank %d: %s", first, msg);
-    }
-    for (i = AG_CHECK; i < AG_COUNT && lo[i] == hi[i]; i++)
+    for (i = 0; i < AG_COUNT && lo[i] == hi[i]; i++)
         ;
     if (i == AG_COUNT)
         return 0;
@@ -187,12 +150,33 @@ out:
     return rc;
 }
 
+/* Can this node hold the shared-memory segment the settings ask for (HPML_SHM_NBUF
+ * buffers of HPML_SHM_CHUNK per local rank)? Asking MPI for more than the node has does
+ * not fail: MPICH spins in MPI_Win_allocate_shared. At most half the node's memory. */
+static int check_segment_size(const hpml_comm_t *c)
+{
+    uint64_t chunk =
+        c->set.set[HPML__S_SHM_CHUNK] ? c->set.value[HPML__S_SHM_CHUNK] : hpml__shm_default_chunk();
+    uint64_t nbuf = c->set.set[HPML__S_SHM_NBUF] ? c->set.value[HPML__S_SHM_NBUF]
+                                                 : (uint64_t)hpml__shm_default_nbuf();
+    uint64_t need = (uint64_t)c->local_size * (nbuf * chunk + 2 * HPML_SHM_CTRL_BYTES);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t have = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+
+    if (have == 0 || need <= have / 2)
+        return 0;
+    return hpml_set_error(HPML_ERR_NOMEM,
+                          "HPML_SHM_CHUNK=%llu x HPML_SHM_NBUF=%llu x %d local ranks is %.1f GiB "
+                          "of node shared memory, more than half of this node's %.1f GiB",
+                          (unsigned long long)chunk, (unsigned long long)nbuf, c->local_size,
+                          (double)need / (1 << 30), (double)have / (1 << 30));
+}
+
 int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t **out)
 {
     hpml_comm_t *c = NULL, shell;
     MPI_Comm shared = MPI_COMM_NULL;
     int rc = 0, shared_rank, ints[2], maxes[2];
-    long v;
 
     if (out == NULL || user == MPI_COMM_NULL)
         return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_create: NULL argument");
@@ -211,24 +195,21 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
     HPML__MPI(MPI_Comm_size(c->comm, &c->size));
 
     /* Read every setting first, without leaving: agree_settings is collective. */
+    {
+        int src = hpml__settings_read(&c->set);
+
+        if (rc == 0)
+            rc = src;
+    }
     if (cfg != NULL) {
         c->check = cfg->check;
         c->ranks_per_node = cfg->ranks_per_node > 0 ? cfg->ranks_per_node : 0;
     } else {
-        v = env_long("HPML_CHECK");
-        c->check = v > 0;
-        v = env_long("HPML_RANKS_PER_NODE");
-        if (rc == 0 && v == -2)
-            rc = hpml_set_error(HPML_ERR_INVAL,
-                                "HPML_RANKS_PER_NODE='%s' is not a non-negative integer",
-                                getenv("HPML_RANKS_PER_NODE"));
-        c->ranks_per_node = v > 0 ? (int)v : 0;
+        c->check = c->set.set[HPML__S_CHECK] && c->set.value[HPML__S_CHECK] == 1;
+        c->ranks_per_node = (int)c->set.value[HPML__S_RANKS_PER_NODE];
     }
-    v = env_long("HPML_MAX_CHUNK_ELEMS");
-    if (rc == 0 && (v == -2 || v == 0))
-        rc = hpml_set_error(HPML_ERR_INVAL, "HPML_MAX_CHUNK_ELEMS='%s' is not a positive integer",
-                            getenv("HPML_MAX_CHUNK_ELEMS"));
-    c->max_chunk_elems = v > 0 ? (size_t)v : 0;
+    c->max_chunk_elems =
+        c->set.set[HPML__S_MAX_CHUNK_ELEMS] ? (size_t)c->set.value[HPML__S_MAX_CHUNK_ELEMS] : 0;
     if (rc == 0)
         rc = hpml__select_init(c);
     rc = agree_settings(c, rc);
@@ -247,6 +228,8 @@ int hpml_comm_create(MPI_Comm user, const hpml_comm_config_t *cfg, hpml_comm_t *
     HPML__MPI(MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN));
     HPML__MPI(MPI_Comm_rank(c->local, &c->local_rank));
     HPML__MPI(MPI_Comm_size(c->local, &c->local_size));
+    if ((rc = hpml_comm_agree(c, check_segment_size(c))) != 0)
+        goto out;
 
     HPML__MPI(
         MPI_Comm_split(c->comm, c->local_rank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders));
@@ -272,6 +255,7 @@ out:
         MPI_Comm_free(&shared);
     if (c != NULL) {
         hpml__select_destroy(c);
+        hpml__settings_free(&c->set);
         if (c->leaders != MPI_COMM_NULL)
             MPI_Comm_free(&c->leaders);
         if (c->local != MPI_COMM_NULL)
@@ -299,6 +283,7 @@ void hpml_comm_destroy(hpml_comm_t *comm)
         free(comm->slice_comm);
     }
     hpml__select_destroy(comm);
+    hpml__settings_free(&comm->set);
     if (comm->leaders != MPI_COMM_NULL)
         MPI_Comm_free(&comm->leaders);
     MPI_Comm_free(&comm->local);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/settings_internal.h"
 #include "hpml/comm.h"
 #include "hpml/core.h"
 
@@ -218,6 +219,7 @@ struct hpml_comm {
     hpml_shm_win_t *registered; /* hpml_comm_alloc_shared windows, newest first */
     int nregistered;            /* windows created so far (ids) */
 
+    hpml__settings_t set;       /* the HPML_* settings, read once at creation */
     size_t max_chunk_elems;     /* largest count one algorithm call handles */
     struct hpml_select *select; /* selection table (select.c) */
 
@@ -320,9 +322,9 @@ hpml__allreduce_fn hpml__allreduce_impl(hpml_algo_t algo);
 /* Default internal chunk limit; lowered by HPML_MAX_CHUNK_ELEMS. */
 size_t hpml__max_chunk_elems(hpml_dtype_t dt, const hpml_comm_t *comm);
 
-/* A size as HPML_SHM_* take it: digits with an optional K, M or G, from 1 byte to 256T.
- * 0, or -1 when s is empty or malformed (shm.c). */
-int hpml__parse_size(const char *s, size_t *out);
+/* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF (shm.c). */
+size_t hpml__shm_default_chunk(void);
+int hpml__shm_default_nbuf(void);
 
 /* ---- selection (select.c) -------------------------------------------------------- */
 

@@ -246,12 +246,11 @@ static void mpi_progress(struct hpml_request *r, int wait)
 
 static int start_engine(hpml_comm_t *comm, struct hpml_progress *pg)
 {
-    const char *force = getenv("HPML_PROGRESS");
     int provided = MPI_THREAD_SINGLE, rc = 0;
 
     MPI_Query_thread(&provided);
     pg->mode = provided == MPI_THREAD_MULTIPLE ? MODE_THREAD : MODE_MPI;
-    if (force != NULL && strcmp(force, "mpi") == 0)
+    if (comm->set.set[HPML__S_PROGRESS] && comm->set.value[HPML__S_PROGRESS] == 1) /* "mpi" */
         pg->mode = MODE_MPI;
     if (pg->mode == MODE_THREAD) {
         hpml_comm_config_t cfg = {.check = 0, .ranks_per_node = comm->ranks_per_node};

@@ -351,7 +351,7 @@ out:
 int hpml__select_init(hpml_comm_t *comm)
 {
     struct hpml_select *s = NULL;
-    const char *path = getenv("HPML_TUNING_FILE");
+    const char *path = comm->set.text[HPML__S_TUNING_FILE];
     int rc = 0;
 
     if (path != NULL && *path != '\0') {
@@ -364,7 +364,7 @@ int hpml__select_init(hpml_comm_t *comm)
             return hpml_set_error(HPML_ERR_NOMEM, "hpml_comm_create: out of memory");
     }
     for (int c = 0; c < HPML_COLL_COUNT; c++) {
-        const char *v = getenv(env_names[c]);
+        const char *v = comm->set.text[HPML__S_ALGO_ALLREDUCE + c];
         hpml_algo_t a = HPML_ALGO_AUTO;
 
         if (v != NULL && *v != '\0') {

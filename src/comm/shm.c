@@ -24,54 +24,26 @@
  * whole vector (one synchronisation instead of two per chunk). */
 #define DEFAULT_SMALL ((size_t)16 << 10)
 
-int hpml__parse_size(const char *s, size_t *out)
+size_t hpml__shm_default_chunk(void)
 {
-    char *end;
-    unsigned long long v;
-    unsigned shift = 0;
-
-    if (s == NULL || *s == '\0')
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'k')
-        shift = 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30, end++;
-    /* Sizes are rounded up to cache lines: keep far from overflow (at most 2^48 bytes). */
-    if (*end != '\0' || v == 0 || v > ((unsigned long long)1 << 48) >> shift)
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
+    return DEFAULT_CHUNK;
 }
 
-/* A store mode forced by the environment: plain 0, streaming 1, or -1 (unset, or not 0
- * or 1: warned about, with what happens instead). */
-static int env_store_mode(const char *name, const char *otherwise)
+int hpml__shm_default_nbuf(void)
 {
-    const char *v = getenv(name);
-
-    if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
-        return *v - '0';
-    if (v != NULL && *v != '\0')
-        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not 0 or 1; %s", name, v, otherwise);
-    return -1;
+    return DEFAULT_NBUF;
 }
 
-static size_t env_size(const char *name, size_t def)
+/* A setting of the communicator's, or def when unset. */
+static uint64_t setting(const hpml_comm_t *comm, hpml__setting_id_t id, uint64_t def)
 {
-    const char *s = getenv(name);
-    size_t v;
+    return comm->set.set[id] ? comm->set.value[id] : def;
+}
 
-    if (s == NULL || *s == '\0')
-        return def;
-    if (hpml__parse_size(s, &v) != 0) {
-        HPML_LOG(HPML_LOG_WARN, "%s='%s' is not a size from 1 byte to 256T; using %zu", name, s,
-                 def);
-        return def;
-    }
-    return v;
+/* A store mode forced by the environment: plain 0, streaming 1, or -1 (unset: measured). */
+static int store_mode(const hpml_comm_t *comm, hpml__setting_id_t id)
+{
+    return comm->set.set[id] ? (int)comm->set.value[id] : -1;
 }
 
 /* Every rank's part starts on a page boundary. MPI only promises the alignment of the
@@ -145,9 +117,8 @@ static void win_free(hpml_shm_win_t *w)
  * Returns an MPI error code. */
 static int cma_probe(hpml_comm_t *comm, hpml_shm_t *s)
 {
-    const char *env = getenv("HPML_SHM_CMA");
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(s, comm->local_rank), *next, got;
-    int ok = env == NULL || strcmp(env, "0") != 0, all = 0, mrc;
+    int ok = setting(comm, HPML__S_SHM_CMA, 1) != 0, all = 0, mrc;
 
     if (comm->local_size == 1)
         ok = 0;
@@ -485,20 +456,20 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     /* Same environment on every rank, so the same sizes. */
     s->local_size = comm->local_size;
     s->local_rank = comm->local_rank;
-    s->chunk_bytes = (env_size("HPML_SHM_CHUNK", DEFAULT_CHUNK) + 63) & ~(size_t)63;
-    s->nbuf = (int)env_size("HPML_SHM_NBUF", DEFAULT_NBUF);
-    s->small_bytes = env_size("HPML_SHM_SMALL", DEFAULT_SMALL);
-    s->nt = env_store_mode("HPML_SHM_NT", "measuring both");
-    s->out_nt = env_store_mode("HPML_SHM_OUT_NT", "measuring both");
+    s->chunk_bytes = (setting(comm, HPML__S_SHM_CHUNK, DEFAULT_CHUNK) + 63) & ~(size_t)63;
+    /* At least 3 (the registry's minimum): allreduce_shm.c relies on 3 buffers to skip
+     * "buffer free" waits. */
+    s->nbuf = (int)setting(comm, HPML__S_SHM_NBUF, DEFAULT_NBUF);
+    s->small_bytes = setting(comm, HPML__S_SHM_SMALL, DEFAULT_SMALL);
+    s->nt = store_mode(comm, HPML__S_SHM_NT);
+    s->out_nt = store_mode(comm, HPML__S_SHM_OUT_NT);
     s->llc_bytes = hpml_cpu_llc_bytes();
     s->pend_class = -1;
-    if (s->nbuf < 3) /* allreduce_shm.c relies on 3 buffers to skip "buffer free" waits */
-        s->nbuf = 3;
     {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-        s->spin =
-            (unsigned)env_size("HPML_SHM_SPIN", cpus > 0 && comm->local_size > cpus ? 256 : 20000);
+        s->spin = (unsigned)setting(comm, HPML__S_SHM_SPIN,
+                                    cpus > 0 && comm->local_size > cpus ? 256 : 20000);
     }
     rc = win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
     if (rc != 0)

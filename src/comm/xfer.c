@@ -14,13 +14,10 @@ size_t hpml__xfer_limit(void)
         /* Tests lower it (HPML_MAX_MSG_BYTES) to exercise the split on small messages;
          * the collectives' dispatchers chunk by elements (HPML_MAX_CHUNK_ELEMS) before
          * this, so in practice only multi-block messages reach the limit. */
-        const char *s = getenv("HPML_MAX_MSG_BYTES");
-        char *end = NULL;
-        unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+        uint64_t v = INT_MAX;
 
-        l = (s && end != s && *end == '\0' && v > 0 && v <= (unsigned long long)INT_MAX)
-                ? (size_t)v
-                : (size_t)INT_MAX;
+        (void)hpml__setting_env(HPML__S_MAX_MSG_BYTES, &v);
+        l = (size_t)v;
         __atomic_store_n(&limit, l, __ATOMIC_RELAXED);
     }
     return l;

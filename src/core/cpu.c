@@ -10,6 +10,7 @@
 
 #include "core/simd_internal.h"
 #include "hpml/core.h"
+#include "core/settings_internal.h"
 
 /* 0 = not resolved yet; otherwise an hpml_simd_t (PORTABLE or AVX2). Accessed with
  * relaxed atomics: every thread computes the same value, so a race on the first call
@@ -41,9 +42,9 @@ static int avx2_usable(void)
 
 static hpml_simd_t resolve_auto(void)
 {
-    const char *env = getenv("HPML_SIMD");
+    uint64_t v = 0; /* auto|avx2|portable */
 
-    if (env && strcmp(env, "portable") == 0)
+    if (hpml__setting_env(HPML__S_SIMD, &v) && v == 2)
         return HPML_SIMD_PORTABLE;
     /* "avx2" on a CPU without it falls back rather than crashing. */
     return avx2_usable() ? HPML_SIMD_AVX2 : HPML_SIMD_PORTABLE;

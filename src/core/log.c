@@ -4,28 +4,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "core/settings_internal.h"
 #include "hpml/core.h"
 
 /* -1 until read from HPML_LOG_LEVEL; a plain int is fine: every thread computes the
  * same value, so a race only repeats the parse. */
 static int level_cache = -1;
 
+/* The level HPML_LOG_LEVEL names (its registry choices: error, warn, info, debug, 0-3,
+ * warning), warn when unset, -1 when malformed. */
 static int parse_level(const char *s)
 {
-    static const char *names[] = {"error", "warn", "info", "debug"};
+    uint64_t v;
+    char why[8];
 
     if (s == NULL || *s == '\0')
         return HPML_LOG_WARN;
-    for (int i = 0; i < 4; i++)
-        if (strcasecmp(s, names[i]) == 0)
-            return i;
-    if (strcasecmp(s, "warning") == 0)
-        return HPML_LOG_WARN;
-    if (s[0] >= '0' && s[0] <= '3' && s[1] == '\0')
-        return s[0] - '0';
-    return -1;
+    if (hpml__setting_parse(HPML__S_LOG_LEVEL, s, &v, why, sizeof(why)) != 0)
+        return -1;
+    return v == 8 ? HPML_LOG_WARN : (int)(v % 4);
 }
 
 hpml_log_level_t hpml_log_level(void)
@@ -34,11 +32,8 @@ hpml_log_level_t hpml_log_level(void)
         const char *s = getenv("HPML_LOG_LEVEL");
         int v = parse_level(s);
 
-        level_cache = v < 0 ? HPML_LOG_WARN : v; /* set before logging through it */
-        if (v < 0)
-            hpml_log_write(HPML_LOG_WARN,
-                           "HPML_LOG_LEVEL='%s' is not error, warn, info, debug or 0-3; using warn",
-                           s);
+        /* A malformed value is hpml_comm_create's error on every rank; until then, warn. */
+        level_cache = v < 0 ? HPML_LOG_WARN : v;
     }
     return (hpml_log_level_t)level_cache;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/settings_internal.h"
 #include "hpml/core.h"
 #include "ml/kmeans_internal.h"
 
@@ -182,8 +183,10 @@ static int use_small_f32(size_t k)
     static int ok = -1;
 
     if (ok < 0) {
-        const char *e = getenv("HPML_KMEANS_GEMM");
-        ok = __builtin_cpu_supports("avx512f") && !(e != NULL && strcmp(e, "1") == 0);
+        uint64_t gemm = 0;
+
+        (void)hpml__setting_env(HPML__S_KMEANS_GEMM, &gemm);
+        ok = __builtin_cpu_supports("avx512f") && gemm == 0;
     }
     return ok && k <= 16;
 }

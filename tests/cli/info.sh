@@ -22,9 +22,30 @@ check 'grep -q "shared memory:  works" <<<"$out"' "shared memory not reported wo
 check 'grep -qE "online cores: +$cores$" <<<"$out"' "core count is not $cores"
 check 'grep -q "OpenBLAS" <<<"$out"' "BLAS is not OpenBLAS"
 check 'grep -qE "^  allreduce +0\.\." <<<"$out"' "selection table for allreduce missing"
-# A log level that is not one says so (it used to be ignored without a word).
-lvl=$(HPML_LOG_LEVEL=bogus "$HPML" info 2>&1 >/dev/null)
-check 'grep -q "HPML_LOG_LEVEL=.bogus. is not" <<<"$lvl"' "HPML_LOG_LEVEL=bogus gives no warning"
+# A malformed setting fails every rank with one line naming it (they used to be ignored
+# or only warned about); a size takes the one grammar.
+for bad in "HPML_LOG_LEVEL=loud:is not one of error|warn|info|debug" \
+    "HPML_PROGRESS=bogus:is not one of thread|mpi" "HPML_SIMD=bogus:is not one of auto|avx2" \
+    "HPML_SHM_CHUNK=0:is not a size from 64 to 1G" "HPML_SHM_NBUF=0:is not an integer from 3" \
+    "HPML_SHM_CHUNK=100G:is not a size from 64 to 1G" "HPML_BCAST_CHUNK=64Q:is not a size"; do
+    lvl=$(env "${bad%%:*}" $MPIRUN -np 2 "$HPML" info 2>&1 >/dev/null)
+    rc=$?
+    check '[ $rc = 1 ] && [ "$(grep -c "^hpml info:" <<<"$lvl")" = 1 ] && grep -qF "${bad#*:}" <<<"$lvl"' \
+        "${bad%%:*}: exit $rc, want one line '${bad#*:}': $lvl"
+done
+check 'HPML_SHM_CHUNK=64KB HPML_BCAST_CHUNK=1M $MPIRUN -np 2 "$HPML" info >/dev/null' \
+    "sizes with KB, M refused"
+# The node segment the settings ask for must fit the node (MPICH spun in
+# MPI_Win_allocate_shared for 400 GB).
+seg=$(HPML_SHM_CHUNK=1G HPML_SHM_NBUF=64 $MPIRUN -np 2 "$HPML" info 2>&1 >/dev/null)
+check 'grep -q "of node shared memory, more than half of this node" <<<"$seg"' "no limit: $seg"
+# The README's table and the registry (hpml info) name the same variables.
+readme=$(sed -n '/^| variable | meaning |/,/^$/p' "$HPML_TEST_REPO/README.md" |
+    grep -oE 'HPML_[A-Z_]+' | sort -u)
+registry=$("$HPML" info --json | /usr/bin/python3 -c \
+    'import json, sys; print("\n".join(sorted(s["name"] for s in json.load(sys.stdin)["settings"])))')
+check '[ "$readme" = "$registry" ] && [ -n "$registry" ]' \
+    "README and registry differ: $(diff <(echo "$readme") <(echo "$registry") | tr '\n' ' ')"
 forced=$(HPML_ALGO_ALLREDUCE=ring $MPIRUN -np 2 "$HPML" info)
 check 'grep -qE "^  allreduce .*ring" <<<"$forced"' "HPML_ALGO_ALLREDUCE=ring not shown by info"
 for f in avx2 f16c fma; do

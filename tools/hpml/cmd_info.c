@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,7 +19,8 @@ static const char *usage_text =
     "shared memory works, the BLAS in use and its thread count, the CPU features hpml's\n"
     "kernels use and the size of the last-level cache (from sysfs; the shared-memory\n"
     "allreduce streams outputs that outgrow it), and the collective-algorithm selection\n"
-    "table in force (built-in, HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>).\n\n"
+    "table in force (built-in, HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>),\n"
+    "and every HPML_* setting with its value in force, default and meaning.\n\n"
     "Options:\n"
     "  --json      print the same facts as one JSON document\n"
     "  -h, --help  this text\n";
@@ -117,6 +119,57 @@ static void print_json(const hpml_sysinfo_t *si, const char *cpu)
     printf(", \"llc_bytes\": %zu}", hpml_cpu_llc_bytes());
 }
 
+static const char *kind_name(hpml_setting_kind_t k)
+{
+    switch (k) {
+    case HPML_SETTING_SIZE: return "size";
+    case HPML_SETTING_COUNT: return "count";
+    case HPML_SETTING_CHOICE: return "choice";
+    default: return "text";
+    }
+}
+
+/* The settings registry with the values in force (this rank's environment, which
+ * hpml_comm_create has just read and, for the agreed ones, compared across ranks). */
+static void print_settings(int json)
+{
+    size_t n = hpml_settings_count();
+
+    if (json)
+        printf(",\n  \"settings\": [");
+    else
+        printf("Settings (environment; * must be the same on every rank)\n");
+    for (size_t i = 0; i < n; i++) {
+        const hpml_setting_t *s = hpml_setting_at(i);
+        const char *v = getenv(s->name);
+        int set = v != NULL && *v != '\0';
+
+        if (json) {
+            printf("%s\n    {\"name\": \"%s\", \"value\": ", i ? "," : "", s->name);
+            if (set)
+                hpml_json_string(stdout, v);
+            else
+                printf("null");
+            printf(", \"default\": ");
+            hpml_json_string(stdout, s->def);
+            printf(", \"kind\": \"%s\", \"agreed\": %s, \"doc\": ", kind_name(s->kind),
+                   s->agreed ? "true" : "false");
+            hpml_json_string(stdout, s->doc);
+            printf("}");
+        } else {
+            char val[64];
+
+            if (set)
+                snprintf(val, sizeof(val), "%s", v);
+            else
+                snprintf(val, sizeof(val), "(%s)", s->def[0] ? s->def : "unset");
+            printf("  %-26s%c %-16s %s\n", s->name, s->agreed ? '*' : ' ', val, s->doc);
+        }
+    }
+    if (json)
+        printf("\n  ]");
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -162,11 +215,13 @@ int cmd_info(int argc, char **argv)
             print_json(&si, cpu);
             printf(",\n  \"selection\": ");
             hpml_select_describe(comm, stdout, 1);
+            print_settings(1);
             printf("\n}\n");
         } else {
             print_text(&si, cpu);
             printf("Collectives\n");
             hpml_select_describe(comm, stdout, 0);
+            print_settings(0);
         }
     }
     hpml_comm_destroy(comm);

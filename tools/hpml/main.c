@@ -53,10 +53,6 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     cli_init_comm();
-    /* Read HPML_LOG_LEVEL now, so that a bad value is said once, at the start (the other
-     * ranks read it when they first log). */
-    if (rank == 0)
-        (void)hpml_log_level();
 
     if (cli_agree_command(argc, argv, argc >= 2 && find_command(argv[1]) != NULL) != 0) {
         /* said by rank 0 */
