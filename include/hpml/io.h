@@ -59,6 +59,17 @@ int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, i
  * (0 for NULL or empty paths). For refusing an output that would overwrite an input. */
 int hpml_io_same_file(const char *a, const char *b);
 
+/*
+ * A new temporary next to path, in its folder (so that rename(2) onto path is atomic), for
+ * a result written there and renamed when complete: "<path>.tmp.<pid>.XXXXXX", a file
+ * (mkstemp: mode 0600, returns its open descriptor) or with folder set a folder (mkdtemp:
+ * returns 0); the name goes to tmp[len]. Temporaries of path left by an earlier run that
+ * was killed before its rename (their process gone, older than this one) are removed
+ * first. A negative HPML_ERR_IO with a message (tmp then "", errno kept) otherwise. Not
+ * collective.
+ */
+int hpml_io_temp_next_to(const char *path, int folder, char *tmp, size_t len);
+
 /* Free the data of an array (the struct itself is the caller's); NULL-safe. */
 void hpml_array_free(hpml_array_t *a);
 

@@ -3,13 +3,17 @@
  * over plain and gzip files, the dense-array block reader shared by .npy and IDX, and
  * the temp-file-then-rename writer.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -530,6 +534,115 @@ int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, i
 
 /* ---- writing via a temporary file ---------------------------------------------- */
 
+/* When this process started (the library's load): a temporary older than that was left
+ * by an earlier run. */
+static time_t process_start;
+
+__attribute__((constructor)) static void note_start(void)
+{
+    process_start = time(NULL);
+}
+
+/* Remove path (a file, or a folder and the files in it). */
+static void remove_tree(const char *path)
+{
+    char name[8192];
+    struct dirent *e;
+    DIR *d = opendir(path);
+
+    if (d == NULL) {
+        unlink(path);
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if ((size_t)snprintf(name, sizeof(name), "%s/%s", path, e->d_name) < sizeof(name))
+            unlink(name);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* Is name "<base>.tmp.<pid>.XXXXXX" of a process that is gone and older than this run?
+ * A writer killed between writing and renaming leaves one; a live writer (this host) or a
+ * fresh one (another host sharing the folder) is left alone. */
+static int stale_temp(const char *dir, const char *base, const char *name)
+{
+    size_t n = strlen(base);
+    char *end, full[8192];
+    unsigned long pid;
+    struct stat st;
+
+    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp.", 5) != 0)
+        return 0;
+    errno = 0;
+    pid = strtoul(name + n + 5, &end, 10);
+    if (end == name + n + 5 || *end != '.' || strlen(end + 1) != 6 || errno != 0 || pid > INT_MAX)
+        return 0;
+    if (pid == (unsigned long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return 0;
+    return (size_t)snprintf(full, sizeof(full), "%s/%s", dir, name) < sizeof(full) &&
+           lstat(full, &st) == 0 && st.st_mtime < process_start;
+}
+
+/* Remove the stale temporaries of path's earlier writers (stale_temp). */
+static void clean_stale(const char *path)
+{
+    char dir[4096], full[8192];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    struct dirent *e;
+    DIR *d;
+
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if ((size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path) >= sizeof(dir))
+        return;
+    if (dir[0] == '\0')
+        snprintf(dir, sizeof(dir), "/");
+    if (*base == '\0' || (d = opendir(dir)) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (stale_temp(dir, base, e->d_name) &&
+            (size_t)snprintf(full, sizeof(full), "%s/%s", dir, e->d_name) < sizeof(full)) {
+            HPML_LOG(HPML_LOG_INFO, "removing %s, left by an earlier run", full);
+            remove_tree(full);
+        }
+    }
+    closedir(d);
+}
+
+int hpml_io_temp_next_to(const char *path, int folder, char *tmp, size_t len)
+{
+    int fd;
+
+    if (path == NULL || tmp == NULL || len == 0)
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_io_temp_next_to: NULL argument");
+    tmp[0] = '\0';
+    if ((size_t)snprintf(tmp, len, "%s.tmp.%ld.XXXXXX", path, (long)getpid()) >= len) {
+        tmp[0] = '\0';
+        fd = hpml_set_error(HPML_ERR_IO, "%s: %s", path, strerror(ENAMETOOLONG));
+        errno = ENAMETOOLONG;
+        return fd;
+    }
+    clean_stale(path);
+    if (folder) {
+        if (mkdtemp(tmp) != NULL)
+            return 0;
+    } else if ((fd = mkstemp(tmp)) >= 0) {
+        return fd;
+    }
+    {
+        int e = errno; /* kept for the caller */
+
+        fd = hpml_set_error(HPML_ERR_IO, "%s: cannot create a temporary %s %s: %s", path,
+                            folder ? "folder" : "file", tmp, strerror(e));
+        errno = e;
+    }
+    tmp[0] = '\0';
+    return fd;
+}
+
 int hpml__io_wopen(hpml__io_wfile_t *w, const char *path)
 {
     size_t n = strlen(path);
@@ -538,18 +651,15 @@ int hpml__io_wopen(hpml__io_wfile_t *w, const char *path)
 
     w->path = path;
     w->f = NULL;
-    w->tmp = malloc(n + 16);
+    w->tmp = malloc(n + 40);
     if (w->tmp == NULL)
         return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
     /* Same folder as the target so rename(2) is atomic. */
-    snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(w->tmp);
+    fd = hpml_io_temp_next_to(path, 0, w->tmp, n + 40);
     if (fd < 0) {
-        int rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a temporary file %s: %s", path,
-                                w->tmp, strerror(errno));
         free(w->tmp);
         w->tmp = NULL;
-        return rc;
+        return fd;
     }
     /* mkstemp makes 0600; give the file the mode the old one had, or a usual 0644. */
     fchmod(fd, stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644);

@@ -122,6 +122,23 @@ expect 2 "hpml kmeans: --out OUT/ names a folder: give a file name, or a prefix 
 expect 2 "hpml pca: --out OUT names a folder" 1 pca --data X.npy -k 2 --out OUT
 [ -z "$(ls -A OUT)" ] && [ ! -e x.txt ] && [ ! -e p.txt ] || fail "wrote $(ls -A OUT) x.txt p.txt"
 
+## Temporaries of a run killed before its rename are removed by the next write of the
+## same path (their process gone, older than the run); a live writer's are left alone.
+(exit 0) &
+gone=$!
+wait
+mkdir -p "k.centroids.npy.tmp.$gone.AbCdEf"
+touch "k.centroids.npy.tmp.$gone.AbCdEf/out.npy" "k.labels.npy.tmp.$gone.XyZ123" \
+    "k.labels.npy.tmp.$$.LiVe12" "k.labels.npy.tmp.$gone.FrEsH1"
+touch -d '1 hour ago' "k.centroids.npy.tmp.$gone.AbCdEf" "k.labels.npy.tmp.$gone.XyZ123" \
+    "k.labels.npy.tmp.$$.LiVe12"
+"$HPML" kmeans --data X.npy -k 2 --out k >/dev/null 2>&1 || fail "kmeans --out k failed"
+[ -e "k.centroids.npy.tmp.$gone.AbCdEf" ] && fail "a stale temporary folder was kept"
+[ -e "k.labels.npy.tmp.$gone.XyZ123" ] && fail "a stale temporary file was kept"
+[ -e "k.labels.npy.tmp.$$.LiVe12" ] || fail "a live process's temporary was removed"
+[ -e "k.labels.npy.tmp.$gone.FrEsH1" ] || fail "a temporary newer than the run was removed"
+rm -f k.*
+
 ## Inputs that are not regular files: /dev/zero was read until the OOM killer came, and a
 ## folder got "read error: Success", "out of memory" or an empty message.
 mkdir -p DIR

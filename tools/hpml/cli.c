@@ -742,75 +742,23 @@ int cli_parse_double(const char *s, double *out)
 
 int cli_parse_size(const char *s, size_t *out)
 {
-    char *end;
-    unsigned long long v, mult = 1;
+    uint64_t v;
 
-    if (s == NULL || *s < '0' || *s > '9')
+    if (hpml_size_parse(s, &v) != 0 || v > SIZE_MAX)
         return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    switch (*end) {
-    case '\0': break;
-    case 'k':
-    case 'K':
-        mult = 1ull << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1ull << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1ull << 30;
-        end++;
-        break;
-    default: return -1;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v > SIZE_MAX / mult)
-        return -1;
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
-/* "<path>.tmp." and the six characters mkstemp and mkdtemp replace, in tmp[len]; 0, or
- * -1 with errno ENAMETOOLONG (tmp then empty). */
-static int tmp_template(const char *path, char *tmp, size_t len)
-{
-    static const char six[] = "XXXXXX";
-
-    if ((size_t)snprintf(tmp, len, "%s.tmp.%s", path, six) >= len) {
-        errno = ENAMETOOLONG;
-        if (len > 0)
-            tmp[0] = '\0';
-        return -1;
-    }
+    *out = (size_t)v;
     return 0;
 }
 
 int cli_tmpdir_next_to(const char *path, char *tmp, size_t len)
 {
-    if (tmp_template(path, tmp, len) != 0)
-        return -1;
-    if (mkdtemp(tmp) == NULL) {
-        tmp[0] = '\0';
-        return -1;
-    }
-    return 0;
+    return hpml_io_temp_next_to(path, 1, tmp, len) < 0 ? -1 : 0;
 }
 
 int cli_tmp_next_to(const char *path, char *tmp, size_t len)
 {
-    int fd;
+    int fd = hpml_io_temp_next_to(path, 0, tmp, len);
 
-    if (tmp_template(path, tmp, len) != 0)
-        return -1;
-    fd = mkstemp(tmp);
     if (fd < 0)
         return -1;
     fchmod(fd, 0644);

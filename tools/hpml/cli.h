@@ -95,13 +95,13 @@ int cli_opt_long(const char *cmd, const char *opt, const char *arg, long min, lo
  * 0 or -1. */
 int cli_parse_long(const char *s, long min, long max, long *out);
 int cli_parse_double(const char *s, double *out);
-/* Sizes: "4096", "4K", "16M", "1G" (powers of 1024; "k"/"m"/"g" too). */
+/* Sizes, as hpml_size_parse reads them everywhere: "4096", "4K", "16M", "1G", "64KB". */
 int cli_parse_size(const char *s, size_t *out);
 
-/* Create an empty file next to `path`, named "<path>.tmp." and six random characters (the
- * template mkstemp fills in), mode 0644, for results that are renamed to `path` once
- * complete; its name goes to tmp[len]. 0, or -1 with errno set (ENAMETOOLONG when the
- * name does not fit). */
+/* Create an empty file next to `path` (hpml_io_temp_next_to: "<path>.tmp.<pid>." and six
+ * random characters, earlier runs' stale ones removed), mode 0644, for results that are
+ * renamed to `path` once complete; its name goes to tmp[len]. 0, or -1 with errno set
+ * (ENAMETOOLONG when the name does not fit). */
 int cli_tmp_next_to(const char *path, char *tmp, size_t len);
 /* The same name for a new folder (mkdtemp, mode 0700); 0, or -1 with errno (tmp then
  * empty). */
