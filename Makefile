@@ -1,7 +1,8 @@
 # hpml — plain, non-recursive GNU Makefile.
 #
 #   make [MPI=openmpi|mpich]       library, hpml binary and test programs into build/$(MPI)
-#   make test                      install deps, build and run every test on both MPIs
+#   make test                      install deps, build and run every test on both MPIs, and
+#                                  the unit and MPI tests on an Open MPI sanitizer build
 #   make demo                      install deps, build and run the main job
 #   make SANITIZE=address,undefined   sanitizer build (separate build folder)
 #   make test-san                  the suite on sanitizer builds of both MPIs
@@ -132,7 +133,8 @@ deps:
 test: deps
 	$(MAKE) -j$(NPROC) MPI=openmpi all
 	$(MAKE) -j$(NPROC) MPI=mpich all
-	tests/run.sh --mpi openmpi,mpich $(if $(TESTS),--filter '$(TESTS)')
+	$(MAKE) -j$(NPROC) MPI=openmpi SANITIZE=address,undefined tests
+	tests/run.sh --mpi openmpi,mpich --san-subset openmpi $(if $(TESTS),--filter '$(TESTS)')
 
 # The whole suite on sanitizer builds (slower; not part of `make test`).
 test-san: deps

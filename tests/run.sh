@@ -3,8 +3,12 @@
 # rank counts, and command-line tests (tests/cli/*.sh), for each MPI named.
 #
 #   tests/run.sh [--mpi openmpi,mpich] [--filter REGEX] [--build-root DIR] [--san]
+#                [--san-subset MPI]
 #
 # --san runs the sanitizer builds (build/<mpi>-san, from make SANITIZE=address,undefined).
+# --san-subset MPI runs, after the rest, the unit tests and the multi-rank tests of
+# build/MPI-san at 2 and 3 ranks (a power of two and one that is not; a test that takes
+# neither runs at its first rank count): the sanitizer pass `make test` includes.
 # A multi-rank test may declare in its source, on a comment line:
 #   hpml-test: ranks=1 2 3 4        rank counts (default 1 2 3 4)
 #   hpml-test: mpich-ranks=1 2 3    rank counts under MPICH (busy-polling: keep small)
@@ -16,12 +20,14 @@ mpis=openmpi
 filter=.
 root=build
 suffix=
+san_subset=
 while [ $# -gt 0 ]; do
     case "$1" in
     --mpi) mpis=$2; shift 2 ;;
     --filter) filter=$2; shift 2 ;;
     --build-root) root=$2; shift 2 ;;
     --san) suffix=-san; shift ;;
+    --san-subset) san_subset=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
@@ -109,6 +115,40 @@ for mpi in "${mpi_list[@]}"; do
             MPIRUN="${launcher[*]}" bash "$t"
     done
 done
+
+# The sanitizer pass: unit tests and multi-rank tests at 2 and 3 ranks.
+if [ -n "$san_subset" ]; then
+    b=$root/$san_subset-san
+    echo "== $san_subset-san (address and undefined-behaviour sanitizers) =="
+    case "$san_subset" in
+    openmpi) launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
+    *) launcher=(mpirun.$san_subset) ;;
+    esac
+    if [ ! -d "$b/tests" ]; then
+        echo "run.sh: $b/tests not built (make MPI=$san_subset SANITIZE=address,undefined tests)" >&2
+        failed=$((failed + 1)); failed_names+=("$san_subset-san build")
+    fi
+    for t in "$b"/tests/unit/test_*; do
+        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
+        n=$(basename "$t")
+        [[ "$san_subset-san unit $n" =~ $filter ]] || continue
+        run_one "$san_subset-san unit $n" 300 "$t"
+    done
+    for t in "$b"/tests/mpi/test_*; do
+        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
+        n=$(basename "$t")
+        src=tests/mpi/$n.c
+        ranks=$(directive "$src" ranks "1 2 3 4")
+        [ "$san_subset" = mpich ] && ranks=$(directive "$src" mpich-ranks "$ranks")
+        sel=$(for np in $ranks; do case $np in 2|3) echo "$np" ;; esac; done)
+        [ -n "$sel" ] || sel=${ranks%% *}
+        tmo=$(directive "$src" timeout 300)
+        for np in $sel; do
+            [[ "$san_subset-san mpi $n np=$np" =~ $filter ]] || continue
+            run_one "$san_subset-san mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
+        done
+    done
+fi
 
 if [ $failed -gt 0 ]; then
     echo "failed:"
