@@ -12,39 +12,11 @@
 
 #include "cli.h"
 #include "mlcli.h"
+#include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/core.h"
 #include "hpml/io.h"
 #include "hpml/kmeans.h"
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml kmeans --data FILE -k K [options]\n"
-    "       mpirun -np N hpml kmeans --data FILE --predict CENTROIDS.npy [options]\n\n"
-    "Cluster the rows of FILE (.npy, IDX or CSV; each rank reads its own block of rows)\n"
-    "with Lloyd's K-Means, as scikit-learn's KMeans(algorithm=\"lloyd\") does. With\n"
-    "--predict, assign each row to the nearest of the given centroids instead.\n\n"
-    "Options:\n"
-    "  --data FILE         input rows (required)\n"
-    "  -k, --clusters K    number of clusters (or taken from --init FILE / --predict)\n"
-    "  --init METHOD       k-means++ (default), k-means|| (for large data), random,\n"
-    "                      or a .npy file of k initial centroids\n"
-    "  --max-iter N        Lloyd iterations per run (default 300)\n"
-    "  --tol T             stop when the squared centre shift <= T * mean feature\n"
-    "                      variance (default 1e-4); a run also stops when no label changes\n"
-    "  --n-init N          runs from different initialisations, best inertia kept\n"
-    "                      (default: 10 for random, 1 otherwise)\n"
-    "  --seed S            random seed (default 0)\n"
-    "  --dtype f32|f64     computation type (default f32)\n"
-    "  --out PATH          FILE.npy: write the centroids there; otherwise PATH is a prefix:\n"
-    "                      PATH.centroids.npy and PATH.labels.npy\n"
-    "  --labels FILE       write the labels (int32 .npy, or .csv) there\n"
-    "  --predict FILE      centroids (.npy, k x cols): label the data, no fitting\n"
-    "  --threads N         BLAS threads per rank (default 1)\n"
-    "  --tile ROWS         rows per distance tile (default: from cols and k)\n"
-    "  --json              print the summary as JSON\n"
-    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
-    "  -h, --help          this text\n\n"
-    "The summary goes to stdout (rank 0). Labels are gathered to rank 0 to be written.\n";
 
 #define CMD "kmeans"
 
@@ -52,7 +24,7 @@ typedef struct opts {
     const char *data, *init_file, *out, *labels, *predict;
     hpml_kmeans_params_t p;
     hpml_dtype_t dtype;
-    int json, verbose, threads, have_k;
+    int json, verbose, threads;
 } opts_t;
 
 /* Does s end with suf, in either case (as the readers match names)? */
@@ -62,121 +34,147 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && strcasecmp(s + a - b, suf) == 0;
 }
 
+static int parse_init(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+
+    if (hpml_kmeans_init_parse(arg, &o->p.init) == 0)
+        return 0;
+    if (!ends_with(arg, ".npy"))
+        return cli_usage_error(
+            CMD, "%s must be k-means++, k-means||, random or a .npy file (got '%s')", shown, arg);
+    o->init_file = arg;
+    o->p.init = HPML_KMEANS_INIT_ARRAY;
+    return 0;
+}
+
+static int parse_dtype(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+
+    if (hpml_dtype_parse(arg, &o->dtype) != 0 || (o->dtype != HPML_F32 && o->dtype != HPML_F64))
+        return cli_usage_error(CMD, "%s must be f32 or f64 (got '%s')", shown, arg);
+    return 0;
+}
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.name = "data",
+     .kind = OPT_STRING,
+     .off = OFF(data),
+     .arg = "FILE",
+     .help = "input rows (required)"},
+    {.name = "clusters",
+     .letter = 'k',
+     .kind = OPT_SIZE,
+     .off = OFF(p.k),
+     .arg = "K",
+     .help = "number of clusters (or taken from --init FILE / --predict)",
+     .min = 1,
+     .max = INT32_MAX,
+     .shown = "-k"},
+    {.name = "init",
+     .kind = OPT_FUNC,
+     .arg = "METHOD",
+     .fn = parse_init,
+     .help = "k-means++ (default), k-means|| (for large data), random,\n"
+             "or a .npy file of k initial centroids"},
+    {.name = "max-iter",
+     .kind = OPT_INT,
+     .off = OFF(p.max_iter),
+     .arg = "N",
+     .help = "Lloyd iterations per run (default 300)",
+     .min = 1,
+     .max = 1000000000},
+    {.name = "tol",
+     .kind = OPT_DOUBLE,
+     .off = OFF(p.tol),
+     .arg = "T",
+     .help = "stop when the squared centre shift <= T * mean feature\n"
+             "variance (default 1e-4); a run also stops when no label changes",
+     .dmin = 0,
+     .dmax = HUGE_VAL},
+    {.name = "n-init",
+     .kind = OPT_INT,
+     .off = OFF(p.n_init),
+     .arg = "N",
+     .help = "runs from different initialisations, best inertia kept\n"
+             "(default: 10 for random, 1 otherwise)",
+     .min = 1,
+     .max = 100000},
+    {.name = "seed",
+     .kind = OPT_U64,
+     .off = OFF(p.seed),
+     .arg = "S",
+     .help = "random seed (default 0)",
+     .min = 0,
+     .max = LONG_MAX},
+    {.name = "dtype",
+     .kind = OPT_FUNC,
+     .arg = "f32|f64",
+     .fn = parse_dtype,
+     .help = "computation type (default f32)"},
+    {.name = "out",
+     .kind = OPT_STRING,
+     .off = OFF(out),
+     .arg = "PATH",
+     .help = "FILE.npy: write the centroids there; otherwise PATH is a prefix:\n"
+             "PATH.centroids.npy and PATH.labels.npy"},
+    {.name = "labels",
+     .kind = OPT_STRING,
+     .off = OFF(labels),
+     .arg = "FILE",
+     .help = "write the labels (int32 .npy, or .csv) there"},
+    {.name = "predict",
+     .kind = OPT_STRING,
+     .off = OFF(predict),
+     .arg = "FILE",
+     .help = "centroids (.npy, k x cols): label the data, no fitting"},
+    {.name = "threads",
+     .kind = OPT_INT,
+     .off = OFF(threads),
+     .arg = "N",
+     .help = "BLAS threads per rank (default 1)",
+     .min = 1,
+     .max = 1024},
+    {.name = "tile",
+     .kind = OPT_SIZE,
+     .off = OFF(p.tile_rows),
+     .arg = "ROWS",
+     .help = "rows per distance tile (default: from cols and k)",
+     .min = 1,
+     .max = 1 << 20},
+    {.name = "json", .kind = OPT_FLAG, .off = OFF(json), .help = "print the summary as JSON"},
+    {.name = "verbose",
+     .letter = 'v',
+     .kind = OPT_FLAG,
+     .off = OFF(verbose),
+     .help = "progress on stderr (default: only when stderr is a terminal)"},
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml kmeans --data FILE -k K [options]\n"
+             "       mpirun -np N hpml kmeans --data FILE --predict CENTROIDS.npy [options]\n\n"
+             "Cluster the rows of FILE (.npy, IDX or CSV; each rank reads its own block of rows)\n"
+             "with Lloyd's K-Means, as scikit-learn's KMeans(algorithm=\"lloyd\") does. With\n"
+             "--predict, assign each row to the nearest of the given centroids instead.\n",
+    .epilog = "The summary goes to stdout (rank 0). Labels are gathered to rank 0 to be written.\n",
+};
+
 static int parse(int argc, char **argv, opts_t *o)
 {
-    enum {
-        O_DATA = 256,
-        O_INIT,
-        O_MAXIT,
-        O_TOL,
-        O_NINIT,
-        O_SEED,
-        O_DTYPE,
-        O_OUT,
-        O_LABELS,
-        O_PREDICT,
-        O_THREADS,
-        O_TILE,
-        O_JSON
-    };
-    static const struct option longopts[] = {
-        {"data", required_argument, NULL, O_DATA},
-        {"clusters", required_argument, NULL, 'k'},
-        {"init", required_argument, NULL, O_INIT},
-        {"max-iter", required_argument, NULL, O_MAXIT},
-        {"tol", required_argument, NULL, O_TOL},
-        {"n-init", required_argument, NULL, O_NINIT},
-        {"seed", required_argument, NULL, O_SEED},
-        {"dtype", required_argument, NULL, O_DTYPE},
-        {"out", required_argument, NULL, O_OUT},
-        {"labels", required_argument, NULL, O_LABELS},
-        {"predict", required_argument, NULL, O_PREDICT},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"tile", required_argument, NULL, O_TILE},
-        {"json", no_argument, NULL, O_JSON},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    long v;
-    double x;
-    int c;
+    const opt_set_t set = {options, o};
+    int rc, operand;
 
     memset(o, 0, sizeof(*o));
     hpml_kmeans_params_default(&o->p);
     o->dtype = HPML_F32;
     o->threads = 1;
-    optind = 1;
-    while ((c = cli_getopt(CMD, argc, argv, "k:vh", longopts)) != -1) {
-        switch (c) {
-        case O_DATA: o->data = optarg; break;
-        case 'k':
-            if (cli_opt_long(CMD, "-k", optarg, 1, INT32_MAX, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->p.k = (size_t)v;
-            o->have_k = 1;
-            break;
-        case O_INIT:
-            if (hpml_kmeans_init_parse(optarg, &o->p.init) != 0) {
-                size_t n = strlen(optarg);
-                if (n < 4 || strcmp(optarg + n - 4, ".npy") != 0)
-                    return cli_usage_error(CMD,
-                                           "--init must be k-means++, k-means||, random "
-                                           "or a .npy file (got '%s')",
-                                           optarg);
-                o->init_file = optarg;
-                o->p.init = HPML_KMEANS_INIT_ARRAY;
-            }
-            break;
-        case O_MAXIT:
-            if (cli_opt_long(CMD, "--max-iter", optarg, 1, 1000000000L, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->p.max_iter = (int)v;
-            break;
-        case O_TOL:
-            if (cli_parse_double(optarg, &x) != 0 || x < 0)
-                return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", optarg);
-            o->p.tol = x;
-            break;
-        case O_NINIT:
-            if (cli_opt_long(CMD, "--n-init", optarg, 1, 100000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->p.n_init = (int)v;
-            break;
-        case O_SEED:
-            if (cli_opt_long(CMD, "--seed", optarg, 0, LONG_MAX, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->p.seed = (uint64_t)v;
-            break;
-        case O_DTYPE:
-            if (hpml_dtype_parse(optarg, &o->dtype) != 0 ||
-                (o->dtype != HPML_F32 && o->dtype != HPML_F64))
-                return cli_usage_error(CMD, "--dtype must be f32 or f64 (got '%s')", optarg);
-            break;
-        case O_OUT: o->out = optarg; break;
-        case O_LABELS: o->labels = optarg; break;
-        case O_PREDICT: o->predict = optarg; break;
-        case O_THREADS:
-            if (cli_opt_long(CMD, "--threads", optarg, 1, 1024, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->threads = (int)v;
-            break;
-        case O_TILE:
-            if (cli_opt_long(CMD, "--tile", optarg, 1, 1L << 20, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o->p.tile_rows = (size_t)v;
-            break;
-        case O_JSON: o->json = 1; break;
-        case 'v': o->verbose = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return -1;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc;
     if (o->data == NULL)
         return cli_usage_error(CMD, "--data FILE is required");
     if (cli_check_prefix(CMD, "--out", o->out) != 0)
@@ -191,7 +189,7 @@ static int parse(int argc, char **argv, opts_t *o)
                                    "--predict writes no centroids: --out '%s' would write "
                                    "nothing; use --labels FILE or --out PREFIX",
                                    o->out);
-    } else if (!o->have_k && o->init_file == NULL) {
+    } else if (!opts_given("clusters") && o->init_file == NULL) {
         return cli_usage_error(CMD, "-k K is required (or --init FILE.npy)");
     }
     return 0;
@@ -274,7 +272,7 @@ int cmd_kmeans(int argc, char **argv)
         rc = read_all(f, o.dtype, &C0);
         if ((status = mlcli_check(CMD, comm, rc)) != 0)
             goto out;
-        if (o.have_k && C0.rows != o.p.k) {
+        if (opts_given("clusters") && C0.rows != o.p.k) {
             status = mlcli_agree(CMD, comm, 1, "%s holds %zu centroids but -k is %zu", f, C0.rows,
                                  o.p.k);
             goto out;

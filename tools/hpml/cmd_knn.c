@@ -1,36 +1,13 @@
 /* `hpml knn`: exact k-nearest-neighbour search and classification over MPI. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hpml/knn.h"
 #include "mlcli.h"
+#include "opts.h"
 
 #define CMD "knn"
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml knn --data REF [--query Q] [-k K] [options]\n\n"
-    "Exact k nearest neighbours in Euclidean distance (brute force with BLAS), as\n"
-    "scikit-learn's NearestNeighbors(algorithm='brute').kneighbors(Q); with --labels,\n"
-    "majority-vote classification as KNeighborsClassifier. Reference and query rows are\n"
-    "both distributed over the ranks. Neighbours are sorted by distance; equal\n"
-    "distances are ordered by the lower reference index.\n\n"
-    "Options:\n"
-    "  --data FILE          reference rows (.npy, IDX or CSV; required)\n"
-    "  --query FILE         query rows (default: the reference rows themselves, so each\n"
-    "                       row is its own first neighbour)\n"
-    "  -k, --neighbors K    neighbours per query (default 5)\n"
-    "  --labels FILE        integer class labels of the reference rows (one column)\n"
-    "  --query-labels FILE  true labels of the queries: report the accuracy\n"
-    "  --out PATH           PATH.npy: write the indices (queries x k, int64) there;\n"
-    "                       otherwise PATH.indices.npy, PATH.distances.npy and, with\n"
-    "                       --labels, PATH.predictions.npy\n"
-    "  --pred-out FILE      write the predicted labels (int64 .npy, or .csv)\n"
-    "  --threads N          BLAS threads per rank (default 1)\n"
-    "  --json               print the summary as JSON\n"
-    "  -v, --verbose        progress on stderr (default: only when stderr is a terminal)\n"
-    "  -h, --help           this text\n";
 
 typedef struct {
     mlcli_opts_t co; /* --data, --out, --threads, --json, -v */
@@ -38,43 +15,64 @@ typedef struct {
     size_t k;
 } opts_t;
 
-/* This command's own long options; the shared ones come from mlcli. */
-enum { O_QUERY = 256, O_LABELS, O_QLABELS, O_PRED };
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    MLCLI_OPT_DATA(opts_t, "reference rows (.npy, IDX or CSV; required)"),
+    {.name = "query",
+     .kind = OPT_STRING,
+     .off = OFF(query),
+     .arg = "FILE",
+     .help = "query rows (default: the reference rows themselves, so each\n"
+             "row is its own first neighbour)"},
+    {.name = "neighbors",
+     .letter = 'k',
+     .kind = OPT_SIZE,
+     .off = OFF(k),
+     .arg = "K",
+     .help = "neighbours per query (default 5)",
+     .min = 1,
+     .max = 1 << 20,
+     .shown = "-k"},
+    {.name = "labels",
+     .kind = OPT_STRING,
+     .off = OFF(labels),
+     .arg = "FILE",
+     .help = "integer class labels of the reference rows (one column)"},
+    {.name = "query-labels",
+     .kind = OPT_STRING,
+     .off = OFF(qlabels),
+     .arg = "FILE",
+     .help = "true labels of the queries: report the accuracy"},
+    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the indices (queries x k, int64) there;\n"
+                          "otherwise PATH.indices.npy, PATH.distances.npy and, with\n"
+                          "--labels, PATH.predictions.npy"),
+    {.name = "pred-out",
+     .kind = OPT_STRING,
+     .off = OFF(pred_out),
+     .arg = "FILE",
+     .help = "write the predicted labels (int64 .npy, or .csv)"},
+    MLCLI_OPT_COMMON(opts_t),
+    {0},
+};
+#undef OFF
 
-static int own_opt(void *ctx, int c, const char *arg)
-{
-    opts_t *o = ctx;
-    long v;
-
-    switch (c) {
-    case O_QUERY: o->query = arg; break;
-    case 'k':
-        if (cli_opt_long(CMD, "-k", arg, 1, 1L << 20, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->k = (size_t)v;
-        break;
-    case O_LABELS: o->labels = arg; break;
-    case O_QLABELS: o->qlabels = arg; break;
-    case O_PRED: o->pred_out = arg; break;
-    }
-    return 0;
-}
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml knn --data REF [--query Q] [-k K] [options]\n\n"
+             "Exact k nearest neighbours in Euclidean distance (brute force with BLAS), as\n"
+             "scikit-learn's NearestNeighbors(algorithm='brute').kneighbors(Q); with --labels,\n"
+             "majority-vote classification as KNeighborsClassifier. Reference and query rows are\n"
+             "both distributed over the ranks. Neighbours are sorted by distance; equal\n"
+             "distances are ordered by the lower reference index.\n",
+};
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"query", required_argument, NULL, O_QUERY},
-        {"neighbors", required_argument, NULL, 'k'},
-        {"labels", required_argument, NULL, O_LABELS},
-        {"query-labels", required_argument, NULL, O_QLABELS},
-        {"pred-out", required_argument, NULL, O_PRED},
-        MLCLI_LONGOPTS,
-    };
     int rc;
 
     memset(o, 0, sizeof(*o));
     o->k = 5;
-    if ((rc = mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o)) != 0)
+    if ((rc = mlcli_parse(&command, options, o, &o->co, argc, argv)) != 0)
         return rc;
     if ((o->qlabels || o->pred_out) && o->labels == NULL)
         return cli_usage_error(CMD, "%s needs --labels (the reference labels)",

@@ -1,96 +1,91 @@
 /* `hpml linreg`: linear / ridge regression by the normal equations over MPI. */
-#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hpml/linear.h"
 #include "mlcli.h"
+#include "opts.h"
 
 #define CMD "linreg"
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml linreg --data FILE (--target FILE | --target-col N) [options]\n"
-    "       mpirun -np N hpml linreg --predict PREFIX --data FILE [--target FILE |\n"
-    "                    --target-col N] [--pred-out FILE] [--json]\n\n"
-    "Fit y = X w + b by least squares, or ridge regression with --alpha (minimise\n"
-    "|y - Xw - b|^2 + alpha |w|^2, the intercept unpenalised), as scikit-learn's\n"
-    "LinearRegression / Ridge. Each rank reads its block of rows; X'X and X'y are\n"
-    "allreduced and solved by Cholesky. With --predict, a model saved by --out PREFIX\n"
-    "predicts --data instead, scored (R^2) when it has a target.\n\n"
-    "Options:\n"
-    "  --data FILE         training rows (.npy, IDX or CSV)\n"
-    "  --target FILE       targets, one row per data row; every column is a target\n"
-    "  --target-col N      or: column N of --data is the target, the rest are features\n"
-    "                      (counted from 0; negative counts from the end, -1 = last)\n"
-    "  --alpha A           ridge penalty (default 0: ordinary least squares)\n"
-    "  --no-intercept      fit without an intercept (no centring)\n"
-    "  --test FILE         rows to predict (default: the training rows); with\n"
-    "                      --target-col, a FILE with the target column too is scored\n"
-    "  --test-target FILE  targets of --test, to score the predictions (R^2)\n"
-    "  --pred-out FILE     write the predictions (.npy or .csv)\n"
-    "  --out PATH          PATH.npy: write the coefficients (targets x features) there;\n"
-    "                      otherwise PATH.coef.npy and PATH.intercept.npy (the model for\n"
-    "                      --predict PATH)\n"
-    "  --predict PREFIX    no fit: load PREFIX.coef.npy and PREFIX.intercept.npy (a fit's\n"
-    "                      --out PREFIX) and predict --data; with --target-col, a FILE\n"
-    "                      of features only is not scored\n"
-    "  --threads N         BLAS threads per rank (default 1)\n"
-    "  --json              print the summary as JSON\n"
-    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
-    "  -h, --help          this text\n\n"
-    "A singular X'X (a constant or collinear feature column, columns counted from 0 after\n"
-    "removing a --target-col) is an error: drop the column or use --alpha.\n";
 
 typedef struct {
     mlcli_opts_t co; /* --data, --target(-col), --test(-target), --out, --threads, ... */
     const char *pred_out, *model; /* --pred-out, --predict */
-    const char *fit_opt;          /* the last fit-only option given, for --predict's check */
     hpml_linreg_config_t cfg;
+    int no_intercept;
 } opts_t;
 
-/* This command's own long options; the shared ones come from mlcli. */
-enum { O_ALPHA = 256, O_NOINT, O_PRED, O_MODEL };
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    MLCLI_OPT_DATA(opts_t, "training rows (.npy, IDX or CSV)"),
+    MLCLI_OPT_TARGET(opts_t, "targets, one row per data row; every column is a target"),
+    {.name = "alpha",
+     .kind = OPT_DOUBLE,
+     .off = OFF(cfg.alpha),
+     .arg = "A",
+     .help = "ridge penalty (default 0: ordinary least squares)",
+     .dmin = 0,
+     .dmax = HUGE_VAL},
+    {.name = "no-intercept",
+     .kind = OPT_FLAG,
+     .off = OFF(no_intercept),
+     .help = "fit without an intercept (no centring)"},
+    MLCLI_OPT_TEST(opts_t,
+                   "rows to predict (default: the training rows); with\n"
+                   "--target-col, a FILE with the target column too is scored",
+                   "targets of --test, to score the predictions (R^2)"),
+    {.name = "pred-out",
+     .kind = OPT_STRING,
+     .off = OFF(pred_out),
+     .arg = "FILE",
+     .help = "write the predictions (.npy or .csv)"},
+    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the coefficients (targets x features) there;\n"
+                          "otherwise PATH.coef.npy and PATH.intercept.npy (the model for\n"
+                          "--predict PATH)"),
+    {.name = "predict",
+     .kind = OPT_STRING,
+     .off = OFF(model),
+     .arg = "PREFIX",
+     .help = "no fit: load PREFIX.coef.npy and PREFIX.intercept.npy (a fit's\n"
+             "--out PREFIX) and predict --data; with --target-col, a FILE\n"
+             "of features only is not scored"},
+    MLCLI_OPT_COMMON(opts_t),
+    {0},
+};
+#undef OFF
 
-static int own_opt(void *ctx, int c, const char *arg)
-{
-    opts_t *o = ctx;
-
-    switch (c) {
-    case O_ALPHA:
-        if (cli_parse_double(arg, &o->cfg.alpha) != 0 || o->cfg.alpha < 0)
-            return cli_usage_error(CMD, "--alpha must be a number >= 0 (got '%s')", arg);
-        o->fit_opt = "--alpha";
-        break;
-    case O_NOINT:
-        o->cfg.fit_intercept = 0;
-        o->fit_opt = "--no-intercept";
-        break;
-    case O_PRED: o->pred_out = arg; break;
-    case O_MODEL: o->model = arg; break;
-    }
-    return 0;
-}
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml linreg --data FILE (--target FILE | --target-col N) "
+             "[options]\n"
+             "       mpirun -np N hpml linreg --predict PREFIX --data FILE [--target FILE |\n"
+             "                    --target-col N] [--pred-out FILE] [--json]\n\n"
+             "Fit y = X w + b by least squares, or ridge regression with --alpha (minimise\n"
+             "|y - Xw - b|^2 + alpha |w|^2, the intercept unpenalised), as scikit-learn's\n"
+             "LinearRegression / Ridge. Each rank reads its block of rows; X'X and X'y are\n"
+             "allreduced and solved by Cholesky. With --predict, a model saved by --out PREFIX\n"
+             "predicts --data instead, scored (R^2) when it has a target.\n",
+    .epilog = "A singular X'X (a constant or collinear feature column, columns counted from 0 "
+              "after\n"
+              "removing a --target-col) is an error: drop the column or use --alpha.\n",
+};
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"alpha", required_argument, NULL, O_ALPHA},
-        {"no-intercept", no_argument, NULL, O_NOINT},
-        {"pred-out", required_argument, NULL, O_PRED},
-        {"predict", required_argument, NULL, O_MODEL},
-        MLCLI_TARGET_LONGOPTS,
-        MLCLI_LONGOPTS,
-    };
+    static const char *const fit_only[] = {"alpha", "no-intercept", NULL};
     int rc;
 
     memset(o, 0, sizeof(*o));
     o->cfg.alpha = 0.0;
     o->cfg.fit_intercept = 1;
-    if ((rc = mlcli_parse(CMD, argc, argv, "", longopts, usage_text, &o->co, own_opt, o)) != 0)
+    if ((rc = mlcli_parse(&command, options, o, &o->co, argc, argv)) != 0)
         return rc;
+    if (o->no_intercept)
+        o->cfg.fit_intercept = 0;
     if (o->model != NULL)
-        return mlcli_check_predict(CMD, &o->co, o->model, o->fit_opt);
+        return mlcli_check_predict(CMD, &o->co, o->model, fit_only);
     return mlcli_check_target(CMD, &o->co, "target");
 }
 

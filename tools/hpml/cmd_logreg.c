@@ -1,5 +1,4 @@
 /* `hpml logreg`: L2-regularised logistic regression (binary / multinomial) by L-BFGS. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,121 +6,120 @@
 #include "cli.h"
 #include "hpml/linear.h"
 #include "mlcli.h"
+#include "opts.h"
 
 #define CMD "logreg"
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml logreg --data FILE (--target FILE | --target-col N) [options]\n"
-    "       mpirun -np N hpml logreg --predict PREFIX --data FILE [--target FILE |\n"
-    "                    --target-col N] [--pred-out FILE] [--proba-out FILE] [--json]\n\n"
-    "L2-regularised logistic regression on integer class labels, minimising\n"
-    "C * sum(log-loss) + |W|^2 / 2 (intercept unpenalised) by L-BFGS on allreduced\n"
-    "gradients: scikit-learn's LogisticRegression(solver='lbfgs'). Two classes give a\n"
-    "binary (sigmoid) model as sklearn's default; more classes a multinomial (softmax) one.\n"
-    "With --predict, a model saved by --out PREFIX predicts --data instead, scored\n"
-    "(accuracy, log-loss) when it has labels.\n\n"
-    "Options:\n"
-    "  --data FILE         training rows (.npy, IDX or CSV)\n"
-    "  --target FILE       integer class labels, one per data row (one column)\n"
-    "  --target-col N      or: column N of --data holds the labels, the rest are features\n"
-    "                      (counted from 0; negative counts from the end, -1 = last)\n"
-    "  --C C               inverse regularisation strength (default 1)\n"
-    "  --no-intercept      fit without an intercept\n"
-    "  --multinomial       softmax model even for two classes (sklearn's\n"
-    "                      multi_class='multinomial'; coef then holds class 1's row)\n"
-    "  --max-iter N        L-BFGS iterations (default 100)\n"
-    "  --tol T             stop when max |gradient| <= T, gradient of the mean objective\n"
-    "                      (default 1e-4)\n"
-    "  --ftol F            or when the objective decreases by <= F relative (default\n"
-    "                      64 eps = 1.4e-14, as sklearn; 0 disables it, for --tol to rule)\n"
-    "  --test FILE         rows to predict (default: the training rows); with\n"
-    "                      --target-col, a FILE with the label column too is scored\n"
-    "  --test-target FILE  labels of --test, to score the predictions\n"
-    "  --pred-out FILE     write the predicted labels (int64 .npy, or .csv)\n"
-    "  --proba-out FILE    write the class probabilities (rows x classes)\n"
-    "  --out PATH          PATH.npy: write the coefficients (rows x features) there;\n"
-    "                      otherwise PATH.coef.npy, PATH.intercept.npy, PATH.classes.npy\n"
-    "                      and PATH.multinomial.npy (the model for --predict PATH)\n"
-    "  --predict PREFIX    no fit: load the model a fit wrote with --out PREFIX and\n"
-    "                      predict --data; with --target-col, a FILE of features only\n"
-    "                      is not scored\n"
-    "  --threads N         BLAS threads per rank (default 1)\n"
-    "  --json              print the summary as JSON\n"
-    "  -v, --verbose       progress on stderr (default: only when stderr is a terminal)\n"
-    "  -h, --help          this text\n";
 
 typedef struct {
     mlcli_opts_t co; /* --data, --target(-col), --test(-target), --out, --threads, ... */
     const char *pred_out, *proba_out, *model; /* --pred-out, --proba-out, --predict */
-    const char *fit_opt; /* the last fit-only option given, for --predict's check */
     hpml_logreg_config_t cfg;
+    int no_intercept;
 } opts_t;
 
-/* This command's own long options; the shared ones come from mlcli. */
-enum { O_C = 256, O_NOINT, O_MULTI, O_MAXIT, O_TOL, O_FTOL, O_PRED, O_PROBA, O_MODEL };
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    MLCLI_OPT_DATA(opts_t, "training rows (.npy, IDX or CSV)"),
+    MLCLI_OPT_TARGET(opts_t, "integer class labels, one per data row (one column)"),
+    {.name = "C",
+     .kind = OPT_DOUBLE,
+     .off = OFF(cfg.C),
+     .arg = "C",
+     .help = "inverse regularisation strength (default 1)",
+     .dmin = 0,
+     .dmax = HUGE_VAL,
+     .open_min = 1},
+    {.name = "no-intercept",
+     .kind = OPT_FLAG,
+     .off = OFF(no_intercept),
+     .help = "fit without an intercept"},
+    {.name = "multinomial",
+     .kind = OPT_FLAG,
+     .off = OFF(cfg.multinomial),
+     .help = "softmax model even for two classes (sklearn's\n"
+             "multi_class='multinomial'; coef then holds class 1's row)"},
+    {.name = "max-iter",
+     .kind = OPT_SIZE,
+     .off = OFF(cfg.max_iter),
+     .arg = "N",
+     .help = "L-BFGS iterations (default 100)",
+     .min = 0,
+     .max = 100000000L},
+    {.name = "tol",
+     .kind = OPT_DOUBLE,
+     .off = OFF(cfg.tol),
+     .arg = "T",
+     .help = "stop when max |gradient| <= T, gradient of the mean objective\n"
+             "(default 1e-4)",
+     .dmin = 0,
+     .dmax = HUGE_VAL},
+    {.name = "ftol",
+     .kind = OPT_DOUBLE,
+     .off = OFF(cfg.ftol),
+     .arg = "F",
+     .help = "or when the objective decreases by <= F relative (default\n"
+             "64 eps = 1.4e-14, as sklearn; 0 disables it, for --tol to rule)",
+     .dmin = 0,
+     .dmax = HUGE_VAL},
+    MLCLI_OPT_TEST(opts_t,
+                   "rows to predict (default: the training rows); with\n"
+                   "--target-col, a FILE with the label column too is scored",
+                   "labels of --test, to score the predictions"),
+    {.name = "pred-out",
+     .kind = OPT_STRING,
+     .off = OFF(pred_out),
+     .arg = "FILE",
+     .help = "write the predicted labels (int64 .npy, or .csv)"},
+    {.name = "proba-out",
+     .kind = OPT_STRING,
+     .off = OFF(proba_out),
+     .arg = "FILE",
+     .help = "write the class probabilities (rows x classes)"},
+    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the coefficients (rows x features) there;\n"
+                          "otherwise PATH.coef.npy, PATH.intercept.npy, PATH.classes.npy\n"
+                          "and PATH.multinomial.npy (the model for --predict PATH)"),
+    {.name = "predict",
+     .kind = OPT_STRING,
+     .off = OFF(model),
+     .arg = "PREFIX",
+     .help = "no fit: load the model a fit wrote with --out PREFIX and\n"
+             "predict --data; with --target-col, a FILE of features only\n"
+             "is not scored"},
+    MLCLI_OPT_COMMON(opts_t),
+    {0},
+};
+#undef OFF
 
-static int own_opt(void *ctx, int c, const char *arg)
-{
-    opts_t *o = ctx;
-    long v;
-
-    if (c != O_PRED && c != O_PROBA && c != O_MODEL)
-        o->fit_opt = c == O_C       ? "--C"
-                     : c == O_NOINT ? "--no-intercept"
-                     : c == O_MULTI ? "--multinomial"
-                     : c == O_MAXIT ? "--max-iter"
-                     : c == O_TOL   ? "--tol"
-                                    : "--ftol";
-    switch (c) {
-    case O_C:
-        if (cli_parse_double(arg, &o->cfg.C) != 0 || !(o->cfg.C > 0))
-            return cli_usage_error(CMD, "--C must be a number > 0 (got '%s')", arg);
-        break;
-    case O_NOINT: o->cfg.fit_intercept = 0; break;
-    case O_MULTI: o->cfg.multinomial = 1; break;
-    case O_MAXIT:
-        if (cli_opt_long(CMD, "--max-iter", arg, 0, 100000000L, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->cfg.max_iter = (size_t)v;
-        break;
-    case O_TOL:
-        if (cli_parse_double(arg, &o->cfg.tol) != 0 || o->cfg.tol < 0)
-            return cli_usage_error(CMD, "--tol must be a number >= 0 (got '%s')", arg);
-        break;
-    case O_FTOL:
-        if (cli_parse_double(arg, &o->cfg.ftol) != 0 || o->cfg.ftol < 0)
-            return cli_usage_error(CMD, "--ftol must be a number >= 0 (got '%s')", arg);
-        break;
-    case O_PRED: o->pred_out = arg; break;
-    case O_PROBA: o->proba_out = arg; break;
-    case O_MODEL: o->model = arg; break;
-    }
-    return 0;
-}
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml logreg --data FILE (--target FILE | --target-col N) "
+             "[options]\n"
+             "       mpirun -np N hpml logreg --predict PREFIX --data FILE [--target FILE |\n"
+             "                    --target-col N] [--pred-out FILE] [--proba-out FILE] "
+             "[--json]\n\n"
+             "L2-regularised logistic regression on integer class labels, minimising\n"
+             "C * sum(log-loss) + |W|^2 / 2 (intercept unpenalised) by L-BFGS on allreduced\n"
+             "gradients: scikit-learn's LogisticRegression(solver='lbfgs'). Two classes give a\n"
+             "binary (sigmoid) model as sklearn's default; more classes a multinomial "
+             "(softmax) one.\n"
+             "With --predict, a model saved by --out PREFIX predicts --data instead, scored\n"
+             "(accuracy, log-loss) when it has labels.\n",
+};
 
 static int parse(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"C", required_argument, NULL, O_C},
-        {"no-intercept", no_argument, NULL, O_NOINT},
-        {"multinomial", no_argument, NULL, O_MULTI},
-        {"max-iter", required_argument, NULL, O_MAXIT},
-        {"tol", required_argument, NULL, O_TOL},
-        {"ftol", required_argument, NULL, O_FTOL},
-        {"pred-out", required_argument, NULL, O_PRED},
-        {"proba-out", required_argument, NULL, O_PROBA},
-        {"predict", required_argument, NULL, O_MODEL},
-        MLCLI_TARGET_LONGOPTS,
-        MLCLI_LONGOPTS,
-    };
+    static const char *const fit_only[] = {"C",   "no-intercept", "multinomial", "max-iter",
+                                           "tol", "ftol",         NULL};
     int rc;
 
     memset(o, 0, sizeof(*o));
     hpml_logreg_config_init(&o->cfg);
-    if ((rc = mlcli_parse(CMD, argc, argv, "", longopts, usage_text, &o->co, own_opt, o)) != 0)
+    if ((rc = mlcli_parse(&command, options, o, &o->co, argc, argv)) != 0)
         return rc;
+    if (o->no_intercept)
+        o->cfg.fit_intercept = 0;
     if (o->model != NULL)
-        return mlcli_check_predict(CMD, &o->co, o->model, o->fit_opt);
+        return mlcli_check_predict(CMD, &o->co, o->model, fit_only);
     return mlcli_check_target(CMD, &o->co, "label");
 }
 

@@ -1,5 +1,4 @@
 /* `hpml pca`: PCA / truncated SVD of row-distributed data. */
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,99 +6,107 @@
 #include "cli.h"
 #include "hpml/decomp.h"
 #include "mlcli.h"
+#include "opts.h"
 
 #define CMD "pca"
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml pca --data FILE [-k K] [options]\n\n"
-    "Principal component analysis of the rows of FILE (.npy, IDX or CSV), as\n"
-    "scikit-learn's PCA; with --no-center, truncated SVD as TruncatedSVD. Components\n"
-    "follow sklearn's svd_flip sign convention, so they match entry by entry.\n\n"
-    "Options:\n"
-    "  --data FILE           input rows (required)\n"
-    "  -k, --n-components K  components to keep (default 2)\n"
-    "  --solver S            full (default): allreduced d x d covariance + LAPACK dsyevr;\n"
-    "                        randomized: randomized SVD (Halko et al.), never forms a\n"
-    "                        d x d matrix: for wide data\n"
-    "  --no-center           truncated SVD: do not subtract the mean\n"
-    "  --oversample N        randomized: extra columns (default 10)\n"
-    "  --n-iter N            randomized: power iterations (default: 7 if k < 0.1 min(n, d),\n"
-    "                        else 4, as sklearn)\n"
-    "  --seed S              randomized: seed of the Gaussian test matrix (default 0)\n"
-    "  --out PATH            PATH.npy: write the components (k x d) there; otherwise\n"
-    "                        PATH.{components,explained_variance,explained_variance_ratio,\n"
-    "                        singular_values,mean}.npy\n"
-    "  --transform-out FILE  write the data projected on the components (n x k)\n"
-    "  --threads N           BLAS threads per rank (default 1)\n"
-    "  --json                print the summary as JSON\n"
-    "  -v, --verbose         progress on stderr (default: only when stderr is a terminal)\n"
-    "  -h, --help            this text\n";
 
 typedef struct {
     mlcli_opts_t co; /* --data, --out, --threads, --json, -v */
     const char *transform_out;
     hpml_pca_config_t cfg;
+    int no_center;
 } opts_t;
 
-/* This command's own long options; the shared ones come from mlcli. */
-enum { O_SOLVER = 256, O_NOCENTER, O_OVERS, O_NITER, O_SEED, O_TOUT };
-
-static int own_opt(void *ctx, int c, const char *arg)
+static int parse_solver(void *dest, const char *arg, const char *shown)
 {
-    opts_t *o = ctx;
-    long v;
+    opts_t *o = dest;
 
-    switch (c) {
-    case 'k':
-        if (cli_opt_long(CMD, "-k", arg, 1, 1L << 30, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->cfg.n_components = (size_t)v;
-        break;
-    case O_SOLVER:
-        if (strcmp(arg, "full") == 0)
-            o->cfg.solver = HPML_PCA_FULL;
-        else if (strcmp(arg, "randomized") == 0)
-            o->cfg.solver = HPML_PCA_RANDOMIZED;
-        else
-            return cli_usage_error(CMD, "--solver must be full or randomized (got '%s')", arg);
-        break;
-    case O_NOCENTER: o->cfg.center = 0; break;
-    case O_OVERS:
-        if (cli_opt_long(CMD, "--oversample", arg, 0, 1L << 20, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->cfg.oversample = (size_t)v;
-        break;
-    case O_NITER:
-        if (cli_opt_long(CMD, "--n-iter", arg, 0, 1000, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->cfg.n_iter = (int)v;
-        break;
-    case O_SEED:
-        if (cli_opt_long(CMD, "--seed", arg, 0, LONG_MAX, &v) != 0)
-            return CLI_EXIT_USAGE;
-        o->cfg.seed = (uint64_t)v;
-        break;
-    case O_TOUT: o->transform_out = arg; break;
-    }
+    if (strcmp(arg, "full") == 0)
+        o->cfg.solver = HPML_PCA_FULL;
+    else if (strcmp(arg, "randomized") == 0)
+        o->cfg.solver = HPML_PCA_RANDOMIZED;
+    else
+        return cli_usage_error(CMD, "%s must be full or randomized (got '%s')", shown, arg);
     return 0;
 }
 
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    MLCLI_OPT_DATA(opts_t, "input rows (required)"),
+    {.name = "n-components",
+     .letter = 'k',
+     .kind = OPT_SIZE,
+     .off = OFF(cfg.n_components),
+     .arg = "K",
+     .help = "components to keep (default 2)",
+     .min = 1,
+     .max = 1L << 30,
+     .shown = "-k"},
+    {.name = "solver",
+     .kind = OPT_FUNC,
+     .arg = "S",
+     .fn = parse_solver,
+     .help = "full (default): allreduced d x d covariance + LAPACK dsyevr;\n"
+             "randomized: randomized SVD (Halko et al.), never forms a\n"
+             "d x d matrix: for wide data"},
+    {.name = "no-center",
+     .kind = OPT_FLAG,
+     .off = OFF(no_center),
+     .help = "truncated SVD: do not subtract the mean"},
+    {.name = "oversample",
+     .kind = OPT_SIZE,
+     .off = OFF(cfg.oversample),
+     .arg = "N",
+     .help = "randomized: extra columns (default 10)",
+     .min = 0,
+     .max = 1 << 20},
+    {.name = "n-iter",
+     .kind = OPT_INT,
+     .off = OFF(cfg.n_iter),
+     .arg = "N",
+     .help = "randomized: power iterations (default: 7 if k < 0.1 min(n, d),\n"
+             "else 4, as sklearn)",
+     .min = 0,
+     .max = 1000},
+    {.name = "seed",
+     .kind = OPT_U64,
+     .off = OFF(cfg.seed),
+     .arg = "S",
+     .help = "randomized: seed of the Gaussian test matrix (default 0)",
+     .min = 0,
+     .max = LONG_MAX},
+    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the components (k x d) there; otherwise\n"
+                          "PATH.{components,explained_variance,explained_variance_ratio,\n"
+                          "singular_values,mean}.npy"),
+    {.name = "transform-out",
+     .kind = OPT_STRING,
+     .off = OFF(transform_out),
+     .arg = "FILE",
+     .help = "write the data projected on the components (n x k)"},
+    MLCLI_OPT_COMMON(opts_t),
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml pca --data FILE [-k K] [options]\n\n"
+             "Principal component analysis of the rows of FILE (.npy, IDX or CSV), as\n"
+             "scikit-learn's PCA; with --no-center, truncated SVD as TruncatedSVD. Components\n"
+             "follow sklearn's svd_flip sign convention, so they match entry by entry.\n",
+};
+
 static int parse(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"n-components", required_argument, NULL, 'k'},
-        {"solver", required_argument, NULL, O_SOLVER},
-        {"no-center", no_argument, NULL, O_NOCENTER},
-        {"oversample", required_argument, NULL, O_OVERS},
-        {"n-iter", required_argument, NULL, O_NITER},
-        {"seed", required_argument, NULL, O_SEED},
-        {"transform-out", required_argument, NULL, O_TOUT},
-        MLCLI_LONGOPTS,
-    };
+    int rc;
 
     memset(o, 0, sizeof(*o));
     hpml_pca_config_init(&o->cfg);
-    return mlcli_parse(CMD, argc, argv, "k:", longopts, usage_text, &o->co, own_opt, o);
+    if ((rc = mlcli_parse(&command, options, o, &o->co, argc, argv)) != 0)
+        return rc;
+    if (o->no_center)
+        o->cfg.center = 0;
+    return 0;
 }
 
 int cmd_pca(int argc, char **argv);

@@ -51,54 +51,20 @@ int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...
     return CLI_EXIT_FAIL;
 }
 
-int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
-                const struct option *longopts, const char *usage, mlcli_opts_t *co,
-                mlcli_opt_fn own, void *ctx)
+int mlcli_parse(const opt_cmd_t *cmd, const opt_t *table, void *opts, mlcli_opts_t *co, int argc,
+                char **argv)
 {
-    char spec[64];
-    long v;
-    int c, rc;
+    const opt_set_t set = {table, opts};
+    int rc, operand;
 
     memset(co, 0, sizeof(*co));
     co->threads = 1;
-    snprintf(spec, sizeof(spec), "%svh", shortopts);
-    optind = 1;
-    while ((c = cli_getopt(cmd, argc, argv, spec, longopts)) != -1) {
-        switch (c) {
-        case MLCLI_O_DATA: co->data = optarg; break;
-        case MLCLI_O_OUT: co->out = optarg; break;
-        case MLCLI_O_TARGET: co->tgt.file = optarg; break;
-        case MLCLI_O_TCOL:
-            if (cli_opt_long(cmd, "--target-col", optarg, -1000000000L, 1000000000L, &v) != 0)
-                return CLI_EXIT_USAGE;
-            co->tgt.col = v;
-            co->tgt.have_col = 1;
-            break;
-        case MLCLI_O_TEST: co->test = optarg; break;
-        case MLCLI_O_TTARGET: co->test_target = optarg; break;
-        case MLCLI_O_THREADS:
-            if (cli_opt_long(cmd, "--threads", optarg, 1, 1024, &v) != 0)
-                return CLI_EXIT_USAGE;
-            co->threads = (int)v;
-            break;
-        case MLCLI_O_JSON: co->json = 1; break;
-        case 'v': co->verbose = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage, stdout);
-            return -1;
-        case '?': return CLI_EXIT_USAGE; /* cli_getopt has said what is wrong */
-        default:
-            /* Only codes from the command's own table reach here. */
-            if ((rc = own(ctx, c, optarg)) != 0)
-                return rc;
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if ((rc = opts_parse(cmd, &set, 1, argc, argv, &operand)) != 0)
+        return rc;
+    co->tgt.have_col = opts_given("target-col");
     if (co->data == NULL)
-        return cli_usage_error(cmd, "--data FILE is required");
-    return cli_check_prefix(cmd, "--out", co->out);
+        return cli_usage_error(cmd->name, "--data FILE is required");
+    return cli_check_prefix(cmd->name, "--out", co->out);
 }
 
 int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what)
@@ -250,19 +216,24 @@ int mlcli_load_predict(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *c
 }
 
 int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *prefix,
-                        const char *fit_opt)
+                        const char *const *fit_only)
 {
     size_t n = strlen(prefix);
+    const char *fit_opt = NULL;
 
     if (n == 0 || (n >= 4 && strcmp(prefix + n - 4, ".npy") == 0))
         return cli_usage_error(cmd,
                                "--predict takes the PREFIX a fit wrote with --out PREFIX "
                                "(PREFIX.coef.npy, ...), not '%s'",
                                prefix);
-    if (fit_opt != NULL || co->out != NULL || co->test != NULL || co->test_target != NULL)
+    for (; fit_only != NULL && *fit_only != NULL && fit_opt == NULL; fit_only++)
+        if (opts_given(*fit_only))
+            fit_opt = *fit_only;
+    if (fit_opt != NULL)
+        return cli_usage_error(cmd, "--%s goes with a fit, not with --predict", fit_opt);
+    if (co->out != NULL || co->test != NULL || co->test_target != NULL)
         return cli_usage_error(cmd, "%s goes with a fit, not with --predict",
-                               fit_opt != NULL    ? fit_opt
-                               : co->out != NULL  ? "--out"
+                               co->out != NULL    ? "--out"
                                : co->test != NULL ? "--test"
                                                   : "--test-target");
     if (co->tgt.file != NULL && co->tgt.have_col)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
 
@@ -31,39 +32,6 @@ typedef struct mlcli_target {
     int have_col;
 } mlcli_target_t;
 
-/*
- * Options every ML command shares. Long-option codes live above the commands' own (which
- * start at 256) so a command's enum never collides with them.
- */
-enum {
-    MLCLI_O_DATA = 0x1000,
-    MLCLI_O_OUT,
-    MLCLI_O_THREADS,
-    MLCLI_O_JSON,
-    MLCLI_O_TARGET,
-    MLCLI_O_TCOL,
-    MLCLI_O_TEST,
-    MLCLI_O_TTARGET
-};
-/* --data, --out, --threads, --json, -v, -h: end a command's long-option table with it. */
-#define MLCLI_LONGOPTS                                                                             \
-    {"data", required_argument, NULL, MLCLI_O_DATA},                                               \
-        {"out", required_argument, NULL, MLCLI_O_OUT},                                             \
-        {"threads", required_argument, NULL, MLCLI_O_THREADS},                                     \
-        {"json", no_argument, NULL, MLCLI_O_JSON}, {"verbose", no_argument, NULL, 'v'},            \
-        {"help", no_argument, NULL, 'h'},                                                          \
-    {                                                                                              \
-        NULL, 0, NULL, 0                                                                           \
-    }
-/* --target, --target-col, --test, --test-target, for the supervised commands. */
-#define MLCLI_TARGET_LONGOPTS                                                                      \
-    {"target", required_argument, NULL, MLCLI_O_TARGET},                                           \
-        {"target-col", required_argument, NULL, MLCLI_O_TCOL},                                     \
-        {"test", required_argument, NULL, MLCLI_O_TEST},                                           \
-    {                                                                                              \
-        "test-target", required_argument, NULL, MLCLI_O_TTARGET                                    \
-    }
-
 typedef struct mlcli_opts {
     const char *data, *out;
     int threads, json, verbose;
@@ -71,25 +39,73 @@ typedef struct mlcli_opts {
     const char *test, *test_target; /* --test / --test-target */
 } mlcli_opts_t;
 
-/* A command's own option: c is getopt_long's code, arg its optarg. 0, or a usage error's
- * status (from cli_usage_error). */
-typedef int (*mlcli_opt_fn)(void *ctx, int c, const char *arg);
+/*
+ * Table entries (opts.h) of the options the ML commands share, for a command whose
+ * options struct T holds an mlcli_opts_t named co. --data and --out say what they are
+ * for in each command, so their help is the command's.
+ */
+#define MLCLI_OPT_DATA(T, text)                                                                    \
+    {                                                                                              \
+        .name = "data", .kind = OPT_STRING, .off = offsetof(T, co.data), .arg = "FILE",            \
+        .help = text                                                                               \
+    }
+#define MLCLI_OPT_OUT(T, text)                                                                     \
+    {                                                                                              \
+        .name = "out", .kind = OPT_STRING, .off = offsetof(T, co.out), .arg = "PATH", .help = text \
+    }
+/* --target FILE and --target-col N; `what` ends --target's help ("targets, one row per..."). */
+#define MLCLI_OPT_TARGET(T, text)                                                                  \
+    {.name = "target",                                                                             \
+     .kind = OPT_STRING,                                                                           \
+     .off = offsetof(T, co.tgt.file),                                                              \
+     .arg = "FILE",                                                                                \
+     .help = text},                                                                                \
+    {                                                                                              \
+        .name = "target-col", .kind = OPT_LONG, .off = offsetof(T, co.tgt.col), .arg = "N",        \
+        .min = -1000000000L, .max = 1000000000L,                                                   \
+        .help = "or: column N of --data is the target, the rest are features\n"                    \
+                "(counted from 0; negative counts from the end, -1 = last)"                        \
+    }
+#define MLCLI_OPT_TEST(T, text, target_text)                                                       \
+    {.name = "test",                                                                               \
+     .kind = OPT_STRING,                                                                           \
+     .off = offsetof(T, co.test),                                                                  \
+     .arg = "FILE",                                                                                \
+     .help = text},                                                                                \
+    {                                                                                              \
+        .name = "test-target", .kind = OPT_STRING, .off = offsetof(T, co.test_target),             \
+        .arg = "FILE", .help = target_text                                                         \
+    }
+/* --threads, --json, -v: the last entries of every ML command's table. */
+#define MLCLI_OPT_COMMON(T)                                                                        \
+    {.name = "threads",                                                                            \
+     .kind = OPT_INT,                                                                              \
+     .off = offsetof(T, co.threads),                                                               \
+     .arg = "N",                                                                                   \
+     .help = "BLAS threads per rank (default 1)",                                                  \
+     .min = 1,                                                                                     \
+     .max = 1024},                                                                                 \
+        {.name = "json",                                                                           \
+         .kind = OPT_FLAG,                                                                         \
+         .off = offsetof(T, co.json),                                                              \
+         .help = "print the summary as JSON"},                                                     \
+    {                                                                                              \
+        .name = "verbose", .letter = 'v', .kind = OPT_FLAG, .off = offsetof(T, co.verbose),        \
+        .help = "progress on stderr (default: only when stderr is a terminal)"                     \
+    }
 
 /*
- * Parse argv with cli_getopt (and so its diagnostics: a value given to a flag, an
- * ambiguous prefix, an empty or forgotten value, ...): `shortopts` are the command's own
- * short options (the shared "vh" are added), `longopts` its table ending with
- * MLCLI_LONGOPTS. Shared options fill *co (reset first; threads default 1), every other
- * code goes to own(ctx, ...). Checks there are no operands and that --data was given.
- * Returns 0 to run, -1 after printing `usage` for --help (exit 0), or CLI_EXIT_USAGE.
- * Not collective: every rank parses the same argv and so reaches the same answer.
+ * Parse argv by the command's table (opts.h), whose shared entries point into co (inside
+ * the struct `opts` the table's offsets are into; the caller has set its own defaults):
+ * co is reset first (threads 1). Checks that there are no operands, that --data was
+ * given and that --out names a file prefix, not a folder. Returns 0 to run, -1 after
+ * printing --help (exit 0), or CLI_EXIT_USAGE. Not collective beyond cli_getopt.
  */
-int mlcli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
-                const struct option *longopts, const char *usage, mlcli_opts_t *co,
-                mlcli_opt_fn own, void *ctx);
-/* After mlcli_parse, for commands with MLCLI_TARGET_LONGOPTS: exactly one of --target
- * and --target-col, and --test-target only with --test and --target. `what` names the
- * target in the message ("target", "label"). 0 or CLI_EXIT_USAGE. */
+int mlcli_parse(const opt_cmd_t *cmd, const opt_t *table, void *opts, mlcli_opts_t *co, int argc,
+                char **argv);
+/* After mlcli_parse, for commands with MLCLI_OPT_TARGET: exactly one of --target and
+ * --target-col, and --test-target only with --test and --target. `what` names the target
+ * in the message ("target", "label"). 0 or CLI_EXIT_USAGE. */
 int mlcli_check_target(const char *cmd, const mlcli_opts_t *co, const char *what);
 
 /* Create hpml's communicator over MPI_COMM_WORLD. A failure (a malformed HPML_TUNING_FILE,
@@ -131,11 +147,11 @@ int mlcli_load_predict(const char *cmd, hpml_comm_t *comm, const mlcli_opts_t *c
 /*
  * Parse-time checks of --predict PREFIX (after mlcli_parse): PREFIX is the --out PREFIX
  * of a fit, not a .npy file; --out, --test, --test-target and the command's fit-only
- * option `fit_opt` (NULL: none given) are usage errors; at most one of --target and
- * --target-col. 0 or CLI_EXIT_USAGE.
+ * options (fit_only: long names, NULL-terminated) are usage errors; at most one of
+ * --target and --target-col. 0 or CLI_EXIT_USAGE.
  */
 int mlcli_check_predict(const char *cmd, const mlcli_opts_t *co, const char *prefix,
-                        const char *fit_opt);
+                        const char *const *fit_only);
 /*
  * Read a saved model's part PREFIX.<what>.npy whole on every rank as dtype (f64: NaN/Inf
  * rejected), its name in path (size bytes). Agreed across ranks; 0 or CLI_EXIT_FAIL.
