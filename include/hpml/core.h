@@ -248,6 +248,8 @@ const hpml_setting_t *hpml_setting_at(size_t i);
  * optionally K, M, G or T (powers of 1024, either case, "KiB" too), then optionally "B".
  * 0, or -1 when malformed or beyond 2^64. */
 int hpml_size_parse(const char *s, uint64_t *out);
+/* v the way that grammar writes it shortest: "64", "256K", "1G", "2147483647"; returns buf. */
+const char *hpml_size_format(uint64_t v, char *buf, size_t size);
 
 /* ---- small output helpers ------------------------------------------------------ */
 

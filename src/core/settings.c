@@ -29,8 +29,7 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
     [HPML__S_CHECK] = {"HPML_CHECK", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 1,
                        "1: compare every collective's signature across ranks; ranks that "
                        "disagree get an error naming them instead of a hang"},
-    [HPML__S_RANKS_PER_NODE] = {"HPML_RANKS_PER_NODE", HPML_SETTING_COUNT, "0", 0, INT_MAX, NULL,
-                                1,
+    [HPML__S_RANKS_PER_NODE] = {"HPML_RANKS_PER_NODE", HPML_SETTING_COUNT, "0", 0, INT_MAX, NULL, 1,
                                 "treat consecutive groups of this many ranks as separate "
                                 "nodes (0: the real nodes)"},
     [HPML__S_TUNING_FILE] = {"HPML_TUNING_FILE", HPML_SETTING_TEXT, "", 0, 0, NULL, 1,
@@ -47,8 +46,8 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
     [HPML__S_ALGO_ALLGATHER] = {"HPML_ALGO_ALLGATHER", HPML_SETTING_TEXT, "", 0, 0, NULL, 1,
                                 "force the allgather algorithm (mpi, ring, recursive_doubling, "
                                 "bruck)"},
-    [HPML__S_ALGO_REDUCE_SCATTER] = {"HPML_ALGO_REDUCE_SCATTER", HPML_SETTING_TEXT, "", 0, 0,
-                                     NULL, 1, "force the reduce_scatter algorithm (mpi, ring)"},
+    [HPML__S_ALGO_REDUCE_SCATTER] = {"HPML_ALGO_REDUCE_SCATTER", HPML_SETTING_TEXT, "", 0, 0, NULL,
+                                     1, "force the reduce_scatter algorithm (mpi, ring)"},
     [HPML__S_PROGRESS] = {"HPML_PROGRESS", HPML_SETTING_CHOICE, "thread", 0, 0, "thread|mpi", 1,
                           "nonblocking collectives: hpml's progress thread (where MPI gives "
                           "THREAD_MULTIPLE) or MPI's own nonblocking collectives"},
@@ -56,7 +55,8 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
                                  (uint64_t)1 << 62, NULL, 1,
                                  "elements one algorithm call handles; larger calls are cut "
                                  "(tests lower it)"},
-    [HPML__S_MAX_MSG_BYTES] = {"HPML_MAX_MSG_BYTES", HPML_SETTING_SIZE, "2147483647", 1, INT_MAX, NULL, 1,
+    [HPML__S_MAX_MSG_BYTES] = {"HPML_MAX_MSG_BYTES", HPML_SETTING_SIZE, "2147483647", 1, INT_MAX,
+                               NULL, 1,
                                "bytes of one MPI message; larger ones are split (tests lower "
                                "it)"},
     [HPML__S_BCAST_CHUNK] = {"HPML_BCAST_CHUNK", HPML_SETTING_SIZE, "64K", 1, (uint64_t)1 << 48,
@@ -156,8 +156,7 @@ static int choice_index(const char *list, const char *word)
     return -1;
 }
 
-/* v as the size grammar writes it: "64", "256K", "1G", "2147483647". */
-static const char *size_words(uint64_t v, char *buf, size_t size)
+const char *hpml_size_format(uint64_t v, char *buf, size_t size)
 {
     static const char units[] = "KMGT";
     int u = -1;
@@ -166,8 +165,7 @@ static const char *size_words(uint64_t v, char *buf, size_t size)
         v /= 1024;
         u++;
     }
-    snprintf(buf, size, "%llu%.*s", (unsigned long long)v, u >= 0 ? 1 : 0,
-             u >= 0 ? &units[u] : "");
+    snprintf(buf, size, "%llu%.*s", (unsigned long long)v, u >= 0 ? 1 : 0, u >= 0 ? &units[u] : "");
     return buf;
 }
 
@@ -182,8 +180,8 @@ static int parse_value(const hpml_setting_t *e, const char *s, uint64_t *v, char
         if (hpml_size_parse(s, v) == 0 && *v >= e->min && *v <= e->max)
             return 0;
         snprintf(why, size, "%s='%s' is not a size from %s to %s bytes (like 4096, 64K, 16M)",
-                 e->name, s, size_words(e->min, lo, sizeof(lo)),
-                 size_words(e->max, hi, sizeof(hi)));
+                 e->name, s, hpml_size_format(e->min, lo, sizeof(lo)),
+                 hpml_size_format(e->max, hi, sizeof(hi)));
         return -1;
     case HPML_SETTING_COUNT: {
         char *end;
@@ -203,9 +201,7 @@ static int parse_value(const hpml_setting_t *e, const char *s, uint64_t *v, char
         }
         snprintf(why, size, "%s='%s' is not one of %s", e->name, s, e->choices);
         return -1;
-    default: /* TEXT: checked by its reader */
-        *v = 0;
-        return 0;
+    default: /* TEXT: checked by its reader */ *v = 0; return 0;
     }
 }
 

@@ -4,7 +4,7 @@
  * hpml_bench_run, prints text/CSV/JSON on rank 0 and optionally plots with gnuplot.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -13,49 +13,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "hpml/bench.h"
 
 #define CMD "bench"
-
-static void usage(void)
-{
-    const char *const *names = hpml_bench_cases();
-
-    printf("Usage: hpml bench <benchmark> [options]\n"
-           "OSU-micro-benchmark-compatible benchmarks: native MPI and hpml side by side.\n\n"
-           "Benchmarks:");
-    for (int i = 0; names[i] != NULL; i++)
-        printf(" %s", names[i]);
-    printf("\n\nOptions (OMB's meaning and defaults):\n"
-           "  -m, --message-size [MIN:]MAX  sizes in bytes, powers of two (4K, 1M accepted;\n"
-           "                      default 0:1M collectives, 0:4M point-to-point; 0 is kept;\n"
-           "                      MAX >= 1; MIN: keeps the default maximum)\n"
-           "  -i, --iterations N  timed iterations for sizes <= 8 KiB (default 1000\n"
-           "                      collectives, 10000 latency, 100 bandwidth); larger sizes\n"
-           "                      use OMB's smaller share (1/10, bandwidth 1/5)\n"
-           "  -x, --warmup N      warm-up iterations, same rule (default 100, bandwidth 10)\n"
-           "  -f, --full          add Min/Max (of per-rank averages) and Iterations\n"
-           "  -c, --validation    check every result exactly; add a Validation column\n"
-           "  -T, --type TYPE     mpi_char (default) mpi_int mpi_float all, or\n"
-           "                      f32 f64 f16 bf16 i8 u8 i32 i64\n"
-           "  -z[P1,P2,...]       tail-latency percentiles (default 50,90,99)\n"
-           "  -l, --in-place      use MPI_IN_PLACE / HPML_IN_PLACE\n"
-           "  -k, --root fixed:N|rotate  root of rooted collectives (default fixed:0)\n"
-           "  -W, --window N      window of bw/bibw/mbw_mr (default 64)\n"
-           "  -M, --mem-limit B   per-rank buffer limit (default 512M)\n"
-           "  -t, --num-test-calls N  test calls during compute (iallreduce, ibcast)\n"
-           "hpml's additions:\n"
-           "      --impl LIST     mpi (default), hpml, hpml:<algorithm>, all; comma list\n"
-           "      --csv           CSV instead of text (one row per implementation and size)\n"
-           "      --json          JSON instead of text (not with --csv)\n"
-           "      --plot FILE     latency and bandwidth against size through gnuplot\n"
-           "                      (FILE.svg or FILE.png), one line per implementation\n"
-           "      --progress      progress line on stderr even when it is not a terminal\n"
-           "                      (under mpirun the ranks' stderr never is one)\n"
-           "  -h, --help          this text\n\n"
-           "Exit status: 0 ok, 1 a validation failure or error, 2 bad options.\n"
-           "See docs/benchmarks.md for how each statistic is computed.\n");
-}
 
 /* "50,90,99" into pct[]; 0 or -1. */
 static int parse_pcts(const char *s, hpml_bench_opts_t *o)
@@ -290,236 +251,381 @@ static int operand_error(const char *word, const char *what)
     return cli_usage_error(CMD, "%s '%s'", what, word);
 }
 
-int cmd_bench(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"message-size", required_argument, NULL, 'm'},
-        {"iterations", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'x'},
-        {"full", no_argument, NULL, 'f'},
-        {"validation", no_argument, NULL, 'c'},
-        {"type", required_argument, NULL, 'T'},
-        {"in-place", no_argument, NULL, 'l'},
-        {"root", required_argument, NULL, 'k'},
-        {"window", required_argument, NULL, 'W'},
-        {"mem-limit", required_argument, NULL, 'M'},
-        {"num-test-calls", required_argument, NULL, 't'},
-        {"impl", required_argument, NULL, 'I'},
-        {"csv", no_argument, NULL, 'C'},
-        {"json", no_argument, NULL, 'J'},
-        {"plot", required_argument, NULL, 'P'},
-        {"progress", no_argument, NULL, 'G'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    hpml_bench_opts_t o;
+typedef struct {
+    hpml_bench_opts_t b;
     hpml_dtype_t dtypes[3];
-    const char *labels[3] = {NULL, NULL, NULL};
-    const char *impl = "mpi", *plotfile = NULL, *case_name = NULL;
-    hpml_bench_result_t *res[3] = {NULL, NULL, NULL};
-    char note[200], ptmp[4200] = "";
-    int ndt = 1, fmt = 0, opt, status = CLI_EXIT_OK, rank = cli_rank(), force_progress = 0;
-    long v;
+    const char *labels[3];
+    int ndt;
+    const char *impl, *plotfile, *case_name;
+    int csv, json, force_progress;
+    char note[200];
+} opts_t;
 
-    hpml_bench_opts_init(&o);
-    dtypes[0] = o.dtype;
-    labels[0] = "MPI_CHAR";
-    optind = 1;
-    /* -z's value is optional, so (as in OMB) only ever attached: "-z50,90". */
-    while ((opt = cli_getopt(CMD, argc, argv, "m:i:x:fcT:z::lk:W:M:t:h", longopts)) != -1) {
-        switch (opt) {
-        case 'm':
-            if (parse_range(optarg, &o) != 0)
-                return cli_usage_error(
-                    CMD, "bad -m/--message-size '%s' (want [MIN:]MAX bytes, MAX >= 1)", optarg);
-            break;
-        case 'i':
-            if (cli_opt_long(CMD, "-i/--iterations", optarg, 1, 100000000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o.iters = v;
-            break;
-        case 'x':
-            if (cli_opt_long(CMD, "-x/--warmup", optarg, 0, 100000000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o.warmup = v;
-            break;
-        case 'f': o.full = 1; break;
-        case 'c': o.validate = 1; break;
-        case 'T':
-            if (strcmp(optarg, "all") == 0) {
-                dtypes[0] = HPML_I8, dtypes[1] = HPML_I32, dtypes[2] = HPML_F32;
-                labels[0] = "MPI_CHAR", labels[1] = "MPI_INT", labels[2] = "MPI_FLOAT";
-                ndt = 3;
-            } else if (hpml_dtype_parse(optarg, &dtypes[0]) != 0) {
-                return cli_usage_error(CMD,
-                                       "bad -T/--type '%s' (mpi_char mpi_int mpi_float all "
-                                       "f32 f64 f16 bf16 i8 u8 i32 i64)",
-                                       optarg);
-            } else {
-                ndt = 1;
-                labels[0] = NULL;
-                if (strcmp(optarg, "mpi_char") == 0 || strcmp(optarg, "char") == 0)
-                    labels[0] = "MPI_CHAR";
-            }
-            break;
-        case 'z':
-            if (parse_pcts(optarg ? optarg : "50,90,99", &o) != 0)
-                return cli_usage_error(CMD, "bad -z '%s' (want percentiles like 50,90,99)", optarg);
-            break;
-        case 'l': o.in_place = 1; break;
-        case 'k':
-            if (parse_root(optarg, &o) != 0)
-                return cli_usage_error(CMD, "bad -k/--root '%s' (want fixed:N or rotate)", optarg);
-            break;
-        case 'W':
-            if (cli_opt_long(CMD, "-W/--window", optarg, 1, 100000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o.window = (int)v;
-            break;
-        case 'M':
-            if (cli_parse_size(optarg, &o.mem_limit) != 0 || o.mem_limit == 0)
-                return cli_usage_error(CMD, "bad -M/--mem-limit '%s' (want bytes, e.g. 512M)",
-                                       optarg);
-            break;
-        case 't':
-            if (cli_opt_long(CMD, "-t/--num-test-calls", optarg, 0, 1000000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o.test_calls = (int)v;
-            break;
-        case 'I': impl = optarg; break;
-        case 'C':
-        case 'J':
-            if (fmt != 0 && fmt != (opt == 'C' ? 1 : 2))
-                return cli_usage_error(CMD, "--csv and --json cannot be combined");
-            fmt = opt == 'C' ? 1 : 2;
-            break;
-        case 'P': plotfile = optarg; break;
-        case 'G': force_progress = 1; break;
-        case 'h':
-            if (rank == 0)
-                usage();
-            return CLI_EXIT_OK;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
+static int opt_range(void *dest, const char *arg, const char *shown)
+{
+    if (parse_range(arg, &((opts_t *)dest)->b) != 0)
+        return cli_usage_error(CMD, "bad %s '%s' (want [MIN:]MAX bytes, MAX >= 1)", shown, arg);
+    return 0;
+}
+
+static int opt_type(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+
+    if (strcmp(arg, "all") == 0) {
+        o->dtypes[0] = HPML_I8, o->dtypes[1] = HPML_I32, o->dtypes[2] = HPML_F32;
+        o->labels[0] = "MPI_CHAR", o->labels[1] = "MPI_INT", o->labels[2] = "MPI_FLOAT";
+        o->ndt = 3;
+        return 0;
     }
-    if (optind >= argc)
-        return cli_usage_error(CMD, "missing benchmark name");
-    case_name = argv[optind];
-    /* "-z 50 allreduce": -z took no value and 50 became the benchmark's name. */
-    if (!hpml_bench_case_exists(case_name))
-        return operand_error(case_name, "unknown benchmark");
-    if (optind + 1 < argc)
-        return operand_error(argv[optind + 1], "unexpected argument");
-    o.case_name = case_name;
-    if (hpml_bench_parse_impls(case_name, impl, &o, note, sizeof(note)) != 0)
-        return cli_usage_error(CMD, "%s", hpml_last_error());
-    if (o.max_size == 0 && hpml_bench_default_max_size(case_name) != 0 &&
-        o.min_size > hpml_bench_default_max_size(case_name))
+    if (hpml_dtype_parse(arg, &o->dtypes[0]) != 0)
+        return cli_usage_error(CMD,
+                               "bad %s '%s' (mpi_char mpi_int mpi_float all "
+                               "f32 f64 f16 bf16 i8 u8 i32 i64)",
+                               shown, arg);
+    o->ndt = 1;
+    o->labels[0] = NULL;
+    if (strcmp(arg, "mpi_char") == 0 || strcmp(arg, "char") == 0)
+        o->labels[0] = "MPI_CHAR";
+    return 0;
+}
+
+static int opt_pcts(void *dest, const char *arg, const char *shown)
+{
+    (void)shown;
+    if (parse_pcts(arg ? arg : "50,90,99", &((opts_t *)dest)->b) != 0)
+        return cli_usage_error(CMD, "bad -z '%s' (want percentiles like 50,90,99)", arg);
+    return 0;
+}
+
+static int opt_root(void *dest, const char *arg, const char *shown)
+{
+    if (parse_root(arg, &((opts_t *)dest)->b) != 0)
+        return cli_usage_error(CMD, "bad %s '%s' (want fixed:N or rotate)", shown, arg);
+    return 0;
+}
+
+static int opt_mem(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+
+    if (cli_parse_size(arg, &o->b.mem_limit) != 0 || o->b.mem_limit == 0)
+        return cli_usage_error(CMD, "bad %s '%s' (want bytes, e.g. 512M)", shown, arg);
+    return 0;
+}
+
+/* OMB's options and meanings first, in OMB's order; then hpml's. The order of the long
+ * names is getopt's too: an ambiguous prefix lists them in it. */
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.name = "message-size",
+     .letter = 'm',
+     .kind = OPT_FUNC,
+     .arg = "[MIN:]MAX",
+     .fn = opt_range,
+     .shown = "-m/--message-size",
+     .help = "sizes in bytes, powers of two (4K, 1M accepted;\n"
+             "default 0:1M collectives, 0:4M point-to-point; 0 is kept;\n"
+             "MAX >= 1; MIN: keeps the default maximum)"},
+    {.name = "iterations",
+     .letter = 'i',
+     .kind = OPT_LONG,
+     .off = OFF(b.iters),
+     .arg = "N",
+     .min = 1,
+     .max = 100000000,
+     .shown = "-i/--iterations",
+     .help = "timed iterations for sizes <= 8 KiB (default 1000\n"
+             "collectives, 10000 latency, 100 bandwidth); larger sizes\n"
+             "use OMB's smaller share (1/10, bandwidth 1/5)"},
+    {.name = "warmup",
+     .letter = 'x',
+     .kind = OPT_LONG,
+     .off = OFF(b.warmup),
+     .arg = "N",
+     .min = 0,
+     .max = 100000000,
+     .shown = "-x/--warmup",
+     .help = "warm-up iterations, same rule (default 100, bandwidth 10)"},
+    {.name = "full",
+     .letter = 'f',
+     .kind = OPT_FLAG,
+     .off = OFF(b.full),
+     .help = "add Min/Max (of per-rank averages) and Iterations"},
+    {.name = "validation",
+     .letter = 'c',
+     .kind = OPT_FLAG,
+     .off = OFF(b.validate),
+     .help = "check every result exactly; add a Validation column"},
+    {.name = "type",
+     .letter = 'T',
+     .kind = OPT_FUNC,
+     .arg = "TYPE",
+     .fn = opt_type,
+     .shown = "-T/--type",
+     .help = "mpi_char (default) mpi_int mpi_float all, or\n"
+             "f32 f64 f16 bf16 i8 u8 i32 i64"},
+    {.name = "",
+     .letter = 'z',
+     .kind = OPT_FUNC,
+     .arg = "P1,P2,...",
+     .fn = opt_pcts,
+     .optional = 1,
+     .help = "tail-latency percentiles (default 50,90,99)"},
+    {.name = "in-place",
+     .letter = 'l',
+     .kind = OPT_FLAG,
+     .off = OFF(b.in_place),
+     .help = "use MPI_IN_PLACE / HPML_IN_PLACE"},
+    {.name = "root",
+     .letter = 'k',
+     .kind = OPT_FUNC,
+     .arg = "fixed:N|rotate",
+     .fn = opt_root,
+     .shown = "-k/--root",
+     .help = "root of rooted collectives (default fixed:0)"},
+    {.name = "window",
+     .letter = 'W',
+     .kind = OPT_INT,
+     .off = OFF(b.window),
+     .arg = "N",
+     .min = 1,
+     .max = 100000,
+     .shown = "-W/--window",
+     .help = "window of bw/bibw/mbw_mr (default 64)"},
+    {.name = "mem-limit",
+     .letter = 'M',
+     .kind = OPT_FUNC,
+     .arg = "B",
+     .fn = opt_mem,
+     .shown = "-M/--mem-limit",
+     .help = "per-rank buffer limit (default 512M)"},
+    {.name = "num-test-calls",
+     .letter = 't',
+     .kind = OPT_INT,
+     .off = OFF(b.test_calls),
+     .arg = "N",
+     .min = 0,
+     .max = 1000000,
+     .shown = "-t/--num-test-calls",
+     .help = "test calls during compute (iallreduce, ibcast)"},
+    {.kind = OPT_SECTION, .help = "hpml's additions:"},
+    {.name = "impl",
+     .kind = OPT_STRING,
+     .off = OFF(impl),
+     .arg = "LIST",
+     .help = "mpi (default), hpml, hpml:<algorithm>, all; comma list"},
+    {.name = "csv",
+     .kind = OPT_FLAG,
+     .off = OFF(csv),
+     .help = "CSV instead of text (one row per implementation and size)"},
+    {.name = "json",
+     .kind = OPT_FLAG,
+     .off = OFF(json),
+     .help = "JSON instead of text (not with --csv)"},
+    {.name = "plot",
+     .kind = OPT_STRING,
+     .off = OFF(plotfile),
+     .arg = "FILE",
+     .help = "latency and bandwidth against size through gnuplot\n"
+             "(FILE.svg or FILE.png), one line per implementation"},
+    {.name = "progress",
+     .kind = OPT_FLAG,
+     .off = OFF(force_progress),
+     .help = "progress line on stderr even when it is not a terminal\n"
+             "(under mpirun the ranks' stderr never is one)"},
+    {0},
+};
+#undef OFF
+
+static char bench_usage[1024];
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = bench_usage,
+    .epilog = "Exit status: 0 ok, 1 a validation failure or error, 2 bad options.\n"
+              "See docs/benchmarks.md for how each statistic is computed.\n",
+    .max_operands = INT_MAX, /* parse says which word is one too many, and why */
+};
+
+/* The usage lines and the benchmarks' names, before the options in --help. */
+static void make_usage(void)
+{
+    const char *const *names = hpml_bench_cases();
+    size_t n = (size_t)snprintf(bench_usage, sizeof(bench_usage),
+                                "Usage: hpml bench <benchmark> [options]\n"
+                                "OSU-micro-benchmark-compatible benchmarks: native MPI and hpml "
+                                "side by side.\n\nBenchmarks:");
+
+    for (int i = 0; names[i] != NULL && n < sizeof(bench_usage); i++)
+        n += (size_t)snprintf(bench_usage + n, sizeof(bench_usage) - n, " %s", names[i]);
+    if (n < sizeof(bench_usage))
+        snprintf(bench_usage + n, sizeof(bench_usage) - n,
+                 "\n(Options: OMB's meaning and defaults.)\n");
+}
+
+/* Checks of the options against each other, the benchmark and the job. */
+static int check(const opts_t *o)
+{
+    if (o->b.max_size == 0 && hpml_bench_default_max_size(o->case_name) != 0 &&
+        o->b.min_size > hpml_bench_default_max_size(o->case_name))
         return cli_usage_error(CMD, "-m %zu: above %s's default maximum %zu (give -m MIN:MAX)",
-                               o.min_size, case_name, hpml_bench_default_max_size(case_name));
-    if (plotfile != NULL) {
-        const char *ext = strrchr(plotfile, '.');
+                               o->b.min_size, o->case_name,
+                               hpml_bench_default_max_size(o->case_name));
+    if (o->plotfile != NULL) {
+        const char *ext = strrchr(o->plotfile, '.');
 
         if (ext == NULL || (strcmp(ext, ".svg") != 0 && strcmp(ext, ".png") != 0))
             return cli_usage_error(CMD, "--plot wants FILE.svg or FILE.png");
-        if (strpbrk(plotfile, "'\"\n") != NULL)
+        if (strpbrk(o->plotfile, "'\"\n") != NULL)
             return cli_usage_error(CMD, "--plot file name may not contain quotes");
-        if (strcmp(case_name, "barrier") == 0)
+        if (strcmp(o->case_name, "barrier") == 0)
             return cli_usage_error(CMD, "--plot: barrier has no sizes to plot");
     }
     if (cli_size() < 2)
         return cli_usage_error(CMD, "%s needs at least 2 ranks (mpirun -np 2 hpml bench ...)",
-                               case_name);
-    if ((strcmp(case_name, "mbw_mr") == 0 || strcmp(case_name, "multi_lat") == 0) &&
+                               o->case_name);
+    if ((strcmp(o->case_name, "mbw_mr") == 0 || strcmp(o->case_name, "multi_lat") == 0) &&
         cli_size() % 2 != 0)
-        return cli_usage_error(CMD, "%s needs an even number of ranks", case_name);
+        return cli_usage_error(CMD, "%s needs an even number of ranks", o->case_name);
     {
-        int mx = o.root_rotate ? 0 : o.root, ok;
+        int mx = o->b.root_rotate ? 0 : o->b.root, ok;
 
         ok = mx < cli_size();
         if (!ok)
-            return cli_usage_error(CMD, "-k fixed:%d: root out of range (0..%d)", o.root,
+            return cli_usage_error(CMD, "-k fixed:%d: root out of range (0..%d)", o->b.root,
                                    cli_size() - 1);
     }
+    return 0;
+}
+
+/* Parse and check the command line: 0 to run, -1 after --help, or CLI_EXIT_USAGE. */
+static int parse(int argc, char **argv, opts_t *o)
+{
+    const opt_set_t set = {options, o};
+    int rc, operand;
+
+    memset(o, 0, sizeof(*o));
+    hpml_bench_opts_init(&o->b);
+    o->dtypes[0] = o->b.dtype;
+    o->labels[0] = "MPI_CHAR";
+    o->ndt = 1;
+    o->impl = "mpi";
+    make_usage();
+    /* -z's value is optional, so (as in OMB) only ever attached: "-z50,90". */
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc;
+    if (o->csv && o->json)
+        return cli_usage_error(CMD, "--csv and --json cannot be combined");
+    if (operand >= argc)
+        return cli_usage_error(CMD, "missing benchmark name");
+    o->case_name = argv[operand];
+    /* "-z 50 allreduce": -z took no value and 50 became the benchmark's name. */
+    if (!hpml_bench_case_exists(o->case_name))
+        return operand_error(o->case_name, "unknown benchmark");
+    if (operand + 1 < argc)
+        return operand_error(argv[operand + 1], "unexpected argument");
+    o->b.case_name = o->case_name;
+    if (hpml_bench_parse_impls(o->case_name, o->impl, &o->b, o->note, sizeof(o->note)) != 0)
+        return cli_usage_error(CMD, "%s", hpml_last_error());
+    return check(o);
+}
+
+/* Rank 0 prints result r (of the d-th of ndt types) as text, CSV or JSON. */
+static void print_result(const hpml_bench_result_t *r, int fmt, int d, int ndt)
+{
+    if (fmt == 1) {
+        hpml_bench_print_csv(stdout, r, d == 0);
+    } else if (fmt == 2) {
+        /* -T all: one valid JSON document, an array of the three results. */
+        if (ndt > 1)
+            printf(d == 0 ? "[\n" : ",\n");
+        hpml_bench_print_json(stdout, r);
+        if (ndt > 1 && d == ndt - 1)
+            printf("]\n");
+    } else {
+        if (d > 0)
+            printf("\n");
+        hpml_bench_print_text(stdout, r);
+    }
+    /* Every failing size is reported, not just the first. */
+    for (int i = 0; i < r->nimpls; i++)
+        for (size_t z = 0; z < r->nsizes; z++) {
+            const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
+
+            if (w->valid == 0)
+                fprintf(stderr, "hpml bench: %s %s %s size %zu: validation failed: %s\n",
+                        r->case_name, r->dtype_label, r->impls[i].name, w->size, w->note);
+        }
+}
+
+/* Can rank 0 write the plot? Checked before the run so that an unwritable path fails at
+ * once (every rank learns it). 0 or CLI_EXIT_FAIL. */
+static int plot_writable(const char *plotfile)
+{
+    char ptmp[4200] = "";
+    int ok = cli_rank() != 0 || plot_tmp(plotfile, ptmp, sizeof(ptmp)) == 0;
+
+    if (ptmp[0] != '\0')
+        unlink(ptmp);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return ok ? 0 : CLI_EXIT_FAIL;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    opts_t o;
+    hpml_bench_result_t *res[3] = {NULL, NULL, NULL};
+    char ptmp[4200] = "";
+    int fmt, status = CLI_EXIT_OK, rank = cli_rank(), rc;
+
+    if ((rc = parse(argc, argv, &o)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    fmt = o.csv ? 1 : o.json ? 2 : 0;
+    if (o.plotfile != NULL && plot_writable(o.plotfile) != 0)
+        return CLI_EXIT_FAIL;
     /* The progress line only when a person watches stderr, never into logs or pipes.
      * Neither Open MPI's nor MPICH's launcher gives the ranks a terminal on stderr (Open
      * MPI gives stdout a pty even when it is redirected, so that is no hint either):
      * --progress asks for the line explicitly. */
-    if (plotfile != NULL) {
-        int ok = rank != 0 || plot_tmp(plotfile, ptmp, sizeof(ptmp)) == 0;
-
-        if (ptmp[0] != '\0') {
-            unlink(ptmp);
-            ptmp[0] = '\0';
-        }
-        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        if (!ok)
-            return CLI_EXIT_FAIL;
+    if (rank == 0 && (isatty(STDERR_FILENO) || o.force_progress)) {
+        o.b.progress = progress;
+        o.b.progress_arg = (void *)o.case_name;
     }
-    if (rank == 0 && (isatty(STDERR_FILENO) || force_progress)) {
-        o.progress = progress;
-        o.progress_arg = (void *)case_name;
-    }
-
-    for (int d = 0; d < ndt; d++) {
-        int rc;
-
-        o.dtype = dtypes[d];
-        o.dtype_label = labels[d];
-        rc = hpml_bench_run(MPI_COMM_WORLD, &o, &res[d]);
-        if (o.progress) {
+    for (int d = 0; d < o.ndt; d++) {
+        o.b.dtype = o.dtypes[d];
+        o.b.dtype_label = o.labels[d];
+        rc = hpml_bench_run(MPI_COMM_WORLD, &o.b, &res[d]);
+        if (o.b.progress) {
             fprintf(stderr, "\r\033[K");
             fflush(stderr);
         }
         if (rc != 0) {
             /* Often the same error on every rank (hpml_comm_create refusing settings the
-             * ranks disagree on): one line and exit 1, not an abort. */
-            /* -T all --json: keep stdout one valid document, the types done so far. */
-            if (rank == 0 && fmt == 2 && ndt > 1 && d > 0)
+             * ranks disagree on): one line and exit 1, not an abort. -T all --json: keep
+             * stdout one valid document, the types done so far. */
+            if (rank == 0 && fmt == 2 && o.ndt > 1 && d > 0)
                 printf("]\n");
             status = cli_fail_agreed(CMD, rc);
             goto out;
         }
-        if (note[0] && res[d]->note[0] == '\0')
-            snprintf(res[d]->note, sizeof(res[d]->note), "%s", note);
-        if (rank != 0)
-            continue;
-        if (fmt == 1)
-            hpml_bench_print_csv(stdout, res[d], d == 0);
-        else if (fmt == 2) {
-            /* -T all: one valid JSON document, an array of the three results. */
-            if (ndt > 1)
-                printf(d == 0 ? "[\n" : ",\n");
-            hpml_bench_print_json(stdout, res[d]);
-            if (ndt > 1 && d == ndt - 1)
-                printf("]\n");
-        } else {
-            if (d > 0)
-                printf("\n");
-            hpml_bench_print_text(stdout, res[d]);
-        }
-        /* Every failing size is reported, not just the first. */
-        for (int i = 0; i < res[d]->nimpls; i++)
-            for (size_t z = 0; z < res[d]->nsizes; z++) {
-                const hpml_bench_row_t *w = &res[d]->rows[(size_t)i * res[d]->nsizes + z];
-
-                if (w->valid == 0)
-                    fprintf(stderr, "hpml bench: %s %s %s size %zu: validation failed: %s\n",
-                            case_name, res[d]->dtype_label, res[d]->impls[i].name, w->size,
-                            w->note);
-            }
+        if (o.note[0] && res[d]->note[0] == '\0')
+            snprintf(res[d]->note, sizeof(res[d]->note), "%s", o.note);
+        if (rank == 0)
+            print_result(res[d], fmt, d, o.ndt);
     }
-    for (int d = 0; d < ndt; d++)
+    for (int d = 0; d < o.ndt; d++)
         if (hpml_bench_failures(res[d]) > 0)
             status = CLI_EXIT_FAIL;
-    if (rank == 0 && plotfile != NULL &&
-        (plot_tmp(plotfile, ptmp, sizeof(ptmp)) != 0 || plot(plotfile, ptmp, res, ndt) != 0)) {
+    if (rank == 0 && o.plotfile != NULL &&
+        (plot_tmp(o.plotfile, ptmp, sizeof(ptmp)) != 0 ||
+         plot(o.plotfile, ptmp, res, o.ndt) != 0)) {
         if (ptmp[0] != '\0')
             unlink(ptmp);
         status = CLI_EXIT_FAIL;
     }
 out:
-    for (int d = 0; d < ndt; d++)
+    for (int d = 0; d < o.ndt; d++)
         hpml_bench_result_free(res[d]);
     return status;
 }

@@ -2,76 +2,91 @@
  * hpml eval: accuracy and loss of a saved model (hpml train --save) on a labelled data
  * set, each rank evaluating its block of the rows.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "mlcli.h"
+#include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
 #include "hpml/nn.h"
 
 #define CMD "eval"
 
-static void usage(void)
-{
-    if (cli_rank() == 0)
-        printf("Usage: mpirun -np N hpml eval --model-file FILE [options]\n\n"
-               "Accuracy and mean cross-entropy of a model saved by 'hpml train --save'.\n\n"
-               "  -f, --model-file FILE  the model\n"
-               "      --data DIR         MNIST-style folder: its t10k set (default %s)\n"
-               "      --images F --labels F   any IDX/.npy images and labels instead (both)\n"
-               "      --limit N          only the first N rows\n"
-               "      --batch N          evaluation batch (default 1000)\n"
-               "      --json             one JSON object instead of text\n"
-               "  -h, --help             this text\n",
-               HPML_NN_DEFAULT_DATA);
-}
+typedef struct {
+    const char *file, *data, *images, *labels;
+    size_t limit, batch;
+    int json;
+} opts_t;
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.name = "model-file",
+     .letter = 'f',
+     .kind = OPT_STRING,
+     .off = OFF(file),
+     .arg = "FILE",
+     .help = "the model"},
+    {.name = "data",
+     .kind = OPT_STRING,
+     .off = OFF(data),
+     .arg = "DIR",
+     .help = "MNIST-style folder: its t10k set (default " HPML_NN_DEFAULT_DATA ")"},
+    {.name = "images",
+     .kind = OPT_STRING,
+     .off = OFF(images),
+     .arg = "FILE",
+     .help = "any IDX/.npy images instead (with --labels)"},
+    {.name = "labels",
+     .kind = OPT_STRING,
+     .off = OFF(labels),
+     .arg = "FILE",
+     .help = "their labels (with --images)"},
+    {.name = "limit",
+     .kind = OPT_SIZE,
+     .off = OFF(limit),
+     .arg = "N",
+     .help = "only the first N rows",
+     .min = 1,
+     .max = 1LL << 40},
+    {.name = "batch",
+     .kind = OPT_SIZE,
+     .off = OFF(batch),
+     .arg = "N",
+     .help = "evaluation batch (default 1000)",
+     .min = 1,
+     .max = 1LL << 40},
+    {.name = "json", .kind = OPT_FLAG, .off = OFF(json), .help = "one JSON object instead of text"},
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml eval --model-file FILE [options]\n\n"
+             "Accuracy and mean cross-entropy of a model saved by 'hpml train --save'.\n",
+};
 
 int cmd_eval(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"model-file", required_argument, 0, 'f'},
-                                         {"data", required_argument, 0, 'd'},
-                                         {"images", required_argument, 0, 'i'},
-                                         {"labels", required_argument, 0, 'l'},
-                                         {"limit", required_argument, 0, 'n'},
-                                         {"batch", required_argument, 0, 'b'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {0, 0, 0, 0}};
+    opts_t o = {.limit = SIZE_MAX, .batch = 1000};
+    const opt_set_t set = {options, &o};
     hpml_data_paths_t dp;
-    const char *file = NULL, *data = NULL, *images = NULL, *labels = NULL;
-    size_t limit = SIZE_MAX, batch = 1000, rows = 0, cols = 0, b0, b1, outs;
+    const char *file, *data, *images, *labels;
+    size_t limit, batch, rows = 0, cols = 0, b0, b1, outs;
     hpml_dtype_t dt;
-    int json = 0, opt, rc, status = CLI_EXIT_FAIL;
-    long v;
+    int json, operand, rc, status = CLI_EXIT_FAIL;
     float mean = 0, sd = 1;
     hpml_model_t *m = NULL;
     hpml_comm_t *comm = NULL;
     hpml_dataset_t d = {0};
     double loss = 0, acc = 0;
 
-    optind = 1;
-    while ((opt = cli_getopt(CMD, argc, argv, "hf:", opts)) != -1) {
-        switch (opt) {
-        case 'h': usage(); return CLI_EXIT_OK;
-        case 'f': file = optarg; break;
-        case 'd': data = optarg; break;
-        case 'i': images = optarg; break;
-        case 'l': labels = optarg; break;
-        case 'n':
-        case 'b':
-            if (cli_opt_long(CMD, opt == 'n' ? "--limit" : "--batch", optarg, 1, 1L << 40, &v))
-                return CLI_EXIT_USAGE;
-            *(opt == 'n' ? &limit : &batch) = (size_t)v;
-            break;
-        case 'j': json = 1; break;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    file = o.file, data = o.data, images = o.images, labels = o.labels;
+    limit = o.limit, batch = o.batch, json = o.json;
     if (file == NULL)
         return cli_usage_error(CMD, "--model-file FILE is required");
     /* Images without their labels would be scored against the default set's labels. */

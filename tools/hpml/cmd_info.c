@@ -1,5 +1,4 @@
 /* `hpml info`: hpml's build, the MPI library, nodes, shared memory, BLAS and CPU. */
-#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,23 +6,40 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/core.h"
 #include "hpml/sysinfo.h"
 
-static const char *usage_text =
-    "Usage: [mpirun -np N] hpml info [--json]\n\n"
-    "Print facts about this build of hpml and the job it runs in: hpml's version and build\n"
-    "options, the MPI library's own version string, the MPI standard version, the thread\n"
-    "level MPI provided, ranks, nodes and ranks per node (with host names), whether node\n"
-    "shared memory works, the BLAS in use and its thread count, the CPU features hpml's\n"
-    "kernels use and the size of the last-level cache (from sysfs; the shared-memory\n"
-    "allreduce streams outputs that outgrow it), and the collective-algorithm selection\n"
-    "table in force (built-in, HPML_TUNING_FILE, or forced by HPML_ALGO_<COLLECTIVE>),\n"
-    "and every HPML_* setting with its value in force, default and meaning.\n\n"
-    "Options:\n"
-    "  --json      print the same facts as one JSON document\n"
-    "  -h, --help  this text\n";
+typedef struct {
+    int json;
+} opts_t;
+
+static const opt_t options[] = {
+    {.name = "json",
+     .kind = OPT_FLAG,
+     .off = offsetof(opts_t, json),
+     .help = "print the same facts as one JSON document"},
+    {0},
+};
+
+static const opt_cmd_t command = {
+    .name = "info",
+    .usage = "Usage: [mpirun -np N] hpml info [--json]\n\n"
+             "Print facts about this build of hpml and the job it runs in: hpml's version and "
+             "build\n"
+             "options, the MPI library's own version string, the MPI standard version, the "
+             "thread\n"
+             "level MPI provided, ranks, nodes and ranks per node (with host names), whether "
+             "node\n"
+             "shared memory works, the BLAS in use and its thread count, the CPU features "
+             "hpml's\n"
+             "kernels use and the size of the last-level cache (from sysfs; the shared-memory\n"
+             "allreduce streams outputs that outgrow it), the collective-algorithm selection\n"
+             "table in force (built-in, HPML_TUNING_FILE, or forced by "
+             "HPML_ALGO_<COLLECTIVE>),\n"
+             "and every HPML_* setting with its value in force, default and meaning.\n",
+};
 
 static void cpu_model(char *buf, size_t len)
 {
@@ -172,29 +188,16 @@ static void print_settings(int json)
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    opts_t o = {0};
+    const opt_set_t set = {options, &o};
     hpml_sysinfo_t si;
     hpml_comm_t *comm = NULL;
     char cpu[256];
-    int json = 0, c, rc;
+    int json, operand, rc;
 
-    optind = 1;
-    while ((c = cli_getopt("info", argc, argv, "h", opts)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return CLI_EXIT_OK;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    json = o.json;
 
     rc = hpml_sysinfo_gather(MPI_COMM_WORLD, &si);
     if (rc != 0) /* agreed on cli_fail_agreed's own communicator */

@@ -3,30 +3,59 @@
  * an image file. Runs on rank 0 (other ranks idle): one label per line on stdout, or an
  * .npy / .csv file of int32 labels with --output.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "hpml/io.h"
 #include "hpml/nn.h"
 
 #define CMD "predict"
 
-static void usage(void)
-{
-    if (cli_rank() == 0)
-        printf("Usage: hpml predict --model-file FILE --images FILE [options]\n\n"
-               "Predicted class of each row (IDX or .npy images, scaled as in training).\n\n"
-               "  -f, --model-file FILE  the model saved by 'hpml train --save'\n"
-               "  -i, --images FILE      the inputs\n"
-               "      --limit N          only the first N rows\n"
-               "  -o, --output FILE      write int32 labels to FILE (.npy or .csv) instead of "
-               "stdout\n"
-               "  -h, --help             this text\n");
-}
+typedef struct {
+    const char *file, *images, *output;
+    size_t limit;
+} opts_t;
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.name = "model-file",
+     .letter = 'f',
+     .kind = OPT_STRING,
+     .off = OFF(file),
+     .arg = "FILE",
+     .help = "the model saved by 'hpml train --save'"},
+    {.name = "images",
+     .letter = 'i',
+     .kind = OPT_STRING,
+     .off = OFF(images),
+     .arg = "FILE",
+     .help = "the inputs"},
+    {.name = "limit",
+     .kind = OPT_SIZE,
+     .off = OFF(limit),
+     .arg = "N",
+     .help = "only the first N rows",
+     .min = 1,
+     .max = 1LL << 40},
+    {.name = "output",
+     .letter = 'o',
+     .kind = OPT_STRING,
+     .off = OFF(output),
+     .arg = "FILE",
+     .help = "write int32 labels to FILE (.npy or .csv) instead of stdout"},
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: hpml predict --model-file FILE --images FILE [options]\n\n"
+             "Predicted class of each row (IDX or .npy images, scaled as in training).\n",
+};
 
 /* Rank 0 alone works, so a failure is its own: one line and exit 1, no MPI_Abort (whose
  * banner would bury the line). */
@@ -38,37 +67,20 @@ static int fail(const char *msg)
 
 int cmd_predict(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},         {"model-file", required_argument, 0, 'f'},
-        {"images", required_argument, 0, 'i'}, {"limit", required_argument, 0, 'n'},
-        {"output", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-    const char *file = NULL, *images = NULL, *output = NULL;
-    size_t limit = SIZE_MAX, rows, cols, in, C;
+    opts_t o = {.limit = SIZE_MAX};
+    const opt_set_t set = {options, &o};
+    const char *file, *images, *output;
+    size_t limit, rows, cols, in, C;
     hpml_dtype_t dt;
     hpml_array_t a = {0};
     hpml_model_t *m = NULL;
     int32_t *pred = NULL;
     float mean, sd;
-    int opt, err, status = CLI_EXIT_FAIL;
-    long v;
+    int err, operand, status = CLI_EXIT_FAIL;
 
-    optind = 1;
-    while ((opt = cli_getopt(CMD, argc, argv, "hf:i:o:", opts)) != -1) {
-        switch (opt) {
-        case 'h': usage(); return CLI_EXIT_OK;
-        case 'f': file = optarg; break;
-        case 'i': images = optarg; break;
-        case 'o': output = optarg; break;
-        case 'n':
-            if (cli_opt_long(CMD, "--limit", optarg, 1, 1L << 40, &v))
-                return CLI_EXIT_USAGE;
-            limit = (size_t)v;
-            break;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if ((err = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return err < 0 ? CLI_EXIT_OK : err;
+    file = o.file, images = o.images, output = o.output, limit = o.limit;
     if (file == NULL || images == NULL)
         return cli_usage_error(CMD, "--model-file and --images are required");
     if (cli_rank() != 0)

@@ -1,6 +1,5 @@
 /* `hpml tune`: time every collective algorithm here and write a tuning file. */
 #include <errno.h>
-#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,28 +9,12 @@
 
 #include "cli.h"
 #include "mlcli.h"
+#include "opts.h"
 #include "hpml/comm.h"
 
 /* hpml_tune's defaults for --min and --max (hpml/comm.h: 0 means these). */
 #define TUNE_MIN ((size_t)8)
 #define TUNE_MAX ((size_t)16 << 20)
-
-static const char *usage_text =
-    "Usage: mpirun -np N hpml tune [options]\n\n"
-    "Time every algorithm of every collective on this communicator layout (f32, sum; sizes\n"
-    "from --min to --max growing by 4x; median of batches, maximum over ranks), print the\n"
-    "table, and write a tuning file choosing the fastest algorithm per size. Load it with\n"
-    "HPML_TUNING_FILE=FILE; `hpml info` shows the table in force.\n\n"
-    "Options:\n"
-    "  -o, --output FILE   tuning file to write (default hpml-tuning.txt; '-' for stdout)\n"
-    "      --min SIZE      smallest message in bytes (default 8; 4K, 16M accepted)\n"
-    "      --max SIZE      largest message in bytes (default 16M)\n"
-    "  -s, --samples N     timed samples per point, median taken (default 9)\n"
-    "  -c, --coll LIST     collectives, comma-separated: allreduce,bcast,reduce,allgather,\n"
-    "                      reduce_scatter (default all)\n"
-    "  -q, --quiet         do not print the timing table\n"
-    "  -h, --help          this text\n\n"
-    "Environment: HPML_RANKS_PER_NODE=k tunes for virtual nodes of k ranks.\n";
 
 static int parse_colls(const char *s, unsigned *out)
 {
@@ -54,54 +37,98 @@ static int parse_colls(const char *s, unsigned *out)
     return *out ? 0 : -1;
 }
 
+typedef struct {
+    hpml_tune_options_t t;
+    const char *path;
+    int quiet;
+} opts_t;
+
+static int parse_coll_list(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+
+    if (parse_colls(arg, &o->t.colls) != 0)
+        return cli_usage_error("tune", "%s '%s': unknown collective", shown, arg);
+    return 0;
+}
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.name = "output",
+     .letter = 'o',
+     .kind = OPT_STRING,
+     .off = OFF(path),
+     .arg = "FILE",
+     .help = "tuning file to write (default hpml-tuning.txt; '-' for stdout)"},
+    {.name = "min",
+     .kind = OPT_BYTES,
+     .off = OFF(t.min_bytes),
+     .arg = "SIZE",
+     .help = "smallest message in bytes (default 8; 4K, 16M accepted)",
+     .min = 1,
+     .max = 1LL << 40},
+    {.name = "max",
+     .kind = OPT_BYTES,
+     .off = OFF(t.max_bytes),
+     .arg = "SIZE",
+     .help = "largest message in bytes (default 16M)",
+     .min = 1,
+     .max = 1LL << 40},
+    {.name = "samples",
+     .letter = 's',
+     .kind = OPT_INT,
+     .off = OFF(t.samples),
+     .arg = "N",
+     .help = "timed samples per point, median taken (default 9)",
+     .min = 1,
+     .max = 1000,
+     .shown = "--samples"},
+    {.name = "coll",
+     .letter = 'c',
+     .kind = OPT_FUNC,
+     .arg = "LIST",
+     .fn = parse_coll_list,
+     .help = "collectives, comma-separated: allreduce,bcast,reduce,allgather,\n"
+             "reduce_scatter (default all)"},
+    {.name = "quiet",
+     .letter = 'q',
+     .kind = OPT_FLAG,
+     .off = OFF(quiet),
+     .help = "do not print the timing table"},
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = "tune",
+    .usage = "Usage: mpirun -np N hpml tune [options]\n\n"
+             "Time every algorithm of every collective on this communicator layout (f32, sum; "
+             "sizes\n"
+             "from --min to --max growing by 4x; median of batches, maximum over ranks), print "
+             "the\n"
+             "table, and write a tuning file choosing the fastest algorithm per size. Load it "
+             "with\n"
+             "HPML_TUNING_FILE=FILE; `hpml info` shows the table in force.\n",
+    .epilog = "Environment: HPML_RANKS_PER_NODE=k tunes for virtual nodes of k ranks.\n",
+};
+
 int cmd_tune(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"min", required_argument, NULL, 'm'},
-        {"max", required_argument, NULL, 'M'},    {"samples", required_argument, NULL, 's'},
-        {"coll", required_argument, NULL, 'c'},   {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
-    hpml_tune_options_t o = {0};
-    const char *path = "hpml-tuning.txt";
+    opts_t opts = {.path = "hpml-tuning.txt"};
+    const opt_set_t set = {options, &opts};
+    hpml_tune_options_t o;
+    const char *path;
     char tmp[4200] = "", *table = NULL; /* tmp: the temporary file, once made */
     size_t table_len = 0;
     hpml_comm_t *comm = NULL;
     FILE *f = NULL, *out;
-    long v;
-    int quiet = 0, to_file = 0, c, rc, status = CLI_EXIT_FAIL;
+    int quiet, to_file = 0, operand, rc, status = CLI_EXIT_FAIL;
 
-    optind = 1;
-    while ((c = cli_getopt("tune", argc, argv, "o:s:c:qh", opts)) != -1) {
-        switch (c) {
-        case 'o': path = optarg; break;
-        case 'm':
-            if (cli_parse_size(optarg, &o.min_bytes) != 0 || o.min_bytes == 0)
-                return cli_usage_error("tune", "--min '%s' is not a size", optarg);
-            break;
-        case 'M':
-            if (cli_parse_size(optarg, &o.max_bytes) != 0 || o.max_bytes == 0)
-                return cli_usage_error("tune", "--max '%s' is not a size", optarg);
-            break;
-        case 's':
-            if (cli_opt_long("tune", "--samples", optarg, 1, 1000, &v) != 0)
-                return CLI_EXIT_USAGE;
-            o.samples = (int)v;
-            break;
-        case 'c':
-            if (parse_colls(optarg, &o.colls) != 0)
-                return cli_usage_error("tune", "--coll '%s': unknown collective", optarg);
-            break;
-        case 'q': quiet = 1; break;
-        case 'h':
-            if (cli_rank() == 0)
-                fputs(usage_text, stdout);
-            return CLI_EXIT_OK;
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("tune", "unexpected argument '%s'", argv[optind]);
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    o = opts.t;
+    path = opts.path;
+    quiet = opts.quiet;
     /* Against the defaults too (hpml_tune's: 8 bytes, 16M), so that '--max 4' or
      * '--min 32M' is a usage error before anything is created. */
     if ((o.min_bytes ? o.min_bytes : TUNE_MIN) > (o.max_bytes ? o.max_bytes : TUNE_MAX))

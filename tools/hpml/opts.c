@@ -33,8 +33,7 @@ static void shown_name(const opt_t *o, char *buf, size_t size)
 }
 
 /* Flatten the tables; build getopt's optstring and long options. -1 if they overflow. */
-static int build(const opt_set_t *sets, int nsets, char *spec, size_t spec_size,
-                 struct option *lo)
+static int build(const opt_set_t *sets, int nsets, char *spec, size_t spec_size, struct option *lo)
 {
     size_t sl = 0, nl = 0;
 
@@ -111,10 +110,15 @@ static int store(const char *cmd, int i, const char *arg)
     case OPT_STRING: *(const char **)(void *)d = arg; return 0;
     case OPT_FUNC: return o->fn(flat[i].dest, arg, name);
     case OPT_BYTES:
-        if (cli_parse_size(arg, &z) != 0 || (long long)z < o->min || (long long)z > o->max)
-            return cli_usage_error(cmd, "%s must be a size from %lld to %lld bytes, like 64K or 16M "
-                                        "(got '%s')",
-                                   name, o->min, o->max, arg);
+        if (cli_parse_size(arg, &z) != 0 || (long long)z < o->min || (long long)z > o->max) {
+            char lo[32], hi[32];
+
+            return cli_usage_error(cmd,
+                                   "%s must be a size from %s to %s bytes, like 64K or 16M "
+                                   "(got '%s')",
+                                   name, hpml_size_format((uint64_t)o->min, lo, sizeof(lo)),
+                                   hpml_size_format((uint64_t)o->max, hi, sizeof(hi)), arg);
+        }
         *(size_t *)(void *)d = z;
         return 0;
     case OPT_DOUBLE:
