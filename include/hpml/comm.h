@@ -86,6 +86,10 @@ MPI_Comm hpml_comm_mpi(const hpml_comm_t *comm);
  * leaving the others waiting in the next collective. Collective over comm.
  */
 int hpml_comm_agree(hpml_comm_t *comm, int rc);
+/* The same, where the non-failing ranks get the lowest failing rank's message as it is and
+ * *first (unless NULL) is that rank (-1 when none failed, or when the agreement itself
+ * failed: an MPI error returned as such). */
+int hpml_comm_agree_rank(hpml_comm_t *comm, int rc, int *first);
 
 /* Blocking collectives. count is in elements of dtype. */
 int hpml_allreduce(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,

@@ -46,24 +46,41 @@ MPI_Op hpml__mpi_op(hpml_op_t op)
     }
 }
 
-int hpml_comm_agree(hpml_comm_t *c, int local_rc)
+int hpml_comm_agree_rank(hpml_comm_t *c, int local_rc, int *first)
 {
     char msg[1024];
-    int rc = 0, cand, first, code;
+    int rc = 0, cand, lowest, code;
 
+    if (first != NULL)
+        *first = -1;
     if (c == NULL)
         return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_agree: NULL communicator");
     cand = local_rc != 0 ? c->rank : c->size;
-    HPML__MPI(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, c->comm));
-    if (first == c->size)
+    HPML__MPI(MPI_Allreduce(&cand, &lowest, 1, MPI_INT, MPI_MIN, c->comm));
+    if (lowest == c->size)
         return 0;
     /* The lowest failing rank's code and message, to everyone. */
     snprintf(msg, sizeof(msg), "%s", local_rc != 0 ? hpml_last_error() : "");
     code = local_rc;
-    HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, first, c->comm));
-    HPML__MPI(MPI_Bcast(&code, 1, MPI_INT, first, c->comm));
-    return local_rc != 0 ? local_rc : hpml_set_error(code, "rank %d: %s", first, msg);
+    HPML__MPI(MPI_Bcast(msg, (int)sizeof(msg), MPI_CHAR, lowest, c->comm));
+    HPML__MPI(MPI_Bcast(&code, 1, MPI_INT, lowest, c->comm));
+    if (first != NULL)
+        *first = lowest;
+    return local_rc != 0 ? local_rc : hpml_set_error(code, "%s", msg);
 out:
+    return rc;
+}
+
+int hpml_comm_agree(hpml_comm_t *c, int local_rc)
+{
+    int first, rc = hpml_comm_agree_rank(c, local_rc, &first);
+
+    if (rc != 0 && local_rc == 0 && first >= 0) {
+        char msg[1024];
+
+        snprintf(msg, sizeof(msg), "%s", hpml_last_error());
+        return hpml_set_error(rc, "rank %d: %s", first, msg);
+    }
     return rc;
 }
 

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "hpml/linear.h"
-#include "ml_agree.h"
 
 /* Below this fraction of its own squared norm a pivot means the column is (numerically)
  * in the span of the earlier ones. */
@@ -50,8 +49,9 @@ int hpml_linreg_fit(hpml_comm_t *comm, const double *x, const double *y, size_t 
         m->intercept = hpml_calloc(t, sizeof(double));
     }
     if (!mean || !a || !xc || !yc || !diag || !m || !m->coef || !m->intercept)
-        rc = HPML_ERR_NOMEM;
-    if ((rc = hpml__ml_agree(comm, rc)) != 0)
+        rc = hpml_set_error(HPML_ERR_NOMEM, "linreg: out of memory for %zu rows of %zu features",
+                            rows, d);
+    if ((rc = hpml_comm_agree(comm, rc)) != 0)
         goto out;
     for (size_t i = 0; i < rows; i++) {
         for (size_t j = 0; j < d; j++)

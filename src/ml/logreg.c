@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "hpml/linear.h"
-#include "ml_agree.h"
 
 #define LOGREG_MAX_RANGE (1 << 20) /* label value range handled by the class histogram */
 #define LOGREG_TILE      4096      /* rows per GEMM tile in an evaluation */
@@ -278,7 +277,8 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
     if (!(cfg->C > 0) || d == 0 || d > INT_MAX / 4 || rows > INT_MAX)
         return hpml_set_error(HPML_ERR_INVAL, "logreg: C must be > 0 and d positive");
     m = hpml_calloc(1, sizeof(*m));
-    if ((rc = hpml__ml_agree(comm, m == NULL ? HPML_ERR_NOMEM : 0)) != 0)
+    if ((rc = hpml_comm_agree(
+             comm, m == NULL ? hpml_set_error(HPML_ERR_NOMEM, "logreg: out of memory") : 0)) != 0)
         goto out;
     if ((rc = find_classes(comm, y, rows, &m->classes, &K)) != 0)
         goto out;
@@ -317,8 +317,9 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
     m->intercept = hpml_calloc(m->n_rows, sizeof(double));
     if (!cls || !pb.z || !pb.buf || !w || !g || !wn || !gn || !dir || !s || !yv || !rho || !alph ||
         !m->coef || !m->intercept)
-        rc = HPML_ERR_NOMEM;
-    if ((rc = hpml__ml_agree(comm, rc)) != 0)
+        rc = hpml_set_error(HPML_ERR_NOMEM, "logreg: out of memory for %zu rows of %zu features",
+                            rows, d);
+    if ((rc = hpml_comm_agree(comm, rc)) != 0)
         goto out;
     for (size_t i = 0; i < rows; i++) {
         size_t lo = 0, hi = K - 1;

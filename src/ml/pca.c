@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "hpml/decomp.h"
-#include "ml_agree.h"
 
 void hpml_pca_config_init(hpml_pca_config_t *cfg)
 {
@@ -319,11 +318,11 @@ int hpml_pca_fit(hpml_comm_t *comm, const double *x, size_t rows, size_t d,
         rc = hpml_set_error(HPML_ERR_INVAL, "pca: needs at least 2 rows");
         goto out;
     }
+    /* Every rank agrees, so that one out of memory leaves none in the next collective. */
     p = hpml_calloc(1, sizeof(*p));
-    if (p == NULL) {
-        rc = hpml__ml_agree(comm, HPML_ERR_NOMEM);
+    if ((rc = hpml_comm_agree(comm, p == NULL ? hpml_set_error(HPML_ERR_NOMEM, "pca: out of memory")
+                                              : 0)) != 0)
         goto out;
-    }
     p->n_samples = n;
     p->n_features = d;
     p->n_components = k;
@@ -339,8 +338,9 @@ int hpml_pca_fit(hpml_comm_t *comm, const double *x, size_t rows, size_t d,
     acc = hpml_calloc(d + 2 * k, sizeof(double));
     if (!p->mean || !p->components || !p->explained_variance || !p->explained_variance_ratio ||
         !p->singular_values || !xc || !t || !lambda || !acc)
-        rc = HPML_ERR_NOMEM;
-    if ((rc = hpml__ml_agree(comm, rc)) != 0)
+        rc = hpml_set_error(HPML_ERR_NOMEM, "pca: out of memory for %zu rows of %zu features", rows,
+                            d);
+    if ((rc = hpml_comm_agree(comm, rc)) != 0)
         goto out;
     if (cfg->center)
         for (size_t j = 0; j < d; j++)

@@ -27,25 +27,29 @@ int mlcli_check(const char *cmd, hpml_comm_t *comm, int rc)
 
 int mlcli_agree(const char *cmd, hpml_comm_t *comm, int rc, const char *fmt, ...)
 {
-    int32_t who = rc != 0 ? hpml_comm_rank(comm) : hpml_comm_size(comm);
+    size_t cl = strlen(cmd);
     char msg[1024];
+    const char *m = msg;
+    int err, first;
     va_list ap;
 
-    if (hpml_allreduce(HPML_IN_PLACE, &who, 1, HPML_I32, HPML_MIN, comm) != 0)
-        cli_fatal(cmd, "allreduce failed: %s", hpml_last_error());
-    if (who == hpml_comm_size(comm))
-        return 0;
-    if (who == hpml_comm_rank(comm)) {
-        size_t cl = strlen(cmd);
-        const char *m = msg;
-
+    if (rc != 0) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         /* The library's "pca: ..." after "hpml pca: " says the command twice. */
         if (strncmp(m, cmd, cl) == 0 && m[cl] == ':' && m[cl + 1] == ' ')
             m += cl + 2;
-        fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, m);
+        hpml_set_error(HPML_ERR_INVAL, "%s", m);
+    }
+    err = hpml_comm_agree_rank(comm, rc != 0 ? HPML_ERR_INVAL : 0, &first);
+    if (err == 0)
+        return 0;
+    if (first < 0) /* the agreement itself failed: no rank can trust the others */
+        cli_fatal(cmd, "%s", hpml_last_error());
+    /* The lowest failing rank says it, once. */
+    if (first == hpml_comm_rank(comm)) {
+        fprintf(stderr, "%s %s: %s\n", cli_prog, cmd, hpml_last_error());
         fflush(stderr);
     }
     return CLI_EXIT_FAIL;
