@@ -17,6 +17,7 @@
 #define HPML_IO_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "hpml/core.h"
 
@@ -69,6 +70,42 @@ int hpml_io_same_file(const char *a, const char *b);
  * collective.
  */
 int hpml_io_temp_next_to(const char *path, int folder, char *tmp, size_t len);
+
+/* ---- writing results -------------------------------------------------------------- */
+
+/* Can a result be written to path and renamed into place: not a folder, pipe or device,
+ * and a temporary can be made next to it? 0, or HPML_ERR_IO naming path ("<path>: is a
+ * directory", "<path>: cannot create a file there: <why>"). For checking an output before
+ * a long run. Not collective. */
+int hpml_io_writable(const char *path);
+
+/* One file written in place of path: *f is a stream on a temporary next to it (0644, or
+ * the old file's mode); commit flushes, fsyncs, renames it onto path and fsyncs the
+ * folder; abort removes it. Both free w (abort is NULL-safe). 0 or HPML_ERR_IO naming path. */
+typedef struct hpml_io_file hpml_io_file_t;
+int hpml_io_file_open(const char *path, hpml_io_file_t **w, FILE **f);
+int hpml_io_file_commit(hpml_io_file_t *w);
+void hpml_io_file_abort(hpml_io_file_t *w);
+
+/*
+ * An output set: the files one run writes, replaced together or not at all.
+ *   create; add each output (CSV header or NULL) and input_ each input (what: how the
+ *   user named it, "--data"); check before the run: no output an input (however spelled
+ *   or linked), every output .npy or .csv, none named twice, each writable; write each
+ *   (.npy, or CSV for a .csv name) complete into a temporary folder next to it; commit
+ *   renames them all into place (a rename failing midway says which are replaced
+ *   already); destroy removes what is not committed (call it on every way out).
+ * Paths are copied. Errors: HPML_ERR_* naming the path. Not collective, not thread-safe.
+ */
+typedef struct hpml_io_outset hpml_io_outset_t;
+int hpml_io_outset_create(hpml_io_outset_t **out);
+void hpml_io_outset_destroy(hpml_io_outset_t *os);
+int hpml_io_outset_add(hpml_io_outset_t *os, const char *path, const char *csv_header);
+int hpml_io_outset_input(hpml_io_outset_t *os, const char *what, const char *path);
+int hpml_io_outset_check(const hpml_io_outset_t *os);
+int hpml_io_outset_write(hpml_io_outset_t *os, const char *path, const void *data,
+                         hpml_dtype_t dtype, size_t rows, size_t cols);
+int hpml_io_outset_commit(hpml_io_outset_t *os);
 
 /* Free the data of an array (the struct itself is the caller's); NULL-safe. */
 void hpml_array_free(hpml_array_t *a);

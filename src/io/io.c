@@ -720,3 +720,49 @@ out:
         hpml__io_wabort(w);
     return rc;
 }
+
+/* ---- one file, public -------------------------------------------------------------- */
+
+struct hpml_io_file {
+    hpml__io_wfile_t w;
+    char *path; /* the target, copied: w borrows it */
+};
+
+int hpml_io_file_open(const char *path, hpml_io_file_t **out, FILE **f)
+{
+    hpml_io_file_t *w;
+    int rc;
+
+    *out = NULL;
+    *f = NULL;
+    if ((w = calloc(1, sizeof(*w))) == NULL || (w->path = strdup(path)) == NULL) {
+        free(w);
+        return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if ((rc = hpml__io_wopen(&w->w, w->path)) != 0) {
+        free(w->path);
+        free(w);
+        return rc;
+    }
+    *out = w;
+    *f = w->w.f;
+    return 0;
+}
+
+int hpml_io_file_commit(hpml_io_file_t *w)
+{
+    int rc = hpml__io_wcommit(&w->w);
+
+    free(w->path);
+    free(w);
+    return rc;
+}
+
+void hpml_io_file_abort(hpml_io_file_t *w)
+{
+    if (w == NULL)
+        return;
+    hpml__io_wabort(&w->w);
+    free(w->path);
+    free(w);
+}

@@ -750,22 +750,6 @@ int cli_parse_size(const char *s, size_t *out)
     return 0;
 }
 
-int cli_tmpdir_next_to(const char *path, char *tmp, size_t len)
-{
-    return hpml_io_temp_next_to(path, 1, tmp, len) < 0 ? -1 : 0;
-}
-
-int cli_tmp_next_to(const char *path, char *tmp, size_t len)
-{
-    int fd = hpml_io_temp_next_to(path, 0, tmp, len);
-
-    if (fd < 0)
-        return -1;
-    fchmod(fd, 0644);
-    close(fd);
-    return 0;
-}
-
 int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, size_t size)
 {
     if (out == NULL || out[0] == '\0')
@@ -786,18 +770,6 @@ int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, siz
         }
     }
     return 0;
-}
-
-int cli_out_format(const char *path, char *why, size_t size)
-{
-    size_t n = path != NULL ? strlen(path) : 0;
-
-    if (n == 0 ||
-        (n > 4 && (strcasecmp(path + n - 4, ".npy") == 0 || strcasecmp(path + n - 4, ".csv") == 0)))
-        return 0;
-    snprintf(why, size, "%s: an output is written as .npy or .csv: give the name one of them",
-             path);
-    return -1;
 }
 
 int cli_check_prefix(const char *cmd, const char *opt, const char *value)

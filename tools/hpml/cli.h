@@ -98,15 +98,6 @@ int cli_parse_double(const char *s, double *out);
 /* Sizes, as hpml_size_parse reads them everywhere: "4096", "4K", "16M", "1G", "64KB". */
 int cli_parse_size(const char *s, size_t *out);
 
-/* Create an empty file next to `path` (hpml_io_temp_next_to: "<path>.tmp.<pid>." and six
- * random characters, earlier runs' stale ones removed), mode 0644, for results that are
- * renamed to `path` once complete; its name goes to tmp[len]. 0, or -1 with errno set
- * (ENAMETOOLONG when the name does not fit). */
-int cli_tmp_next_to(const char *path, char *tmp, size_t len);
-/* The same name for a new folder (mkdtemp, mode 0700); 0, or -1 with errno (tmp then
- * empty). */
-int cli_tmpdir_next_to(const char *path, char *tmp, size_t len);
-
 /* A file a command reads or writes, and the option that named it (for messages). */
 typedef struct cli_path {
     const char *opt;
@@ -118,11 +109,6 @@ typedef struct cli_path {
  * there would destroy it; choose another name" in why. NULL or empty paths are skipped.
  * Not collective. */
 int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, size_t size);
-
-/* Is path an output name hpml can write: one ending in .npy or .csv (either case), the
- * two formats of array outputs? 0, or -1 with why ("x.txt: an output is written as .npy
- * or .csv: name it x.npy or x.csv"). */
-int cli_out_format(const char *path, char *why, size_t size);
 
 /* The value of a prefix option (--out PREFIX: PREFIX.<what>.npy) names a file to be, not
  * a folder ("dir/" would write the hidden "dir/.<what>.npy"): 0, or CLI_EXIT_USAGE after

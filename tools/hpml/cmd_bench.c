@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "opts.h"
 #include "hpml/bench.h"
+#include "hpml/io.h"
 
 #define CMD "bench"
 
@@ -227,12 +229,15 @@ static int plot(const char *file, const char *tmp, hpml_bench_result_t *const *r
  * with the message printed. */
 static int plot_tmp(const char *file, char *tmp, size_t len)
 {
-    if (cli_tmp_next_to(file, tmp, len) != 0) {
+    int fd = hpml_io_temp_next_to(file, 0, tmp, len);
+
+    if (fd < 0) {
         fprintf(stderr, "hpml bench: --plot %s: cannot create a file there: %s\n", file,
                 strerror(errno));
-        tmp[0] = '\0';
         return -1;
     }
+    fchmod(fd, 0644);
+    close(fd);
     return 0;
 }
 
@@ -563,11 +568,10 @@ static void print_result(const hpml_bench_result_t *r, int fmt, int d, int ndt)
  * once (every rank learns it). 0 or CLI_EXIT_FAIL. */
 static int plot_writable(const char *plotfile)
 {
-    char ptmp[4200] = "";
-    int ok = cli_rank() != 0 || plot_tmp(plotfile, ptmp, sizeof(ptmp)) == 0;
+    int ok = cli_rank() != 0 || hpml_io_writable(plotfile) == 0;
 
-    if (ptmp[0] != '\0')
-        unlink(ptmp);
+    if (!ok)
+        fprintf(stderr, "hpml bench: --plot %s\n", hpml_last_error());
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return ok ? 0 : CLI_EXIT_FAIL;
 }

@@ -65,97 +65,103 @@ static int fail(const char *msg)
     return CLI_EXIT_FAIL;
 }
 
+/* The predicted class of each of the n rows of x (raw pixels of stored type dt, scaled
+ * and normalised here in place as in training) into pred. 0 or an hpml error. */
+static int predict_rows(hpml_model_t *m, float *x, size_t n, hpml_dtype_t dt, float mean, float sd,
+                        int32_t *pred)
+{
+    const size_t in = hpml_model_input_size(m), C = hpml_model_output_size(m);
+    const float s = dt == HPML_U8 ? 1.0f / 255.0f : 1.0f;
+    int err;
+
+    for (size_t i = 0; i < n * in; i++)
+        x[i] = (x[i] * s - mean) / sd;
+    for (size_t i = 0; i < n; i += 1000) {
+        size_t nb = n - i < 1000 ? n - i : 1000;
+        const float *z;
+
+        if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0)
+            return err;
+        for (size_t r = 0; r < nb; r++) {
+            size_t am = 0;
+
+            for (size_t j = 1; j < C; j++)
+                if (z[r * C + j] > z[r * C + am])
+                    am = j;
+            pred[i + r] = (int32_t)am;
+        }
+    }
+    return 0;
+}
+
+/* The output set of --output: before any work, a name it cannot write or an input it
+ * would destroy is refused. 0 or an hpml error. */
+static int open_output(const opts_t *o, hpml_io_outset_t **os)
+{
+    int err;
+
+    *os = NULL;
+    if (o->output == NULL)
+        return 0;
+    if ((err = hpml_io_outset_create(os)) != 0 ||
+        (err = hpml_io_outset_input(*os, "--model-file", o->file)) != 0 ||
+        (err = hpml_io_outset_input(*os, "--images", o->images)) != 0 ||
+        (err = hpml_io_outset_add(*os, o->output, "label")) != 0)
+        return err;
+    return hpml_io_outset_check(*os);
+}
+
 int cmd_predict(int argc, char **argv)
 {
     opts_t o = {.limit = SIZE_MAX};
     const opt_set_t set = {options, &o};
-    const char *file, *images, *output;
-    size_t limit, rows, cols, in, C;
+    size_t rows, cols;
     hpml_dtype_t dt;
     hpml_array_t a = {0};
     hpml_model_t *m = NULL;
+    hpml_io_outset_t *os = NULL;
     int32_t *pred = NULL;
     float mean, sd;
     int err, operand, status = CLI_EXIT_FAIL;
 
     if ((err = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
         return err < 0 ? CLI_EXIT_OK : err;
-    file = o.file, images = o.images, output = o.output, limit = o.limit;
-    if (file == NULL || images == NULL)
+    if (o.file == NULL || o.images == NULL)
         return cli_usage_error(CMD, "--model-file and --images are required");
     if (cli_rank() != 0)
         return CLI_EXIT_OK;
-    if (output != NULL) { /* before any work: a name it cannot write, an input it would destroy */
-        const cli_path_t inputs[] = {{"--model-file", file}, {"--images", images}};
-        char why[9000];
-
-        if (cli_out_format(output, why, sizeof(why)) != 0 ||
-            cli_clobbers(output, inputs, 2, why, sizeof(why)) != 0)
-            return fail(why);
-    }
     hpml_blas_set_threads(1);
-    if ((err = hpml_model_load(file, &m, &mean, &sd)) != 0 ||
-        (err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0) {
-        status = fail(hpml_last_error());
+    if ((err = open_output(&o, &os)) != 0 || (err = hpml_model_load(o.file, &m, &mean, &sd)) != 0 ||
+        (err = hpml_io_shape(o.images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
+        goto out;
+    if (cols != hpml_model_input_size(m)) {
+        err = hpml_set_error(HPML_ERR_INVAL, "%s has %zu values per row but the model expects %zu",
+                             o.images, cols, hpml_model_input_size(m));
         goto out;
     }
-    in = hpml_model_input_size(m);
-    C = hpml_model_output_size(m);
-    if (cols != in) {
-        char msg[1200];
-
-        snprintf(msg, sizeof(msg), "%s has %zu values per row but the model expects %zu", images,
-                 cols, in);
-        status = fail(msg);
+    if (rows > o.limit)
+        rows = o.limit;
+    if ((err = hpml_io_read_rows(o.images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0)
+        goto out;
+    if ((pred = malloc((rows + 1) * sizeof(int32_t))) == NULL) {
+        err = hpml_set_error(HPML_ERR_NOMEM, "out of memory for %zu predictions", rows);
         goto out;
     }
-    if (rows > limit)
-        rows = limit;
-    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0) {
-        status = fail(hpml_last_error());
+    if ((err = predict_rows(m, a.data, rows, dt, mean, sd, pred)) != 0)
         goto out;
-    }
-    pred = malloc((rows + 1) * sizeof(int32_t));
-    if (pred == NULL) {
-        status = fail("out of memory");
-        goto out;
-    }
-    {
-        float *x = a.data, s = dt == HPML_U8 ? 1.0f / 255.0f : 1.0f;
-        for (size_t i = 0; i < rows * in; i++)
-            x[i] = (x[i] * s - mean) / sd;
-        for (size_t i = 0; i < rows; i += 1000) {
-            size_t nb = rows - i < 1000 ? rows - i : 1000;
-            const float *z;
-            if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0) {
-                status = fail(hpml_last_error());
-                goto out;
-            }
-            for (size_t s2 = 0; s2 < nb; s2++) {
-                size_t am = 0;
-                for (size_t j = 1; j < C; j++)
-                    if (z[s2 * C + j] > z[s2 * C + am])
-                        am = j;
-                pred[i + s2] = (int32_t)am;
-            }
-        }
-    }
-    if (output) {
-        size_t len = strlen(output);
-        if (len > 4 && strcasecmp(output + len - 4, ".csv") == 0)
-            err = hpml_csv_write(output, pred, HPML_I32, rows, 1, "label");
-        else
-            err = hpml_npy_write(output, pred, HPML_I32, rows, 1);
-        if (err) {
-            status = fail(hpml_last_error());
+    if (os != NULL) {
+        if ((err = hpml_io_outset_write(os, o.output, pred, HPML_I32, rows, 1)) != 0 ||
+            (err = hpml_io_outset_commit(os)) != 0)
             goto out;
-        }
     } else {
         for (size_t i = 0; i < rows; i++)
             printf("%d\n", (int)pred[i]);
     }
     status = CLI_EXIT_OK;
 out:
+    if (status != CLI_EXIT_OK)
+        status = fail(hpml_last_error());
+    hpml_io_outset_destroy(os);
     free(pred);
     hpml_array_free(&a);
     hpml_model_destroy(m);

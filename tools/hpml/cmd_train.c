@@ -185,24 +185,13 @@ static const char *long_name(const struct option *opts, int val)
     return "option";
 }
 
-/* Can `path` be written as a file, as the model and checkpoint writers do (a temporary
- * name next to it, then a rename)? Rank 0 checks before a long run: 0, or -1 with the
- * reason in why (a directory, a missing or read-only folder). */
+/* Can `opt path` be written (hpml_io_writable)? 0, or -1 with "<opt> <why>" in why. */
 static int can_create(const char *opt, const char *path, char *why, size_t len)
 {
-    struct stat st;
-    char tmp[1100];
-
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(why, len, "%s %s: is a directory", opt, path);
-        return -1;
-    }
-    if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
-        snprintf(why, len, "%s %s: cannot create a file there: %s", opt, path, strerror(errno));
-        return -1;
-    }
-    unlink(tmp);
-    return 0;
+    if (hpml_io_writable(path) == 0)
+        return 0;
+    snprintf(why, len, "%s %s", opt, hpml_last_error());
+    return -1;
 }
 
 /* Rank 0 makes the checkpoint folder when it is missing (not for --resume, which needs

@@ -112,67 +112,75 @@ static const opt_cmd_t command = {
     .epilog = "Environment: HPML_RANKS_PER_NODE=k tunes for virtual nodes of k ranks.\n",
 };
 
+/* Rank 0: the table kept in memory during the run, written to path at the end (through a
+ * temporary file and a rename: a job torn down meanwhile leaves no temporary behind). */
+static int write_table(const char *path, const char *table, size_t len)
+{
+    hpml_io_file_t *w;
+    FILE *out;
+    int rc;
+
+    if ((rc = hpml_io_file_open(path, &w, &out)) != 0)
+        return rc;
+    if (fwrite(table, 1, len, out) != len) {
+        hpml_io_file_abort(w);
+        return hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    }
+    return hpml_io_file_commit(w);
+}
+
+/* Rank 0, before the (long) timing run: where the table goes, checked now. *f is stdout,
+ * or a stream into memory for write_table. 0 or an hpml error. */
+static int open_table(const char *path, FILE **f, char **table, size_t *len)
+{
+    int rc;
+
+    *f = NULL;
+    if (strcmp(path, "-") == 0) {
+        *f = stdout;
+        return 0;
+    }
+    if ((rc = hpml_io_writable(path)) != 0) {
+        char why[1200];
+
+        snprintf(why, sizeof(why), "%s", hpml_last_error());
+        return hpml_set_error(rc, "cannot create the tuning file: %s", why);
+    }
+    if ((*f = open_memstream(table, len)) == NULL)
+        return hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv)
 {
     opts_t opts = {.path = "hpml-tuning.txt"};
     const opt_set_t set = {options, &opts};
     hpml_tune_options_t o;
-    const char *path;
-    char tmp[4200] = "", *table = NULL; /* tmp: the temporary file, once made */
+    char *table = NULL;
     size_t table_len = 0;
     hpml_comm_t *comm = NULL;
-    FILE *f = NULL, *out;
-    int quiet, to_file = 0, operand, rc, status = CLI_EXIT_FAIL;
+    FILE *f = NULL;
+    int operand, rc, status = CLI_EXIT_FAIL;
 
     if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
     o = opts.t;
-    path = opts.path;
-    quiet = opts.quiet;
     /* Against the defaults too (hpml_tune's: 8 bytes, 16M), so that '--max 4' or
      * '--min 32M' is a usage error before anything is created. */
     if ((o.min_bytes ? o.min_bytes : TUNE_MIN) > (o.max_bytes ? o.max_bytes : TUNE_MAX))
         return cli_usage_error("tune", "--min (%zu) is larger than --max (%zu)",
                                o.min_bytes ? o.min_bytes : TUNE_MIN,
                                o.max_bytes ? o.max_bytes : TUNE_MAX);
-
     /* Tune the built-in choices, not an earlier tuning file's. */
     unsetenv("HPML_TUNING_FILE");
     if (mlcli_comm_create("tune", &comm) != 0)
         return CLI_EXIT_FAIL;
-
-    /* Rank 0 checks the output before the (long) timing run, by creating and removing its
-     * temporary file; every rank learns whether it could, so an unwritable path is one
-     * line and exit 1 on every rank. The table is kept in memory during the run and
-     * written under the temporary name only at the end: a job torn down meanwhile (another
-     * rank's MPI_Abort, a kill) leaves no temporary file behind. */
-    rc = 0;
-    if (cli_rank() == 0) {
-        struct stat st;
-
-        if (strcmp(path, "-") == 0) {
-            f = stdout;
-        } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            /* The rename at the end would fail, after the whole timing run. */
-            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create the tuning file: is a directory",
-                                path);
-        } else if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
-            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a file there: %s", path,
-                                strerror(errno));
-            tmp[0] = '\0';
-        } else {
-            /* Written under a temporary name at the end, renamed when complete. */
-            unlink(tmp);
-            tmp[0] = '\0';
-            to_file = 1;
-            f = open_memstream(&table, &table_len);
-            if (f == NULL)
-                rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
-        }
-    }
+    /* Every rank learns whether rank 0 can write the table: an unwritable path is one line
+     * and exit 1 on every rank, before the timing run. */
+    rc = cli_rank() == 0 ? open_table(opts.path, &f, &table, &table_len) : 0;
     if (mlcli_check("tune", comm, rc) != 0)
         goto out;
-    rc = hpml_tune(comm, &o, f, quiet || f == stdout ? NULL : stdout);
+    rc = hpml_tune(comm, &o, f, opts.quiet || f == stdout ? NULL : stdout);
     if (rc != 0) {
         /* The same error on every rank (options hpml_tune refuses) is one line and exit 1;
          * a failure of this rank alone, the others inside a collective, ends the job. */
@@ -181,38 +189,18 @@ int cmd_tune(int argc, char **argv)
     }
     rc = 0;
     if (f != NULL && f != stdout) {
-        /* The table, from memory to the temporary file, then renamed. */
-        int closed = fclose(f);
-
+        rc = fclose(f) != 0 ? hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory")
+                            : write_table(opts.path, table, table_len);
         f = NULL;
-        if (closed != 0) {
-            rc = hpml_set_error(HPML_ERR_NOMEM, "tune: out of memory");
-        } else if (cli_tmp_next_to(path, tmp, sizeof(tmp)) != 0) {
-            rc = hpml_set_error(HPML_ERR_IO, "%s: cannot create a file there: %s", path,
-                                strerror(errno));
-            tmp[0] = '\0';
-        } else if (!(out = fopen(tmp, "w"))) {
-            rc =
-                hpml_set_error(HPML_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        } else {
-            int bad = fwrite(table, 1, table_len, out) != table_len;
-
-            bad |= fclose(out) != 0;
-            if (bad || rename(tmp, path) != 0)
-                rc = hpml_set_error(HPML_ERR_IO, "%s: %s", path, strerror(errno));
-        }
     }
     if (mlcli_check("tune", comm, rc) != 0)
         goto out;
-    if (cli_rank() == 0 && to_file)
-        fprintf(stderr, "hpml tune: wrote %s (use HPML_TUNING_FILE=%s)\n", path, path);
+    if (cli_rank() == 0 && strcmp(opts.path, "-") != 0)
+        fprintf(stderr, "hpml tune: wrote %s (use HPML_TUNING_FILE=%s)\n", opts.path, opts.path);
     status = CLI_EXIT_OK;
 out:
-    /* A failed run leaves no temporary file behind. */
     if (f != NULL && f != stdout)
         fclose(f);
-    if (status != CLI_EXIT_OK && tmp[0] != '\0')
-        unlink(tmp);
     free(table);
     hpml_comm_destroy(comm);
     return status;

@@ -277,28 +277,26 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  * a target name that the single-file writers accept is accepted here too. The folder is
  * on the target's file system (same parent), so the final rename is atomic per file.
  */
-#define OUT_NAME "out"
-#define TMP_LEN  sizeof(((mlcli_outset_t *)NULL)->f[0].tmp)
 
 void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm)
 {
     memset(os, 0, sizeof(*os));
     os->cmd = cmd;
     os->comm = comm;
+    os->err = hpml_io_outset_create(&os->io);
+}
+
+/* Keep the first failure of a non-collective step for the next collective one. */
+static void note(mlcli_outset_t *os, int rc)
+{
+    if (rc != 0 && os->err == 0)
+        os->err = rc;
 }
 
 void mlcli_outset_input(mlcli_outset_t *os, const char *opt, const char *path)
 {
-    if (path == NULL || path[0] == '\0')
-        return;
-    if (os->nin == MLCLI_OUTSET_MAX) {
-        os->too_many = 1;
-        return;
-    }
-    os->in[os->nin].opt = opt;
-    snprintf(os->in_path[os->nin], sizeof(os->in_path[0]), "%s", path);
-    os->in[os->nin].path = os->in_path[os->nin];
-    os->nin++;
+    if (os->io != NULL)
+        note(os, hpml_io_outset_input(os->io, opt, path));
 }
 
 void mlcli_outset_model(mlcli_outset_t *os, const char *prefix, const char *what)
@@ -319,67 +317,22 @@ void mlcli_outset_inputs(mlcli_outset_t *os, const mlcli_opts_t *co)
 
 void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header)
 {
-    if (path == NULL || *path == '\0')
-        return;
-    if (os->n == MLCLI_OUTSET_MAX) {
-        os->too_many = 1;
-        return;
-    }
-    os->f[os->n].path = path;
-    os->f[os->n].header = csv_header;
-    os->f[os->n].tmp[0] = '\0';
-    os->n++;
-}
-
-/* Why path cannot be replaced by a new regular file, in why[len] (0: it can, as far as
- * its type goes). A FIFO or a device (/dev/null) would be replaced by a plain file. */
-static int bad_target(const char *path, char *why, size_t len)
-{
-    struct stat st;
-
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
-        return 0;
-    snprintf(why, len, "%s: %s", path,
-             S_ISDIR(st.st_mode) ? "is a directory"
-                                 : "is not a regular file (a pipe or a device would be replaced "
-                                   "by a plain file)");
-    return -1;
-}
-
-/* Remove a temporary folder and whatever the writers left in it. */
-static void remove_tmpdir(const char *dir)
-{
-    char name[TMP_LEN + 256];
-    struct dirent *e;
-    DIR *d = opendir(dir);
-
-    if (d != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(name, sizeof(name), "%s/%s", dir, e->d_name);
-            unlink(name);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    if (os->io != NULL)
+        note(os, hpml_io_outset_add(os->io, path, csv_header));
 }
 
 void mlcli_outset_abort(mlcli_outset_t *os)
 {
     if (os == NULL)
         return;
-    for (size_t i = 0; i < os->n; i++)
-        if (os->f[i].tmp[0] != '\0') {
-            remove_tmpdir(os->f[i].tmp);
-            os->f[i].tmp[0] = '\0';
-        }
+    hpml_io_outset_destroy(os->io);
+    os->io = NULL;
 }
 
-/* Agree on rank 0's verdict `bad` (message in why); abort the set on failure. */
-static int outset_agree(mlcli_outset_t *os, int bad, const char *why)
+/* Agree on rank 0's result rc (an io error, its message set); abort the set on failure. */
+static int outset_agree(mlcli_outset_t *os, int rc)
 {
-    if (mlcli_agree(os->cmd, os->comm, bad, "%s", why) == 0)
+    if (mlcli_agree(os->cmd, os->comm, rc, "%s", rc != 0 ? hpml_last_error() : "") == 0)
         return 0;
     mlcli_outset_abort(os);
     return CLI_EXIT_FAIL;
@@ -387,110 +340,24 @@ static int outset_agree(mlcli_outset_t *os, int bad, const char *why)
 
 int mlcli_outset_check(mlcli_outset_t *os)
 {
-    char why[1024] = "", tmp[TMP_LEN];
-    int bad = 0;
+    int rc = 0;
 
-    if (hpml_comm_rank(os->comm) == 0) {
-        if (os->too_many) {
-            snprintf(why, sizeof(why), "internal error: more than %d output files",
-                     MLCLI_OUTSET_MAX);
-            bad = 1;
-        }
-        for (size_t i = 0; i < os->n && !bad; i++) {
-            const char *path = os->f[i].path;
-
-            if (cli_clobbers(path, os->in, os->nin, why, sizeof(why)) != 0 ||
-                cli_out_format(path, why, sizeof(why)) != 0)
-                bad = 1;
-            for (size_t j = 0; j < i && !bad; j++)
-                if (hpml_io_same_file(os->f[j].path, path)) {
-                    if (strcmp(os->f[j].path, path) == 0)
-                        snprintf(why, sizeof(why), "%s is named for two outputs", path);
-                    else
-                        snprintf(why, sizeof(why),
-                                 "%s and %s are the same file, named for two "
-                                 "outputs",
-                                 os->f[j].path, path);
-                    bad = 1;
-                }
-            if (bad)
-                break;
-            if (bad_target(path, why, sizeof(why)) != 0) {
-                bad = 1;
-            } else if (cli_tmpdir_next_to(path, tmp, sizeof(tmp)) != 0) {
-                snprintf(why, sizeof(why), "%s: cannot create a file there: %s", path,
-                         strerror(errno));
-                bad = 1;
-            } else {
-                rmdir(tmp);
-            }
-        }
-    }
-    return outset_agree(os, bad, why);
-}
-
-/* Rank 0: write one file of the set into its temporary folder. 0, or -1 with why. */
-static int write_tmp(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
-                     size_t rows, size_t cols, char *why, size_t len)
-{
-    char file[TMP_LEN + sizeof(OUT_NAME) + 1];
-    const char *msg;
-    struct stat st;
-    size_t i, n = strlen(path);
-    int rc;
-
-    for (i = 0; i < os->n && strcmp(os->f[i].path, path) != 0; i++)
-        ;
-    if (i == os->n || os->f[i].tmp[0] != '\0') {
-        snprintf(why, len, "internal error: %s is %s", path,
-                 i == os->n ? "not in the output set" : "written twice");
-        return -1;
-    }
-    if (bad_target(path, why, len) != 0)
-        return -1;
-    if (cli_tmpdir_next_to(path, os->f[i].tmp, sizeof(os->f[i].tmp)) != 0) {
-        snprintf(why, len, "%s: cannot create a file there: %s", path, strerror(errno));
-        return -1;
-    }
-    snprintf(file, sizeof(file), "%s/" OUT_NAME, os->f[i].tmp);
-    if (n >= 4 && strcasecmp(path + n - 4, ".csv") == 0)
-        rc = hpml_csv_write(file, data, dtype, rows, cols, os->f[i].header);
-    else
-        rc = hpml_npy_write(file, data, dtype, rows, cols);
-    if (rc != 0) {
-        /* The io message starts with the temporary's name: name the output instead. One
-         * that still names a temporary (a failed rename inside the folder) is told by its
-         * reason alone: those names are gone once the set is aborted. */
-        msg = mlcli_errtext(rc);
-        n = strlen(file);
-        if (strncmp(msg, file, n) == 0 && strncmp(msg + n, ": ", 2) == 0)
-            msg += n + 2;
-        if (strstr(msg, os->f[i].tmp) != NULL) {
-            const char *reason = strrchr(msg, ':');
-
-            snprintf(why, len, "%s: cannot write it%s", path, reason != NULL ? reason : "");
-        } else {
-            snprintf(why, len, "%s: %s", path, msg);
-        }
-        return -1;
-    }
-    /* As the io writers do: a replaced file keeps its mode (a new one has 0644). */
-    if (stat(path, &st) == 0)
-        chmod(file, st.st_mode & 07777);
-    return 0;
+    if (hpml_comm_rank(os->comm) == 0)
+        rc = os->err != 0 ? os->err : hpml_io_outset_check(os->io);
+    return outset_agree(os, rc);
 }
 
 int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
                        size_t rows, size_t cols)
 {
-    char why[1024] = "";
-    int bad = 0;
+    int rc = 0;
 
     if (path == NULL || *path == '\0')
         return 0;
     if (hpml_comm_rank(os->comm) == 0)
-        bad = write_tmp(os, path, data, dtype, rows, cols, why, sizeof(why)) != 0;
-    return outset_agree(os, bad, why);
+        rc = os->io != NULL ? hpml_io_outset_write(os->io, path, data, dtype, rows, cols)
+                            : hpml_set_error(HPML_ERR_STATE, "internal error: no output set");
+    return outset_agree(os, rc);
 }
 
 int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
@@ -538,55 +405,14 @@ out:
     return status;
 }
 
-/* Append ", path" (or "path" first) to why[len]. */
-static void append_path(char *why, size_t len, const char *path)
-{
-    size_t n = strlen(why);
-
-    if (n < len)
-        snprintf(why + n, len - n, "%s%s", why[0] != '\0' ? ", " : "", path);
-}
-
 int mlcli_outset_commit(mlcli_outset_t *os)
 {
-    char why[1024] = "", done[1024] = "", file[TMP_LEN + sizeof(OUT_NAME) + 1];
-    char *dir;
-    size_t i;
-    int bad = 0, fd;
+    int rc = 0;
 
-    if (hpml_comm_rank(os->comm) == 0) {
-        /* Everything that can be checked is checked before the first rename. */
-        for (i = 0; i < os->n && !bad; i++) {
-            if (os->f[i].tmp[0] == '\0') {
-                snprintf(why, sizeof(why), "internal error: %s was not written", os->f[i].path);
-                bad = 1;
-            } else if (bad_target(os->f[i].path, why, sizeof(why)) != 0) {
-                bad = 1;
-            }
-        }
-        for (i = 0; i < os->n && !bad; i++) {
-            snprintf(file, sizeof(file), "%s/" OUT_NAME, os->f[i].tmp);
-            if (rename(file, os->f[i].path) != 0) {
-                snprintf(why, sizeof(why), "%s: cannot rename the new file to it: %s%s%s",
-                         os->f[i].path, strerror(errno), done[0] ? "; already replaced: " : "",
-                         done);
-                bad = 1;
-                break;
-            }
-            rmdir(os->f[i].tmp);
-            os->f[i].tmp[0] = '\0';
-            append_path(done, sizeof(done), os->f[i].path);
-            /* Make the rename itself durable. */
-            if ((dir = strdup(os->f[i].path)) != NULL) {
-                if ((fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-                    fsync(fd);
-                    close(fd);
-                }
-                free(dir);
-            }
-        }
-    }
-    return outset_agree(os, bad, why);
+    if (hpml_comm_rank(os->comm) == 0)
+        rc = os->io != NULL ? hpml_io_outset_commit(os->io)
+                            : hpml_set_error(HPML_ERR_STATE, "internal error: no output set");
+    return outset_agree(os, rc);
 }
 
 void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, int main_one)

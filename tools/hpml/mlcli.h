@@ -170,42 +170,29 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  *   out:
  *     mlcli_outset_abort(&os);
  *
- * check: rank 0 makes sure every path can be created (not a directory, its folder there
- * and writable, no path named twice, none an input of the run: mlcli_outset_input), so a
- * bad --out fails at once, not after the run.
- * write / write_rows: rank 0 writes one file of the set (.npy, or CSV when the name ends
- * in .csv), complete and fsynced, into a temporary folder next to it ("<path>.tmp." and six
- * random characters); nothing is replaced yet. write_rows first gathers row blocks (rows
- * x cols of dtype on each rank, in rank order); write takes a replicated array (only rank
- * 0's is read).
- * commit: once every added file is written, renames each into place and fsyncs the
- * folders. Any failure before the commit removes every temporary and leaves each old file
- * as it was. POSIX cannot rename several files at once, so a rename failing during the
- * commit (the target turned into a directory, say: checked just before) leaves the files
- * renamed before it new; the message names them.
+ * The collective face of io's output set (hpml_io_outset_*, where the rules are): rank 0
+ * does the file work, every rank learns the verdict.
+ * check: rank 0 checks every path (not an input of the run, .npy or .csv, not named twice,
+ * not a folder, its folder there and writable), so a bad --out fails at once, not after
+ * the run.
+ * write / write_rows: rank 0 writes one file of the set complete into a temporary folder
+ * next to it; nothing is replaced yet. write_rows first gathers row blocks (rows x cols of
+ * dtype on each rank, in rank order); write takes a replicated array (only rank 0's is
+ * read).
+ * commit: renames each file into place. Any failure before the commit removes every
+ * temporary and leaves each old file as it was.
  *
- * All but init, add and abort are collective (every rank passes the same paths) and
- * return 0 or CLI_EXIT_FAIL: the error is agreed, one line naming the path is printed and
- * the set is aborted. A NULL or empty path given to write is no file and returns 0. The
- * set borrows the paths and CSV headers: they must outlive it. abort removes what is left
- * (nothing after a commit); call it on every way out. It is not collective, cannot fail
- * and may be called again. At most MLCLI_OUTSET_MAX files.
+ * All but init, add, input and abort are collective (every rank passes the same paths)
+ * and return 0 or CLI_EXIT_FAIL: the error is agreed, one line naming the path is printed
+ * and the set is aborted. A NULL or empty path is no file. Paths are copied. abort removes
+ * what is left (nothing after a commit); call it on every way out. It is not collective,
+ * cannot fail and may be called again.
  */
-#define MLCLI_OUTSET_MAX 8
-
 typedef struct mlcli_outset {
     const char *cmd;
     hpml_comm_t *comm;
-    size_t n;     /* files added */
-    int too_many; /* more than MLCLI_OUTSET_MAX were added: check fails */
-    size_t nin;   /* inputs the outputs must not overwrite */
-    cli_path_t in[MLCLI_OUTSET_MAX];
-    char in_path[MLCLI_OUTSET_MAX][4096];
-    struct {
-        const char *path;    /* borrowed */
-        const char *header;  /* header line of a CSV file, or NULL; borrowed */
-        char tmp[4096 + 32]; /* rank 0: the temporary folder while written, else "" */
-    } f[MLCLI_OUTSET_MAX];
+    hpml_io_outset_t *io; /* the set itself (io.h) */
+    int err;              /* the first failure of a step before check */
 } mlcli_outset_t;
 
 void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm);
