@@ -214,205 +214,228 @@ static int read_all(const char *path, hpml_dtype_t dt, hpml_array_t *a)
     return hpml_io_read_rows(path, HPML_FMT_AUTO, dt, 0, rows, 1, a);
 }
 
-int cmd_kmeans(int argc, char **argv);
+/* One run: its inputs, results and times. */
+typedef struct {
+    hpml_comm_t *comm;
+    hpml_array_t X, C0;
+    hpml_kmeans_result_t res;
+    int32_t *labels; /* this rank's rows' labels (res.labels when fitted) */
+    double inertia, t_read, t_fit;
+    char cpath[4096], lpath[4096]; /* outputs, "" for none */
+} run_t;
+
+/* The output paths of --out, --labels (--predict fits no centroids to write). */
+static void output_paths(const opts_t *o, run_t *r)
+{
+    r->cpath[0] = r->lpath[0] = '\0';
+    if (o->out != NULL) {
+        if (ends_with(o->out, ".npy")) {
+            snprintf(r->cpath, sizeof(r->cpath), "%s", o->out);
+        } else {
+            snprintf(r->cpath, sizeof(r->cpath), "%s.centroids.npy", o->out);
+            snprintf(r->lpath, sizeof(r->lpath), "%s.labels.npy", o->out);
+        }
+    }
+    if (o->labels != NULL)
+        snprintf(r->lpath, sizeof(r->lpath), "%s", o->labels);
+    if (o->predict != NULL)
+        r->cpath[0] = '\0';
+}
+
+/* Centroids given in a file (--init FILE or --predict FILE), on every rank, then this
+ * rank's block of the data. Agreed; 0 or CLI_EXIT_FAIL. */
+static int load(opts_t *o, run_t *r)
+{
+    const char *f = o->init_file ? o->init_file : o->predict;
+    int rank = hpml_comm_rank(r->comm), rc;
+    double t0;
+
+    if (f != NULL) {
+        if (mlcli_check(CMD, r->comm, read_all(f, o->dtype, &r->C0)) != 0 ||
+            mlcli_agree(CMD, r->comm, opts_given("clusters") && r->C0.rows != o->p.k,
+                        "%s holds %zu centroids but -k is %zu", f, r->C0.rows, o->p.k))
+            return CLI_EXIT_FAIL;
+        o->p.k = r->C0.rows;
+        o->p.init_centroids = r->C0.data;
+    }
+    t0 = hpml_time();
+    rc = hpml_io_read_block(o->data, HPML_FMT_AUTO, o->dtype, rank, hpml_comm_size(r->comm), 1,
+                            &r->X);
+    if (mlcli_check(CMD, r->comm, rc) != 0)
+        return CLI_EXIT_FAIL;
+    r->t_read = hpml_time() - t0;
+    if (mlcli_agree(CMD, r->comm, r->C0.data != NULL && r->C0.cols != r->X.cols,
+                    "%s has %zu columns but %s has %zu", f, r->C0.cols, o->data, r->X.cols) ||
+        mlcli_agree(CMD, r->comm, o->p.k > r->X.total_rows,
+                    "k=%zu is larger than the %zu rows of %s", o->p.k, r->X.total_rows, o->data))
+        return CLI_EXIT_FAIL;
+    return 0;
+}
+
+/* Fit (the slowest rank's times reported: the job is as fast as it), or predict with
+ * the given centroids. Agreed; 0 or CLI_EXIT_FAIL. */
+static int compute(opts_t *o, run_t *r)
+{
+    const hpml_array_t *X = &r->X;
+    double t0 = hpml_time(), tmax[4];
+    int rc;
+
+    if (o->predict != NULL) {
+        r->labels = hpml_malloc((X->rows ? X->rows : 1) * sizeof(int32_t));
+        rc = r->labels != NULL ? hpml_kmeans_predict(r->comm, o->dtype, X->data, X->rows, X->cols,
+                                                     r->C0.data, o->p.k, r->labels, &r->inertia)
+                               : hpml_set_error(HPML_ERR_NOMEM, "out of memory for the labels");
+        r->t_fit = hpml_time() - t0;
+        return mlcli_check(CMD, r->comm, rc);
+    }
+    if (o->verbose)
+        o->p.progress = progress;
+    rc = hpml_kmeans_fit(r->comm, &o->p, o->dtype, X->data, X->rows, X->cols, &r->res);
+    r->t_fit = hpml_time() - t0;
+    if (mlcli_check(CMD, r->comm, rc) != 0)
+        return CLI_EXIT_FAIL;
+    r->labels = r->res.labels;
+    r->inertia = r->res.inertia;
+    tmax[0] = r->res.init_seconds;
+    tmax[1] = r->res.lloyd_seconds;
+    tmax[2] = r->res.iter_seconds;
+    tmax[3] = r->t_fit;
+    rc = hpml_allreduce(HPML_IN_PLACE, tmax, 4, HPML_F64, HPML_MAX, r->comm);
+    if (mlcli_check(CMD, r->comm, rc) != 0)
+        return CLI_EXIT_FAIL;
+    r->res.init_seconds = tmax[0];
+    r->res.lloyd_seconds = tmax[1];
+    r->res.iter_seconds = tmax[2];
+    r->t_fit = tmax[3];
+    return 0;
+}
+
+/* The --init in words, and the runs made (given centroids make one whatever --n-init
+ * says; text and JSON agree). */
+static const char *init_words(const opts_t *o)
+{
+    return o->predict ? "-" : o->init_file ? o->init_file : hpml_kmeans_init_name(o->p.init);
+}
+
+static int runs_made(const opts_t *o)
+{
+    if (o->p.init == HPML_KMEANS_INIT_ARRAY)
+        return 1;
+    return o->p.n_init ? o->p.n_init : o->p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1;
+}
+
+static void json_path_or_null(const char *path)
+{
+    if (path[0])
+        hpml_json_string(stdout, path);
+    else
+        printf("null");
+}
+
+static void print_json(const opts_t *o, const run_t *r)
+{
+    const hpml_kmeans_result_t *res = &r->res;
+    double per_iter = res->total_iter ? res->iter_seconds / res->total_iter : 0.0;
+
+    printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ",
+           o->predict ? "predict" : "fit");
+    hpml_json_string(stdout, o->data);
+    printf(", \"rows\": %zu, \"cols\": %zu, \"k\": %zu, \"ranks\": %d, \"dtype\": \"%s\", "
+           "\"init\": ",
+           r->X.total_rows, r->X.cols, o->p.k, hpml_comm_size(r->comm), hpml_dtype_name(o->dtype));
+    hpml_json_string(stdout, init_words(o));
+    printf(", \"inertia\": %.17g", r->inertia);
+    if (!o->predict)
+        printf(", \"n_iter\": %d, \"converged\": %s, \"strict_convergence\": %s, "
+               "\"n_init\": %d, \"best_run\": %d, \"total_iter\": %d, "
+               "\"relocated\": %zu, \"empty_clusters\": %zu, \"init_seconds\": %.6f, "
+               "\"lloyd_seconds\": %.6f, \"iterations\": %d, "
+               "\"lloyd_iter_seconds\": %.6f, \"seconds_per_iter\": %.6f",
+               res->n_iter, res->converged ? "true" : "false", res->strict ? "true" : "false",
+               runs_made(o), res->best_run, res->total_iter, res->relocated, res->empty,
+               res->init_seconds, res->lloyd_seconds, res->total_iter, res->iter_seconds, per_iter);
+    printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ", r->t_read,
+           r->t_fit);
+    json_path_or_null(r->cpath);
+    printf(", \"labels\": ");
+    json_path_or_null(r->lpath);
+    printf("}\n");
+}
+
+static void print_text(const opts_t *o, const run_t *r)
+{
+    const hpml_kmeans_result_t *res = &r->res;
+    double per_iter = res->total_iter ? res->iter_seconds / res->total_iter : 0.0;
+    int P = hpml_comm_size(r->comm);
+
+    printf("kmeans %s: %zu rows x %zu cols, k=%zu, %d rank%s, %s, init %s\n",
+           o->predict ? "predict" : "fit", r->X.total_rows, r->X.cols, o->p.k, P, P == 1 ? "" : "s",
+           hpml_dtype_name(o->dtype), init_words(o));
+    printf("  inertia      %.10g\n", r->inertia);
+    if (!o->predict) {
+        printf("  iterations   %d (%s)\n", res->n_iter,
+               res->strict      ? "converged: labels unchanged"
+               : res->converged ? "converged: centre shift within tol"
+                                : "max-iter reached");
+        printf("  runs         %d (best %d), %d iterations in all\n", runs_made(o), res->best_run,
+               res->total_iter);
+        if (res->relocated || res->empty)
+            printf("  empty        %zu refilled, %zu left empty\n", res->relocated, res->empty);
+        printf("  time         read %.3f s, init %.3f s, lloyd %.3f s (%.2f ms per "
+               "iteration, final pass excluded; slowest rank)\n",
+               r->t_read, res->init_seconds, res->lloyd_seconds, per_iter * 1e3);
+    } else {
+        printf("  time         read %.3f s, predict %.3f s\n", r->t_read, r->t_fit);
+    }
+    if (r->cpath[0])
+        printf("  centroids -> %s\n", r->cpath);
+    if (r->lpath[0])
+        printf("  labels    -> %s\n", r->lpath);
+}
+
 int cmd_kmeans(int argc, char **argv)
 {
     opts_t o;
-    hpml_comm_t *comm = NULL;
-    hpml_array_t X, C0;
-    hpml_kmeans_result_t res;
-    int32_t *plabels = NULL;
-    char cpath[4096] = "", lpath[4096] = "";
+    run_t r;
     mlcli_outset_t os;
-    double t0, t_read, t_fit = 0.0, inertia = 0.0, tmax[4];
-    int rc, status = CLI_EXIT_FAIL, rank;
-    size_t k;
+    int rc, status = CLI_EXIT_FAIL;
 
-    memset(&X, 0, sizeof(X));
-    memset(&C0, 0, sizeof(C0));
-    memset(&res, 0, sizeof(res));
-    rc = parse(argc, argv, &o);
-    if (rc != 0)
+    memset(&r, 0, sizeof(r));
+    if ((rc = parse(argc, argv, &o)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if (mlcli_comm_create(CMD, &comm) != 0)
+    if (mlcli_comm_create(CMD, &r.comm) != 0)
         return CLI_EXIT_FAIL;
-    rank = hpml_comm_rank(comm);
     hpml_blas_set_threads(o.threads);
-    if (!(isatty(2) || o.verbose) || rank != 0)
-        o.verbose = 0;
-    else
-        o.verbose = 1;
-
-    /* Output paths. */
-    if (o.out != NULL) {
-        if (ends_with(o.out, ".npy")) {
-            snprintf(cpath, sizeof(cpath), "%s", o.out);
-        } else {
-            snprintf(cpath, sizeof(cpath), "%s.centroids.npy", o.out);
-            snprintf(lpath, sizeof(lpath), "%s.labels.npy", o.out);
-        }
-    }
-    if (o.labels != NULL)
-        snprintf(lpath, sizeof(lpath), "%s", o.labels);
-    if (o.predict != NULL)
-        cpath[0] = '\0'; /* nothing fitted to write */
+    o.verbose = hpml_comm_rank(r.comm) == 0 && (isatty(2) || o.verbose);
     /* The outputs are one set: checked now, replaced together after the run. */
-    mlcli_outset_init(&os, CMD, comm);
+    output_paths(&o, &r);
+    mlcli_outset_init(&os, CMD, r.comm);
     mlcli_outset_input(&os, "--data", o.data);
     mlcli_outset_input(&os, "--init", o.init_file);
     mlcli_outset_input(&os, "--predict", o.predict);
-    mlcli_outset_add(&os, cpath, NULL);
-    mlcli_outset_add(&os, lpath, "label");
-    if ((status = mlcli_outset_check(&os)) != 0)
+    mlcli_outset_add(&os, r.cpath, NULL);
+    mlcli_outset_add(&os, r.lpath, "label");
+    if (mlcli_outset_check(&os) != 0 || load(&o, &r) != 0 || compute(&o, &r) != 0)
         goto out;
-
-    /* Centroids given in a file (--init FILE or --predict FILE): every rank reads them. */
-    if (o.init_file || o.predict) {
-        const char *f = o.init_file ? o.init_file : o.predict;
-        rc = read_all(f, o.dtype, &C0);
-        if ((status = mlcli_check(CMD, comm, rc)) != 0)
-            goto out;
-        if (opts_given("clusters") && C0.rows != o.p.k) {
-            status = mlcli_agree(CMD, comm, 1, "%s holds %zu centroids but -k is %zu", f, C0.rows,
-                                 o.p.k);
-            goto out;
-        }
-        o.p.k = C0.rows;
-        o.p.init_centroids = C0.data;
-    }
-    k = o.p.k;
-
-    t0 = hpml_time();
-    rc = hpml_io_read_block(o.data, HPML_FMT_AUTO, o.dtype, rank, hpml_comm_size(comm), 1, &X);
-    if ((status = mlcli_check(CMD, comm, rc)) != 0)
+    if (mlcli_outset_write(&os, r.cpath, r.res.centroids, o.dtype, o.p.k, r.X.cols) != 0 ||
+        mlcli_outset_write_rows(&os, r.lpath, r.labels, HPML_I32, r.X.rows, 1) != 0 ||
+        mlcli_outset_commit(&os) != 0)
         goto out;
-    t_read = hpml_time() - t0;
-    if (C0.data != NULL && C0.cols != X.cols) {
-        status = mlcli_agree(CMD, comm, 1, "%s has %zu columns but %s has %zu",
-                             o.init_file ? o.init_file : o.predict, C0.cols, o.data, X.cols);
-        goto out;
-    }
-    if (k > X.total_rows) {
-        status = mlcli_agree(CMD, comm, 1, "k=%zu is larger than the %zu rows of %s", k,
-                             X.total_rows, o.data);
-        goto out;
-    }
-
-    if (o.predict == NULL) {
-        if (o.verbose)
-            o.p.progress = progress;
-        t0 = hpml_time();
-        rc = hpml_kmeans_fit(comm, &o.p, o.dtype, X.data, X.rows, X.cols, &res);
-        t_fit = hpml_time() - t0;
-        if ((status = mlcli_check(CMD, comm, rc)) != 0)
-            goto out;
-        plabels = res.labels;
-        inertia = res.inertia;
-        /* Report the slowest rank's times: the job is as fast as its slowest rank. */
-        tmax[0] = res.init_seconds;
-        tmax[1] = res.lloyd_seconds;
-        tmax[2] = res.iter_seconds;
-        tmax[3] = t_fit;
-        rc = hpml_allreduce(HPML_IN_PLACE, tmax, 4, HPML_F64, HPML_MAX, comm);
-        if ((status = mlcli_check(CMD, comm, rc)) != 0)
-            goto out;
-        res.init_seconds = tmax[0];
-        res.lloyd_seconds = tmax[1];
-        res.iter_seconds = tmax[2];
-        t_fit = tmax[3];
-    } else {
-        plabels = hpml_malloc((X.rows ? X.rows : 1) * sizeof(int32_t));
-        rc = plabels ? 0 : HPML_ERR_NOMEM;
-        t0 = hpml_time();
-        if (rc == 0)
-            rc = hpml_kmeans_predict(comm, o.dtype, X.data, X.rows, X.cols, C0.data, k, plabels,
-                                     &inertia);
-        t_fit = hpml_time() - t0;
-        if ((status = mlcli_check(CMD, comm, rc)) != 0)
-            goto out;
-    }
-
-    if ((status = mlcli_outset_write(&os, cpath, res.centroids, o.dtype, k, X.cols)) != 0 ||
-        (status = mlcli_outset_write_rows(&os, lpath, plabels, HPML_I32, X.rows, 1)) != 0 ||
-        (status = mlcli_outset_commit(&os)) != 0)
-        goto out;
-
-    if (rank == 0) {
-        const char *mode = o.predict ? "predict" : "fit";
-        const char *init = o.predict     ? "-"
-                           : o.init_file ? o.init_file
-                                         : hpml_kmeans_init_name(o.p.init);
-        double per_iter = res.total_iter ? res.iter_seconds / res.total_iter : 0.0;
-        /* Given centroids make one run whatever --n-init says; text and JSON agree. */
-        int runs = o.p.init == HPML_KMEANS_INIT_ARRAY ? 1
-                   : o.p.n_init                       ? o.p.n_init
-                                : (o.p.init == HPML_KMEANS_INIT_RANDOM ? 10 : 1);
-        if (o.json) {
-            printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ", mode);
-            hpml_json_string(stdout, o.data);
-            printf(", \"rows\": %zu, \"cols\": %zu, \"k\": %zu, \"ranks\": %d, \"dtype\": \"%s\", "
-                   "\"init\": ",
-                   X.total_rows, X.cols, k, hpml_comm_size(comm), hpml_dtype_name(o.dtype));
-            hpml_json_string(stdout, init);
-            printf(", \"inertia\": %.17g", inertia);
-            if (!o.predict)
-                printf(", \"n_iter\": %d, \"converged\": %s, \"strict_convergence\": %s, "
-                       "\"n_init\": %d, \"best_run\": %d, \"total_iter\": %d, "
-                       "\"relocated\": %zu, \"empty_clusters\": %zu, \"init_seconds\": %.6f, "
-                       "\"lloyd_seconds\": %.6f, \"iterations\": %d, "
-                       "\"lloyd_iter_seconds\": %.6f, \"seconds_per_iter\": %.6f",
-                       res.n_iter, res.converged ? "true" : "false", res.strict ? "true" : "false",
-                       runs, res.best_run, res.total_iter, res.relocated, res.empty,
-                       res.init_seconds, res.lloyd_seconds, res.total_iter, res.iter_seconds,
-                       per_iter);
-            printf(", \"read_seconds\": %.6f, \"compute_seconds\": %.6f, \"centroids\": ", t_read,
-                   t_fit);
-            if (cpath[0])
-                hpml_json_string(stdout, cpath);
-            else
-                printf("null");
-            printf(", \"labels\": ");
-            if (lpath[0])
-                hpml_json_string(stdout, lpath);
-            else
-                printf("null");
-            printf("}\n");
-        } else {
-            printf("kmeans %s: %zu rows x %zu cols, k=%zu, %d rank%s, %s, init %s\n", mode,
-                   X.total_rows, X.cols, k, hpml_comm_size(comm),
-                   hpml_comm_size(comm) == 1 ? "" : "s", hpml_dtype_name(o.dtype), init);
-            printf("  inertia      %.10g\n", inertia);
-            if (!o.predict) {
-                printf("  iterations   %d (%s)\n", res.n_iter,
-                       res.strict      ? "converged: labels unchanged"
-                       : res.converged ? "converged: centre shift within tol"
-                                       : "max-iter reached");
-                printf("  runs         %d (best %d), %d iterations in all\n", runs, res.best_run,
-                       res.total_iter);
-                if (res.relocated || res.empty)
-                    printf("  empty        %zu refilled, %zu left empty\n", res.relocated,
-                           res.empty);
-                printf("  time         read %.3f s, init %.3f s, lloyd %.3f s (%.2f ms per "
-                       "iteration, final pass excluded; slowest rank)\n",
-                       t_read, res.init_seconds, res.lloyd_seconds, per_iter * 1e3);
-            } else {
-                printf("  time         read %.3f s, predict %.3f s\n", t_read, t_fit);
-            }
-            if (cpath[0])
-                printf("  centroids -> %s\n", cpath);
-            if (lpath[0])
-                printf("  labels    -> %s\n", lpath);
-        }
+    if (hpml_comm_rank(r.comm) == 0) {
+        if (o.json)
+            print_json(&o, &r);
+        else
+            print_text(&o, &r);
         fflush(stdout);
     }
     status = CLI_EXIT_OK;
 out:
     mlcli_outset_abort(&os);
-    if (plabels != res.labels)
-        hpml_free(plabels);
-    hpml_kmeans_result_free(&res);
-    hpml_array_free(&X);
-    hpml_array_free(&C0);
-    hpml_comm_destroy(comm);
+    if (r.labels != r.res.labels)
+        hpml_free(r.labels);
+    hpml_kmeans_result_free(&r.res);
+    hpml_array_free(&r.X);
+    hpml_array_free(&r.C0);
+    hpml_comm_destroy(r.comm);
     return status;
 }
