@@ -262,15 +262,198 @@ out:
     return rc;
 }
 
+/* The L-BFGS memory: the last `mem` steps s = w' - w and gradient changes y = g' - g. */
+typedef struct {
+    size_t mem, hist, head, p;
+    double *s, *yv, *rho, *alph;
+} lbfgs_t;
+
+static int lbfgs_init(lbfgs_t *lb, size_t mem, size_t p)
+{
+    memset(lb, 0, sizeof(*lb));
+    lb->mem = mem;
+    lb->p = p;
+    lb->s = hpml_malloc(mem * p * sizeof(double));
+    lb->yv = hpml_malloc(mem * p * sizeof(double));
+    lb->rho = hpml_malloc(mem * sizeof(double));
+    lb->alph = hpml_malloc(mem * sizeof(double));
+    return lb->s && lb->yv && lb->rho && lb->alph ? 0 : HPML_ERR_NOMEM;
+}
+
+static void lbfgs_free(lbfgs_t *lb)
+{
+    hpml_free(lb->s);
+    hpml_free(lb->yv);
+    hpml_free(lb->rho);
+    hpml_free(lb->alph);
+}
+
+/* dir = -H g by the two-loop recursion (Nocedal & Wright, Algorithm 7.4); returns the
+ * first step length to try. Falls back to steepest descent when that is no descent. */
+static double lbfgs_direction(lbfgs_t *lb, const double *g, double *dir, double *gd)
+{
+    const size_t p = lb->p, mem = lb->mem;
+    double a0 = 1.0;
+
+    for (size_t j = 0; j < p; j++)
+        dir[j] = -g[j];
+    for (size_t h = 0; h < lb->hist; h++) {
+        size_t i = (lb->head + mem - 1 - h) % mem;
+        lb->alph[i] = lb->rho[i] * dot(lb->s + i * p, dir, p);
+        cblas_daxpy((int)p, -lb->alph[i], lb->yv + i * p, 1, dir, 1);
+    }
+    if (lb->hist > 0) {
+        size_t i = (lb->head + mem - 1) % mem;
+        cblas_dscal((int)p, 1.0 / (lb->rho[i] * dot(lb->yv + i * p, lb->yv + i * p, p)), dir, 1);
+    } else {
+        a0 = 1.0 / cblas_dnrm2((int)p, g, 1);
+    }
+    for (size_t h = lb->hist; h-- > 0;) {
+        size_t i = (lb->head + mem - 1 - h) % mem;
+        double b = lb->rho[i] * dot(lb->yv + i * p, dir, p);
+        cblas_daxpy((int)p, lb->alph[i] - b, lb->s + i * p, 1, dir, 1);
+    }
+    *gd = dot(g, dir, p);
+    if (!(*gd < 0)) { /* not a descent direction: restart from steepest descent */
+        lb->hist = 0;
+        for (size_t j = 0; j < p; j++)
+            dir[j] = -g[j];
+        *gd = dot(g, dir, p);
+        a0 = 1.0 / sqrt(-*gd);
+    }
+    return a0;
+}
+
+/* Remember the step from (w, g) to (wn, gn), unless its curvature is too small. */
+static void lbfgs_push(lbfgs_t *lb, const double *w, const double *wn, const double *g,
+                       const double *gn)
+{
+    const size_t p = lb->p, i = lb->head;
+    double sy;
+
+    for (size_t j = 0; j < p; j++) {
+        lb->s[i * p + j] = wn[j] - w[j];
+        lb->yv[i * p + j] = gn[j] - g[j];
+    }
+    sy = dot(lb->s + i * p, lb->yv + i * p, p);
+    if (sy > 1e-12 * dot(lb->yv + i * p, lb->yv + i * p, p)) {
+        lb->rho[i] = 1.0 / sy;
+        lb->head = (lb->head + 1) % lb->mem;
+        if (lb->hist < lb->mem)
+            lb->hist++;
+    }
+}
+
+static double max_abs(const double *v, size_t n)
+{
+    double m = 0.0;
+
+    for (size_t j = 0; j < n; j++)
+        m = fmax(m, fabs(v[j]));
+    return m;
+}
+
+/* The L-BFGS iterations from w (objective f, gradient g) until converged or max_iter;
+ * m gets n_iter, converged and objective. 0 or an error. */
+static int minimise(problem_t *pb, const hpml_logreg_config_t *cfg, double *w, double *g,
+                    hpml_logreg_t *m)
+{
+    const size_t p = pb->p;
+    double *wn = hpml_malloc(p * sizeof(double)), *gn = hpml_malloc(p * sizeof(double));
+    double *dir = hpml_malloc(p * sizeof(double)), f, fn;
+    lbfgs_t lb;
+    int rc;
+
+    rc = lbfgs_init(&lb, cfg->memory ? cfg->memory : 10, p);
+    if (rc != 0 || !wn || !gn || !dir)
+        rc = hpml_set_error(HPML_ERR_NOMEM, "logreg: out of memory for %zu parameters", p);
+    if ((rc = hpml_comm_agree(pb->comm, rc)) != 0 || (rc = evaluate(pb, w, &f, g)) != 0)
+        goto out;
+    for (m->n_iter = 0;;) {
+        double gmax = max_abs(g, p), gd, a0, fprev;
+        int moved, failed;
+
+        if (gmax <= cfg->tol) {
+            m->converged = 1;
+            break;
+        }
+        if (m->n_iter >= cfg->max_iter)
+            break;
+        a0 = lbfgs_direction(&lb, g, dir, &gd);
+        failed = line_search(pb, w, f, gd, dir, a0, wn, &fn, gn, &moved, &rc);
+        if (rc != 0)
+            goto out;
+        if (failed && !moved) {
+            /* No decrease possible at this precision (scipy: ABNORMAL_TERMINATION_IN_LNSRCH):
+             * as good as it gets; converged if the gradient is at rounding level. */
+            m->converged = gmax <= fmax(cfg->tol, 1e-7);
+            break;
+        }
+        m->n_iter++;
+        lbfgs_push(&lb, w, wn, g, gn);
+        memcpy(w, wn, p * sizeof(double));
+        memcpy(g, gn, p * sizeof(double));
+        fprev = f;
+        f = fn;
+        if (cfg->progress != NULL)
+            cfg->progress(cfg->progress_ctx, m->n_iter, f, max_abs(g, p));
+        /* scipy's L-BFGS-B factr test (sklearn passes ftol = 64 eps) */
+        if (cfg->ftol > 0 && !failed &&
+            (fprev - f) <= cfg->ftol * fmax(fmax(fabs(fprev), fabs(f)), 1.0)) {
+            m->converged = 1;
+            break;
+        }
+    }
+    m->objective = f;
+out:
+    lbfgs_free(&lb);
+    hpml_free(wn);
+    hpml_free(gn);
+    hpml_free(dir);
+    return rc;
+}
+
+/* Each row's class as an index into the sorted classes (binary search). */
+static void class_indices(const hpml_logreg_t *m, const int64_t *y, size_t rows, int32_t *cls)
+{
+    for (size_t i = 0; i < rows; i++) {
+        size_t lo = 0, hi = m->n_classes - 1;
+
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (m->classes[mid] < y[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        cls[i] = (int32_t)lo;
+    }
+}
+
+/* The model's coefficients and intercepts from the parameters w. */
+static void store_model(const problem_t *pb, const double *w, hpml_logreg_t *m)
+{
+    const size_t d = pb->d, K = m->n_classes;
+    size_t src = pb->softmax && K == 2 ? 1 : 0; /* binary softmax keeps class 1's row */
+    double bmean = 0.0;
+
+    if (pb->softmax && pb->fi) /* softmax is shift-invariant: report zero-sum intercepts */
+        for (size_t k = 0; k < pb->r; k++)
+            bmean += w[pb->r * d + k] / (double)pb->r;
+    for (size_t k = 0; k < m->n_rows; k++) {
+        memcpy(m->coef + k * d, w + (src + k) * d, d * sizeof(double));
+        m->intercept[k] = pb->fi ? w[pb->r * d + src + k] - bmean : 0.0;
+    }
+}
+
 int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t rows, size_t d,
                     const hpml_logreg_config_t *cfg, hpml_logreg_t **out)
 {
     hpml_logreg_t *m = NULL;
     problem_t pb = {0};
     int32_t *cls = NULL;
-    double *w = NULL, *g = NULL, *wn = NULL, *gn = NULL, *dir = NULL, *s = NULL, *yv = NULL;
-    double *rho = NULL, *alph = NULL, f, fn;
-    size_t K = 0, mem = cfg->memory ? cfg->memory : 10, hist = 0, head = 0, p;
+    double *w = NULL, *g = NULL, nn = (double)rows;
+    size_t K = 0;
     int rc = 0;
 
     *out = NULL;
@@ -300,149 +483,28 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
     pb.r = pb.softmax ? K : 1;
     pb.fi = cfg->fit_intercept != 0;
     pb.C = cfg->C;
-    p = pb.p = pb.r * d + (pb.fi ? pb.r : 0);
+    pb.p = pb.r * d + (pb.fi ? pb.r : 0);
     cls = hpml_malloc((rows ? rows : 1) * sizeof(int32_t));
     pb.z = hpml_malloc(LOGREG_TILE * pb.r * sizeof(double));
-    pb.buf = hpml_malloc((p + 1) * sizeof(double));
-    w = hpml_calloc(p, sizeof(double));
-    g = hpml_malloc(p * sizeof(double));
-    wn = hpml_malloc(p * sizeof(double));
-    gn = hpml_malloc(p * sizeof(double));
-    dir = hpml_malloc(p * sizeof(double));
-    s = hpml_malloc(mem * p * sizeof(double));
-    yv = hpml_malloc(mem * p * sizeof(double));
-    rho = hpml_malloc(mem * sizeof(double));
-    alph = hpml_malloc(mem * sizeof(double));
+    pb.buf = hpml_malloc((pb.p + 1) * sizeof(double));
+    w = hpml_calloc(pb.p, sizeof(double));
+    g = hpml_malloc(pb.p * sizeof(double));
     m->coef = hpml_calloc(m->n_rows * d, sizeof(double));
     m->intercept = hpml_calloc(m->n_rows, sizeof(double));
-    if (!cls || !pb.z || !pb.buf || !w || !g || !wn || !gn || !dir || !s || !yv || !rho || !alph ||
-        !m->coef || !m->intercept)
+    if (!cls || !pb.z || !pb.buf || !w || !g || !m->coef || !m->intercept)
         rc = hpml_set_error(HPML_ERR_NOMEM, "logreg: out of memory for %zu rows of %zu features",
                             rows, d);
     if ((rc = hpml_comm_agree(comm, rc)) != 0)
         goto out;
-    for (size_t i = 0; i < rows; i++) {
-        size_t lo = 0, hi = K - 1;
-
-        while (lo < hi) { /* binary search in the sorted classes */
-            size_t mid = (lo + hi) / 2;
-            if (m->classes[mid] < y[i])
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        cls[i] = (int32_t)lo;
-    }
+    class_indices(m, y, rows, cls);
     pb.cls = cls;
-    {
-        double nn = (double)rows;
-        if ((rc = hpml_allreduce(HPML_IN_PLACE, &nn, 1, HPML_F64, HPML_SUM, comm)) != 0)
-            goto out;
-        pb.n = (size_t)nn;
-    }
-    m->n_samples = pb.n;
-
-    if ((rc = evaluate(&pb, w, &f, g)) != 0)
+    if ((rc = hpml_allreduce(HPML_IN_PLACE, &nn, 1, HPML_F64, HPML_SUM, comm)) != 0)
         goto out;
-    for (m->n_iter = 0;;) {
-        double gmax = 0.0, gd, a0 = 1.0;
-        int moved, failed;
-
-        for (size_t j = 0; j < p; j++)
-            gmax = fmax(gmax, fabs(g[j]));
-        if (gmax <= cfg->tol) {
-            m->converged = 1;
-            break;
-        }
-        if (m->n_iter >= cfg->max_iter)
-            break;
-        /* two-loop recursion: dir = -H g */
-        for (size_t j = 0; j < p; j++)
-            dir[j] = -g[j];
-        for (size_t h = 0; h < hist; h++) {
-            size_t i = (head + mem - 1 - h) % mem;
-            alph[i] = rho[i] * dot(s + i * p, dir, p);
-            cblas_daxpy((int)p, -alph[i], yv + i * p, 1, dir, 1);
-        }
-        if (hist > 0) {
-            size_t i = (head + mem - 1) % mem;
-            cblas_dscal((int)p, 1.0 / (rho[i] * dot(yv + i * p, yv + i * p, p)), dir, 1);
-        } else {
-            a0 = 1.0 / cblas_dnrm2((int)p, g, 1);
-        }
-        for (size_t h = hist; h-- > 0;) {
-            size_t i = (head + mem - 1 - h) % mem;
-            double b = rho[i] * dot(yv + i * p, dir, p);
-            cblas_daxpy((int)p, alph[i] - b, s + i * p, 1, dir, 1);
-        }
-        gd = dot(g, dir, p);
-        if (!(gd < 0)) { /* not a descent direction: restart from steepest descent */
-            hist = 0;
-            for (size_t j = 0; j < p; j++)
-                dir[j] = -g[j];
-            gd = dot(g, dir, p);
-            a0 = 1.0 / sqrt(-gd);
-        }
-        failed = line_search(&pb, w, f, gd, dir, a0, wn, &fn, gn, &moved, &rc);
-        if (rc != 0)
-            goto out;
-        if (failed && !moved) {
-            /* No decrease possible at this precision (scipy: ABNORMAL_TERMINATION_IN_LNSRCH):
-             * as good as it gets; converged if the gradient is at rounding level. */
-            m->converged = gmax <= fmax(cfg->tol, 1e-7);
-            break;
-        }
-        m->n_iter++;
-        {
-            size_t i = head;
-            double sy;
-
-            for (size_t j = 0; j < p; j++) {
-                s[i * p + j] = wn[j] - w[j];
-                yv[i * p + j] = gn[j] - g[j];
-            }
-            sy = dot(s + i * p, yv + i * p, p);
-            if (sy > 1e-12 * dot(yv + i * p, yv + i * p, p)) {
-                rho[i] = 1.0 / sy;
-                head = (head + 1) % mem;
-                if (hist < mem)
-                    hist++;
-            }
-        }
-        memcpy(w, wn, p * sizeof(double));
-        memcpy(g, gn, p * sizeof(double));
-        {
-            double fprev = f;
-
-            f = fn;
-            if (cfg->progress != NULL) {
-                double gm = 0.0;
-                for (size_t j = 0; j < p; j++)
-                    gm = fmax(gm, fabs(g[j]));
-                cfg->progress(cfg->progress_ctx, m->n_iter, f, gm);
-            }
-            /* scipy's L-BFGS-B factr test (sklearn passes ftol = 64 eps) */
-            if (cfg->ftol > 0 && !failed &&
-                (fprev - f) <= cfg->ftol * fmax(fmax(fabs(fprev), fabs(f)), 1.0)) {
-                m->converged = 1;
-                break;
-            }
-        }
-    }
-    m->objective = f;
-    {
-        size_t src = pb.softmax && K == 2 ? 1 : 0; /* binary softmax keeps class 1's row */
-        double bmean = 0.0;
-
-        if (pb.softmax && pb.fi) { /* softmax is shift-invariant: report zero-sum intercepts */
-            for (size_t k = 0; k < pb.r; k++)
-                bmean += w[pb.r * d + k] / (double)pb.r;
-        }
-        for (size_t k = 0; k < m->n_rows; k++) {
-            memcpy(m->coef + k * d, w + (src + k) * d, d * sizeof(double));
-            m->intercept[k] = pb.fi ? w[pb.r * d + src + k] - bmean : 0.0;
-        }
-    }
+    pb.n = (size_t)nn;
+    m->n_samples = pb.n;
+    if ((rc = minimise(&pb, cfg, w, g, m)) != 0)
+        goto out;
+    store_model(&pb, w, m);
     *out = m;
     m = NULL;
 out:
@@ -452,13 +514,6 @@ out:
     hpml_free(pb.buf);
     hpml_free(w);
     hpml_free(g);
-    hpml_free(wn);
-    hpml_free(gn);
-    hpml_free(dir);
-    hpml_free(s);
-    hpml_free(yv);
-    hpml_free(rho);
-    hpml_free(alph);
     return rc;
 }
 
