@@ -24,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)

@@ -6,7 +6,9 @@
  */
 #include <stdlib.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 #include "core/settings_internal.h"
 
 size_t hpml__bcast_chain_chunk(size_t bytes, int p)

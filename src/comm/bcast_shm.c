@@ -18,7 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "comm/xfer.h"
 #include "core/settings_internal.h"
 
 /* Bytes per pipeline step: at most the segment's buffer size; smaller steps keep the

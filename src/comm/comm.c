@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "core/settings_internal.h"
 
 int hpml__mpi_error(int mpi_rc, const char *what)
 {

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "core/settings_internal.h"
 
 #if defined(__x86_64__)
 #include <emmintrin.h>

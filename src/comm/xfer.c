@@ -4,6 +4,7 @@
 
 #include "comm/xfer.h"
 #include "comm/comm_internal.h"
+#include "core/settings_internal.h"
 
 size_t hpml__xfer_limit(void)
 {

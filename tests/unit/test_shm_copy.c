@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
 
 #define GUARD            64
 #define MODE_PROBE_CALLS 128u /* shm.c's MODE_PROBE */

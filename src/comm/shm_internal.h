@@ -1,0 +1,158 @@
+/*
+ * The node segment (shm.c) and registered buffers: the shared windows over the node's
+ * ranks, the control blocks and their step counters, and the wait on a peer's counter.
+ * The protocol every shared-memory algorithm follows is described at hpml_shm_t.
+ */
+#ifndef HPML_COMM_SHM_INTERNAL_H
+#define HPML_COMM_SHM_INTERNAL_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpml/comm.h"
+
+/* One shared window: every local rank owns `bytes` of it; peer[i] is local rank i's part
+ * mapped in this process. */
+typedef struct hpml_shm_win {
+    MPI_Win win;
+    char *base;   /* this rank's part */
+    size_t bytes; /* size of every rank's part (equal on all local ranks) */
+    char **peer;  /* local_size pointers */
+    int id;       /* index in the order of creation (same on every local rank) */
+    struct hpml_shm_win *next;
+} hpml_shm_win_t;
+
+/* Control block at the start of each local rank's part of the node segment. Counters
+ * only grow; each sits on its own cache line so that a rank spinning on a peer's counter
+ * does not steal the line the peer writes its data descriptors into. */
+#define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
+/* Its knobs: how the pipeline buffers that peers read are written [0], and how the
+ * caller's output is [1]. */
+#define HPML_SHM_KNOBS 2
+
+typedef struct hpml_shm_ctrl {
+    _Atomic uint64_t arrived; /* steps whose input this rank has published */
+    char pad0[64 - sizeof(uint64_t)];
+    _Atomic uint64_t reduced; /* steps whose slice this rank has reduced */
+    char pad1[64 - sizeof(uint64_t)];
+    _Atomic uint64_t done; /* steps this rank has finished reading every buffer of */
+    char pad2[64 - sizeof(uint64_t)];
+    /* Where this rank's input for the current operation is, when it is a registered
+     * buffer: window id (-1: in the scratch buffers) and byte offset in its part. Written
+     * before `arrived` is released, read by peers after acquiring it. */
+    int64_t src_win;
+    int64_t src_off;
+    /* Cross-Memory Attach (bcast_shm.c): this rank's pid and the address of its private
+     * buffer for the current operation, written before `arrived` is released. */
+    int64_t cma_pid;
+    uint64_t cma_addr;
+    /* hpml_allreduce_apply: step + 1 of the last step whose function failed on this rank,
+     * stored before `reduced` is released; a peer that reads a value above its operation's
+     * first step reports the failure too. */
+    _Atomic uint64_t failed;
+    char pad3[64 - 5 * sizeof(int64_t)];
+    /* This rank's measured seconds per byte with plain [0] and streaming [1] stores per
+     * size class and knob (hpml__shm_mode_pick: the local ranks choose from their sum). */
+    _Atomic float mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    char pad4[128 - HPML_SHM_MODE_CLASSES * HPML_SHM_KNOBS * 2 * sizeof(float)];
+} hpml_shm_ctrl_t;
+
+/* The node segment used by the shared-memory algorithms (allreduce_shm.c, bcast_shm.c,
+ * reduce_shm.c) and hpml_comm_node_sync. Protocol shared by all of them: steps are numbered by
+ * `step` (advanced identically on every local rank); step g uses buffer g % nbuf; a
+ * rank stores `arrived` = g+1 when its data for step g is published and `done` = g+1 when
+ * it has finished reading every buffer of step g; a buffer is rewritten at step g only
+ * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
+ * it). */
+typedef struct hpml_shm {
+    hpml_shm_win_t w;   /* window holding ctrl + scratch for every local rank */
+    size_t chunk_bytes; /* pipeline chunk (bytes per step) */
+    int nbuf;           /* pipeline depth: scratch buffers per rank */
+    uint64_t step;      /* next step number (identical on every local rank) */
+    unsigned spin;      /* pause iterations before a waiting rank starts to yield */
+    size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
+    int cma;            /* every local rank can read/write the others' memory (CMA) */
+    int nt;             /* HPML_SHM_NT: pipeline streamed 1, plain 0, measured -1 */
+    int out_nt;         /* HPML_SHM_OUT_NT: outputs streamed 1, plain 0, measured -1 */
+    size_t llc_bytes;   /* last-level cache of this rank's core (0: unknown) */
+    /* The store-mode picker (hpml__shm_mode_pick), per size class and knob: measured
+     * seconds per byte of plain [0] and streaming [1] operations, the first samples of
+     * each, the calls in which the knob was measured, the mode it runs between probes,
+     * and its call count when each mode's figure was last measured. */
+    double mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    double mode_warm[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2][3];
+    int local_size, local_rank; /* of the communicator that made it */
+    unsigned mode_calls[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
+    int mode_cur[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
+    unsigned mode_seen[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
+    int mode_last[HPML_SHM_MODE_CLASSES];      /* modes of the last call + 1 (0: none yet) */
+    uint64_t mode_step[HPML_SHM_MODE_CLASSES]; /* `step` at the last call of the class */
+    unsigned mode_run[HPML_SHM_MODE_CLASSES];  /* its calls since the last gap of MODE_STALE */
+    unsigned mode_class_calls[HPML_SHM_MODE_CLASSES]; /* its calls since its warm-up began */
+    /* What the call between hpml__shm_mode_pick and hpml__shm_mode_record measures: its
+     * class (-1: nothing), its modes, and per knob its role (ROLE_* in shm.c). */
+    int pend_class, pend_modes, pend_role[HPML_SHM_KNOBS];
+} hpml_shm_t;
+
+#define HPML_SHM_CTRL_BYTES ((size_t)384)
+_Static_assert(sizeof(hpml_shm_ctrl_t) <= HPML_SHM_CTRL_BYTES, "control block too large");
+
+/* Create the segment on first use. Collective over comm->local. */
+int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out);
+void hpml__shm_destroy(hpml_comm_t *comm);
+static inline hpml_shm_ctrl_t *hpml__shm_ctrl(hpml_shm_t *s, int local_rank)
+{
+    return (hpml_shm_ctrl_t *)s->w.peer[local_rank];
+}
+static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
+{
+    return s->w.peer[local_rank] + HPML_SHM_CTRL_BYTES + (size_t)buf * s->chunk_bytes;
+}
+/* Spin (then yield, for oversubscribed runs) until *c >= v (acquire). */
+void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
+/* Set by a progress thread (nonblocking.c) for itself: while urgent(arg) says no caller
+ * is waiting for a result, its shm waits spin only briefly before yielding, so that the
+ * caller's computation on the same core keeps the core. */
+extern _Thread_local int (*hpml__shm_urgent)(void *arg);
+extern _Thread_local void *hpml__shm_urgent_arg;
+/* Pause iterations (a microsecond or two) before such a progress thread yields. */
+#define HPML_SHM_LAZY_SPIN 64u
+/* Is this a progress thread whose caller is computing rather than waiting? */
+static inline int hpml__shm_lazy(void)
+{
+    return hpml__shm_urgent != NULL && !hpml__shm_urgent(hpml__shm_urgent_arg);
+}
+/* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
+void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
+/* Store modes of one shm allreduce (shm.c explains): streaming stores into the pipeline
+ * buffers that peers read (bit HPML_SHM_MODE_PIPE) and into the caller's output (bit
+ * HPML_SHM_MODE_OUT), each plain when its bit is clear. hpml__shm_mode_pick chooses them
+ * for an operation of `bytes` (out_ok: the engine writes the caller's output, so that
+ * knob applies; otherwise its bit stays clear) from the measurements that
+ * hpml__shm_mode_record collects: the seconds that operation took, recorded before the
+ * next pick on this segment. */
+#define HPML_SHM_MODE_PIPE 1
+#define HPML_SHM_MODE_OUT  2
+int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes, int out_ok);
+void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, double seconds);
+/* memcpy (nt = 0) or a copy with streaming stores (nt = 1). */
+void hpml__shm_copy(void *dst, const void *src, size_t n, int nt);
+/* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:
+ * one shared window over comm->local per allocation)? Sets *win, *off. */
+int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
+/* Address of (window id, offset) in local rank `lr`'s part. */
+char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off);
+/* Cross-Memory Attach (Linux process_vm_readv/writev): copy `bytes` from address `remote`
+ * of process `pid` to `local` (read) or the other way (write). 0 or HPML_ERR_STATE. Only
+ * when s->cma, which hpml__shm_get sets when every local rank could read a peer. */
+int hpml__cma_read(int64_t pid, void *local, uint64_t remote, size_t bytes);
+int hpml__cma_write(int64_t pid, uint64_t remote, const void *local, size_t bytes);
+
+/* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF. */
+size_t hpml__shm_default_chunk(void);
+int hpml__shm_default_nbuf(void);
+
+#endif /* HPML_COMM_SHM_INTERNAL_H */
