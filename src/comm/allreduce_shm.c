@@ -27,6 +27,7 @@
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 #include "comm/shm_internal.h"
+#include "comm/store_mode.h"
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/store_mode.h"
 #include "hpml/comm.h"
 
 /* One shared window: every local rank owns `bytes` of it; peer[i] is local rank i's part
@@ -27,11 +28,6 @@ typedef struct hpml_shm_win {
 /* Control block at the start of each local rank's part of the node segment. Counters
  * only grow; each sits on its own cache line so that a rank spinning on a peer's counter
  * does not steal the line the peer writes its data descriptors into. */
-#define HPML_SHM_MODE_CLASSES 5 /* size classes of hpml__shm_mode_pick */
-/* Its knobs: how the pipeline buffers that peers read are written [0], and how the
- * caller's output is [1]. */
-#define HPML_SHM_KNOBS 2
-
 typedef struct hpml_shm_ctrl {
     _Atomic uint64_t arrived; /* steps whose input this rank has published */
     char pad0[64 - sizeof(uint64_t)];
@@ -54,7 +50,8 @@ typedef struct hpml_shm_ctrl {
     _Atomic uint64_t failed;
     char pad3[64 - 5 * sizeof(int64_t)];
     /* This rank's measured seconds per byte with plain [0] and streaming [1] stores per
-     * size class and knob (hpml__shm_mode_pick: the local ranks choose from their sum). */
+     * size class and knob, for the store-mode picker of every local rank (store_mode.c:
+     * the local ranks choose from their sum). */
     _Atomic float mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
     char pad4[128 - HPML_SHM_MODE_CLASSES * HPML_SHM_KNOBS * 2 * sizeof(float)];
 } hpml_shm_ctrl_t;
@@ -67,34 +64,16 @@ typedef struct hpml_shm_ctrl {
  * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
  * it). */
 typedef struct hpml_shm {
-    hpml_shm_win_t w;   /* window holding ctrl + scratch for every local rank */
-    size_t chunk_bytes; /* pipeline chunk (bytes per step) */
-    int nbuf;           /* pipeline depth: scratch buffers per rank */
-    uint64_t step;      /* next step number (identical on every local rank) */
-    unsigned spin;      /* pause iterations before a waiting rank starts to yield */
-    size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
-    uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
-    int cma;            /* every local rank can read/write the others' memory (CMA) */
-    int nt;             /* HPML_SHM_NT: pipeline streamed 1, plain 0, measured -1 */
-    int out_nt;         /* HPML_SHM_OUT_NT: outputs streamed 1, plain 0, measured -1 */
-    size_t llc_bytes;   /* last-level cache of this rank's core (0: unknown) */
-    /* The store-mode picker (hpml__shm_mode_pick), per size class and knob: measured
-     * seconds per byte of plain [0] and streaming [1] operations, the first samples of
-     * each, the calls in which the knob was measured, the mode it runs between probes,
-     * and its call count when each mode's figure was last measured. */
-    double mode_cost[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
-    double mode_warm[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2][3];
+    hpml_shm_win_t w;           /* window holding ctrl + scratch for every local rank */
+    size_t chunk_bytes;         /* pipeline chunk (bytes per step) */
+    int nbuf;                   /* pipeline depth: scratch buffers per rank */
+    uint64_t step;              /* next step number (identical on every local rank) */
+    unsigned spin;              /* pause iterations before a waiting rank starts to yield */
+    size_t small_bytes;         /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;            /* this rank has seen every local rank publish steps < synced */
+    int cma;                    /* every local rank can read/write the others' memory (CMA) */
     int local_size, local_rank; /* of the communicator that made it */
-    unsigned mode_calls[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
-    int mode_cur[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS];
-    unsigned mode_seen[HPML_SHM_MODE_CLASSES][HPML_SHM_KNOBS][2];
-    int mode_last[HPML_SHM_MODE_CLASSES];      /* modes of the last call + 1 (0: none yet) */
-    uint64_t mode_step[HPML_SHM_MODE_CLASSES]; /* `step` at the last call of the class */
-    unsigned mode_run[HPML_SHM_MODE_CLASSES];  /* its calls since the last gap of MODE_STALE */
-    unsigned mode_class_calls[HPML_SHM_MODE_CLASSES]; /* its calls since its warm-up began */
-    /* What the call between hpml__shm_mode_pick and hpml__shm_mode_record measures: its
-     * class (-1: nothing), its modes, and per knob its role (ROLE_* in shm.c). */
-    int pend_class, pend_modes, pend_role[HPML_SHM_KNOBS];
+    hpml_store_mode_t mode;     /* the store-mode picker's state (store_mode.c) */
 } hpml_shm_t;
 
 #define HPML_SHM_CTRL_BYTES ((size_t)384)
@@ -127,19 +106,6 @@ static inline int hpml__shm_lazy(void)
 }
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
-/* Store modes of one shm allreduce (shm.c explains): streaming stores into the pipeline
- * buffers that peers read (bit HPML_SHM_MODE_PIPE) and into the caller's output (bit
- * HPML_SHM_MODE_OUT), each plain when its bit is clear. hpml__shm_mode_pick chooses them
- * for an operation of `bytes` (out_ok: the engine writes the caller's output, so that
- * knob applies; otherwise its bit stays clear) from the measurements that
- * hpml__shm_mode_record collects: the seconds that operation took, recorded before the
- * next pick on this segment. */
-#define HPML_SHM_MODE_PIPE 1
-#define HPML_SHM_MODE_OUT  2
-int hpml__shm_mode_pick(hpml_shm_t *s, size_t bytes, int out_ok);
-void hpml__shm_mode_record(hpml_shm_t *s, size_t bytes, double seconds);
-/* memcpy (nt = 0) or a copy with streaming stores (nt = 1). */
-void hpml__shm_copy(void *dst, const void *src, size_t n, int nt);
 /* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:
  * one shared window over comm->local per allocation)? Sets *win, *off. */
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
