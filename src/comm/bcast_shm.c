@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/cma.h"
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 #include "comm/shm_internal.h"

@@ -5,13 +5,12 @@
  * buffers of `chunk_bytes`. Synchronisation is by C11 acquire/release on the counters,
  * never by MPI barriers.
  */
-#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "comm/cma.h"
 #include "comm/comm_internal.h"
 #include "comm/shm_internal.h"
 #include "comm/store_mode.h"
@@ -109,72 +108,6 @@ static void win_free(hpml_shm_win_t *w)
     w->peer = NULL;
 }
 
-/* Can every local rank read its neighbour's memory with process_vm_readv (same uid, no
- * ptrace restriction, a kernel with CMA)? Each rank reads the next rank's ctrl block
- * through CMA and compares it with the mapped copy; the answer is agreed on by all local
- * ranks (MPI_MIN) so that they all take the same path. HPML_SHM_CMA=0 turns CMA off.
- * Returns an MPI error code. */
-static int cma_probe(hpml_comm_t *comm, hpml_shm_t *s)
-{
-    hpml_shm_ctrl_t *me = hpml__shm_ctrl(s, comm->local_rank), *next, got;
-    int ok = setting(comm, HPML__S_SHM_CMA, 1) != 0, all = 0, mrc;
-
-    if (comm->local_size == 1)
-        ok = 0;
-    me->cma_pid = (int64_t)getpid();
-    me->cma_addr = (uint64_t)(uintptr_t)me;
-    if ((mrc = MPI_Barrier(comm->local)) != MPI_SUCCESS)
-        return mrc;
-    next = hpml__shm_ctrl(s, (comm->local_rank + 1) % comm->local_size);
-    if (ok && (hpml__cma_read(next->cma_pid, &got, next->cma_addr, sizeof(got)) != 0 ||
-               got.cma_pid != next->cma_pid))
-        ok = 0;
-    if ((mrc = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm->local)) != MPI_SUCCESS)
-        return mrc;
-    s->cma = all;
-    HPML_LOG(HPML_LOG_DEBUG, "cross-memory attach %s", all ? "available" : "not available");
-    return MPI_SUCCESS;
-}
-
-int hpml__cma_read(int64_t pid, void *local, uint64_t remote, size_t bytes)
-{
-    char *l = local;
-
-    /* The kernel may copy less than asked (it pins the pages in batches): continue. */
-    while (bytes > 0) {
-        struct iovec li = {l, bytes}, ri = {(void *)(uintptr_t)remote, bytes};
-        ssize_t k = process_vm_readv((pid_t)pid, &li, 1, &ri, 1, 0);
-
-        if (k <= 0) {
-            if (k < 0 && errno == EINTR)
-                continue;
-            return hpml_set_error(HPML_ERR_STATE, "process_vm_readv: %s",
-                                  k < 0 ? strerror(errno) : "no progress");
-        }
-        l += k, remote += (uint64_t)k, bytes -= (size_t)k;
-    }
-    return 0;
-}
-
-int hpml__cma_write(int64_t pid, uint64_t remote, const void *local, size_t bytes)
-{
-    const char *l = local;
-
-    while (bytes > 0) {
-        struct iovec li = {(void *)(uintptr_t)l, bytes}, ri = {(void *)(uintptr_t)remote, bytes};
-        ssize_t k = process_vm_writev((pid_t)pid, &li, 1, &ri, 1, 0);
-
-        if (k <= 0) {
-            if (k < 0 && errno == EINTR)
-                continue;
-            return hpml_set_error(HPML_ERR_STATE, "process_vm_writev: %s",
-                                  k < 0 ? strerror(errno) : "no progress");
-        }
-        l += k, remote += (uint64_t)k, bytes -= (size_t)k;
-    }
-    return 0;
-}
-
 int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
 {
     hpml_shm_t *s = NULL;
@@ -219,7 +152,8 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     for (int i = 0; i < comm->local_size; i++)
         for (size_t o = 0; i != comm->local_rank && o < s->w.bytes; o += 4096)
             (void)*(volatile char *)(s->w.peer[i] + o);
-    HPML__MPI(cma_probe(comm, s));
+    if ((rc = hpml__cma_probe(comm, s, setting(comm, HPML__S_SHM_CMA, 1) != 0)) != 0)
+        goto out;
     comm->shm = s;
     *out = s;
     s = NULL;

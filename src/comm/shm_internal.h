@@ -40,8 +40,8 @@ typedef struct hpml_shm_ctrl {
      * before `arrived` is released, read by peers after acquiring it. */
     int64_t src_win;
     int64_t src_off;
-    /* Cross-Memory Attach (bcast_shm.c): this rank's pid and the address of its private
-     * buffer for the current operation, written before `arrived` is released. */
+    /* Cross-Memory Attach (cma.c, bcast_shm.c): this rank's pid and the address of its
+     * private buffer for the current operation, written before `arrived` is released. */
     int64_t cma_pid;
     uint64_t cma_addr;
     /* hpml_allreduce_apply: step + 1 of the last step whose function failed on this rank,
@@ -64,14 +64,14 @@ typedef struct hpml_shm_ctrl {
  * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
  * it). */
 typedef struct hpml_shm {
-    hpml_shm_win_t w;           /* window holding ctrl + scratch for every local rank */
-    size_t chunk_bytes;         /* pipeline chunk (bytes per step) */
-    int nbuf;                   /* pipeline depth: scratch buffers per rank */
-    uint64_t step;              /* next step number (identical on every local rank) */
-    unsigned spin;              /* pause iterations before a waiting rank starts to yield */
-    size_t small_bytes;         /* one-step path up to this size (HPML_SHM_SMALL) */
-    uint64_t synced;            /* this rank has seen every local rank publish steps < synced */
-    int cma;                    /* every local rank can read/write the others' memory (CMA) */
+    hpml_shm_win_t w;   /* window holding ctrl + scratch for every local rank */
+    size_t chunk_bytes; /* pipeline chunk (bytes per step) */
+    int nbuf;           /* pipeline depth: scratch buffers per rank */
+    uint64_t step;      /* next step number (identical on every local rank) */
+    unsigned spin;      /* pause iterations before a waiting rank starts to yield */
+    size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
+    int cma;            /* every local rank can read/write the others' memory (hpml__cma_probe) */
     int local_size, local_rank; /* of the communicator that made it */
     hpml_store_mode_t mode;     /* the store-mode picker's state (store_mode.c) */
 } hpml_shm_t;
@@ -111,11 +111,6 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
 int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
 /* Address of (window id, offset) in local rank `lr`'s part. */
 char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off);
-/* Cross-Memory Attach (Linux process_vm_readv/writev): copy `bytes` from address `remote`
- * of process `pid` to `local` (read) or the other way (write). 0 or HPML_ERR_STATE. Only
- * when s->cma, which hpml__shm_get sets when every local rank could read a peer. */
-int hpml__cma_read(int64_t pid, void *local, uint64_t remote, size_t bytes);
-int hpml__cma_write(int64_t pid, uint64_t remote, const void *local, size_t bytes);
 
 /* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF. */
 size_t hpml__shm_default_chunk(void);
