@@ -104,7 +104,7 @@ static const char *input_of(const eng_t *e, int k, size_t c, size_t at)
     if (k == e->lr && !e->own_buf)
         return e->src + (c * e->chunk + at) * e->es;
     if (!e->own_buf && ctl->src_win >= 0)
-        return hpml__shm_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
+        return hpml__registered_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
                (c * e->chunk + at) * e->es;
     return pipe_buf(e, k, e->step0 + c) + at * e->es;
 }
@@ -367,7 +367,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
      * result would then be written back over lines the peers have just read, each store
      * first taking its line from their caches, which costs more than the copy in saves
      * (docs/decisions/registered-buffers.md). */
-    e.reg = e.src != e.dst && hpml__shm_lookup(comm, e.src, bytes, &win, &off);
+    e.reg = e.src != e.dst && hpml__registered_lookup(comm, e.src, bytes, &win, &off);
     /* In place, my output is my input. Reducing my slices straight into it is still
      * safe when I am one of the first two operands (x0 op x1 is written over my slice
      * only after both are read; further operands are peers'), since no peer reads my

@@ -135,7 +135,7 @@ static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, 
     me->cma_pid = (int64_t)getpid();
     me->cma_addr = (uint64_t)(uintptr_t)buf;
     if (comm->local_rank == lroot) {
-        int reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
+        int reg = hpml__registered_lookup(comm, buf, bytes, &win, &off);
 
         if (st >= (uint64_t)s->nbuf)
             wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1, over);
@@ -156,7 +156,7 @@ static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, 
     atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
     wait_ge(&root->arrived, st + 1, over);
     if (d->win >= 0) {
-        const char *src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off);
+        const char *src = hpml__registered_addr(comm, (int)d->win, lroot, (size_t)d->off);
 
         if (src != NULL)
             memcpy(buf, src, bytes);
@@ -202,7 +202,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
     me = hpml__shm_ctrl(s, lr);
     rc_ctrl = hpml__shm_ctrl(s, lroot);
     if (lr == lroot)
-        reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
+        reg = hpml__registered_lookup(comm, buf, bytes, &win, &off);
 
     for (size_t j = 0; j < nsteps; j++) {
         uint64_t st = base + j;
@@ -227,7 +227,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
 
             wait_ge(&rc_ctrl->arrived, st + 1, over);
             if (d->win >= 0 &&
-                (src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off)) == NULL) {
+                (src = hpml__registered_addr(comm, (int)d->win, lroot, (size_t)d->off)) == NULL) {
                 /* Windows are created collectively, so this cannot happen; keep the
                  * protocol going so that nobody hangs. */
                 rc = hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld",

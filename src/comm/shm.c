@@ -1,9 +1,9 @@
 /*
  * The node shared-memory segment (MPI_Win_allocate_shared over the node-local
- * communicator, created on first use) and registered buffers (hpml_comm_alloc_shared).
- * Every local rank owns a part: a control block of step counters, then `nbuf` pipeline
- * buffers of `chunk_bytes`. Synchronisation is by C11 acquire/release on the counters,
- * never by MPI barriers.
+ * communicator, created on first use) and the shared windows it and the registered
+ * buffers (registered.c) are made of. Every local rank owns a part: a control block of
+ * step counters, then `nbuf` pipeline buffers of `chunk_bytes`. Synchronisation is by
+ * C11 acquire/release on the counters, never by MPI barriers.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -58,8 +58,7 @@ static char *align_up(char *p)
     return p + ((SHM_ALIGN - (uintptr_t)p % SHM_ALIGN) % SHM_ALIGN);
 }
 
-/* Allocate one shared window over comm->local with `bytes` per rank. Collective. */
-static int win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w)
+int hpml__shm_win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w)
 {
     MPI_Info info = MPI_INFO_NULL;
     MPI_Aint sz;
@@ -98,7 +97,7 @@ out:
     return rc;
 }
 
-static void win_free(hpml_shm_win_t *w)
+void hpml__shm_win_free(hpml_shm_win_t *w)
 {
     if (w->win != MPI_WIN_NULL) {
         MPI_Win_unlock_all(w->win);
@@ -136,7 +135,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
         s->spin = (unsigned)setting(comm, HPML__S_SHM_SPIN,
                                     cpus > 0 && comm->local_size > cpus ? 256 : 20000);
     }
-    rc = win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
+    rc = hpml__shm_win_create(comm, HPML_SHM_CTRL_BYTES + (size_t)s->nbuf * s->chunk_bytes, &s->w);
     if (rc != 0)
         goto out;
     s->w.id = -1;
@@ -160,7 +159,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
 out:
     if (s != NULL) {
         if (s->w.peer != NULL)
-            win_free(&s->w);
+            hpml__shm_win_free(&s->w);
         free(s);
     }
     return rc;
@@ -170,7 +169,7 @@ void hpml__shm_destroy(hpml_comm_t *comm)
 {
     if (comm->shm == NULL)
         return;
-    win_free(&comm->shm->w);
+    hpml__shm_win_free(&comm->shm->w);
     free(comm->shm);
     comm->shm = NULL;
 }
@@ -207,105 +206,4 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
     for (int i = 0; i < comm->local_size; i++)
         if (i != comm->local_rank)
             hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v, s->spin);
-}
-
-int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off)
-{
-    const char *c = p;
-
-    for (hpml_shm_win_t *w = comm->registered; w != NULL; w = w->next) {
-        if (c >= w->base && c <= w->base + w->bytes && bytes <= (size_t)(w->base + w->bytes - c)) {
-            *win = w->id;
-            *off = (size_t)(c - w->base);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off)
-{
-    for (hpml_shm_win_t *w = comm->registered; w != NULL; w = w->next)
-        if (w->id == win)
-            return w->peer[lr] + off;
-    return NULL;
-}
-
-void *hpml_comm_alloc_shared(hpml_comm_t *comm, size_t bytes)
-{
-    hpml_shm_win_t *w;
-
-    if (comm == NULL)
-        return NULL;
-    if (comm->check && hpml__check(comm, HPML__KIND_ALLOC_SHARED, bytes, -1, -1, -1) != 0)
-        return NULL;
-    w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return NULL;
-    /* At least one cache line so that every buffer has a distinct address. */
-    if (win_create(comm, bytes < 64 ? 64 : (bytes + 63) & ~(size_t)63, w) != 0) {
-        free(w);
-        return NULL;
-    }
-    w->id = comm->nregistered++;
-    w->next = comm->registered;
-    comm->registered = w;
-    return w->base;
-}
-
-void hpml_comm_free_shared(hpml_comm_t *comm, void *p)
-{
-    hpml_shm_win_t **pp;
-
-    if (comm == NULL || p == NULL)
-        return;
-    for (pp = &comm->registered; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->base == p) {
-            hpml_shm_win_t *w = *pp;
-
-            *pp = w->next;
-            win_free(w);
-            free(w);
-            return;
-        }
-    }
-}
-
-void *hpml_comm_shared_peer(hpml_comm_t *comm, const void *p, int local_rank)
-{
-    int win;
-    size_t off;
-
-    if (comm == NULL || p == NULL || local_rank < 0 || local_rank >= comm->local_size ||
-        !hpml__shm_lookup(comm, p, 1, &win, &off))
-        return NULL;
-    return hpml__shm_addr(comm, win, local_rank, off);
-}
-
-int hpml_comm_node_sync(hpml_comm_t *comm)
-{
-    hpml_shm_t *s;
-    hpml_shm_ctrl_t *me;
-    uint64_t g;
-    int rc;
-
-    if (comm == NULL)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_comm_node_sync: NULL communicator");
-    if (comm->check && (rc = hpml__check(comm, HPML__KIND_NODE_SYNC, 0, -1, -1, -1)) != 0)
-        return rc;
-    if (comm->local_size == 1)
-        return 0;
-    if ((rc = hpml__shm_get(comm, &s)) != 0)
-        return rc;
-    /* One step of the segment's protocol that reads no pipeline buffer, so this rank is
-     * done with it as soon as it starts: `done` goes up with `arrived`, and the release of
-     * `arrived` publishes every store this rank made before. */
-    g = s->step;
-    me = hpml__shm_ctrl(s, comm->local_rank);
-    atomic_store_explicit(&me->done, g + 1, memory_order_release);
-    atomic_store_explicit(&me->arrived, g + 1, memory_order_release);
-    hpml__shm_wait_all(comm, s, offsetof(hpml_shm_ctrl_t, arrived), g + 1);
-    s->synced = g + 1;
-    s->step = g + 1;
-    return 0;
 }

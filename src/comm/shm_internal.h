@@ -25,6 +25,12 @@ typedef struct hpml_shm_win {
     struct hpml_shm_win *next;
 } hpml_shm_win_t;
 
+/* Allocate one shared window over comm->local with `bytes` per rank, each rank's part on
+ * its own pages and page-aligned, in a passive epoch for the window's lifetime. Collective
+ * over comm->local; 0 or an error. hpml__shm_win_free frees it (collective too). */
+int hpml__shm_win_create(hpml_comm_t *comm, size_t bytes, hpml_shm_win_t *w);
+void hpml__shm_win_free(hpml_shm_win_t *w);
+
 /* Control block at the start of each local rank's part of the node segment. Counters
  * only grow; each sits on its own cache line so that a rank spinning on a peer's counter
  * does not steal the line the peer writes its data descriptors into. */
@@ -106,11 +112,14 @@ static inline int hpml__shm_lazy(void)
 }
 /* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
 void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
+
+/* ---- registered buffers (registered.c) ---------------------------------------------- */
+
 /* Is [p, p+bytes) inside one of this rank's registered buffers (hpml_comm_alloc_shared:
  * one shared window over comm->local per allocation)? Sets *win, *off. */
-int hpml__shm_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
-/* Address of (window id, offset) in local rank `lr`'s part. */
-char *hpml__shm_addr(hpml_comm_t *comm, int win, int lr, size_t off);
+int hpml__registered_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
+/* Address of (window id, offset) in local rank `lr`'s part; NULL for an unknown window. */
+char *hpml__registered_addr(hpml_comm_t *comm, int win, int lr, size_t off);
 
 /* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF. */
 size_t hpml__shm_default_chunk(void);
