@@ -129,7 +129,7 @@ static void copy_in(eng_t *e, size_t c, int all)
      * step g - 3 >= g - nbuf (nbuf >= 3). Other users of the segment (bcast_shm's
      * non-roots wait on the root only) leave s->synced behind; then wait for `done`. */
     if (g >= (uint64_t)e->nbuf && e->s->synced < g)
-        hpml__shm_wait_all(e->comm, e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+        hpml__shm_wait_all(e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1, HPML_SHM_YIELD_AFTER_SPIN);
     if (!e->reg) {
         const char *src = e->src + c * e->chunk * e->es;
 
@@ -204,7 +204,7 @@ static int reduce_owned(eng_t *e, size_t c)
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
     int rc = 0, r2;
 
-    hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
+    hpml__shm_wait_all(e->s, OFF_ARRIVED, g + 1, HPML_SHM_YIELD_AFTER_SPIN);
     e->s->synced = g + 1;
     if (c == 0)
         e->t0 = hpml_time();
@@ -261,7 +261,7 @@ static int copy_out(eng_t *e, size_t c)
     char *dst = e->dst + c * e->chunk * e->es;
     int rc = 0;
 
-    hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
+    hpml__shm_wait_all(e->s, OFF_REDUCED, g + 1, HPML_SHM_YIELD_AFTER_SPIN);
     for (int j = 0; j < e->S; j++) {
         int k = j % e->L;
 
@@ -352,7 +352,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
          * the same bits without a second synchronisation. */
         me->src_win = -1;
         copy_in(&e, 0, 1);
-        hpml__shm_wait_all(comm, e.s, OFF_ARRIVED, e.step0 + 1);
+        hpml__shm_wait_all(e.s, OFF_ARRIVED, e.step0 + 1, HPML_SHM_YIELD_AFTER_SPIN);
         e.s->synced = e.step0 + 1;
         /* My own input is read back from my buffer too: in place, the output would
          * otherwise overwrite it before it is used. */

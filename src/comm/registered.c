@@ -106,7 +106,7 @@ int hpml_comm_node_sync(hpml_comm_t *comm)
     me = hpml__shm_ctrl(s, comm->local_rank);
     atomic_store_explicit(&me->done, g + 1, memory_order_release);
     atomic_store_explicit(&me->arrived, g + 1, memory_order_release);
-    hpml__shm_wait_all(comm, s, offsetof(hpml_shm_ctrl_t, arrived), g + 1);
+    hpml__shm_wait_all(s, offsetof(hpml_shm_ctrl_t, arrived), g + 1, HPML_SHM_YIELD_AFTER_SPIN);
     s->synced = g + 1;
     s->step = g + 1;
     return 0;

@@ -132,6 +132,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+        s->oversubscribed = comm->local_size > (cpus > 0 ? cpus : 1);
         s->spin = (unsigned)setting(comm, HPML__S_SHM_SPIN,
                                     cpus > 0 && comm->local_size > cpus ? 256 : 20000);
     }
@@ -184,26 +185,41 @@ static inline void cpu_relax(void)
 _Thread_local int (*hpml__shm_urgent)(void *arg);
 _Thread_local void *hpml__shm_urgent_arg;
 
-void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin)
+void hpml__shm_wait(const hpml_shm_t *s, _Atomic uint64_t *c, uint64_t v, hpml_shm_yield_t rule)
 {
+    uint64_t t0 = 0, t;
     unsigned spins = 0;
 
     while (atomic_load_explicit(c, memory_order_acquire) < v) {
-        /* Spin (a peer on another core answers within a microsecond), then yield so an
-         * oversubscribed peer can run. Yielding early costs a time slice whenever another
-         * process shares the core, so only oversubscribed nodes yield early, and progress
-         * threads while nobody waits for them: a slow peer then costs their caller's
-         * computation nothing. */
-        if (++spins < spin && !(spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()))
-            cpu_relax();
-        else
+        if (rule == HPML_SHM_YIELD_AFTER_SPIN) {
+            /* `pause` for s->spin polls, then yield at every poll; a progress thread whose
+             * caller computes yields from poll HPML_SHM_LAZY_SPIN on. */
+            if (++spins < s->spin && !(spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()))
+                cpu_relax();
+            else
+                sched_yield();
+            continue;
+        }
+        /* HPML_SHM_YIELD_OVERSUBSCRIBED: `pause` at every poll, and yield besides only in
+         * a progress thread whose caller computes, or on an oversubscribed node every 256
+         * polls once 20 µs have passed. */
+        cpu_relax();
+        if (spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()) {
             sched_yield();
+        } else if (s->oversubscribed && (spins & 255) == 255) {
+            t = hpml_time_ns();
+            if (t0 == 0)
+                t0 = t;
+            else if (t - t0 > 20000)
+                sched_yield();
+        }
+        spins++;
     }
 }
 
-void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v)
+void hpml__shm_wait_all(const hpml_shm_t *s, size_t which, uint64_t v, hpml_shm_yield_t rule)
 {
-    for (int i = 0; i < comm->local_size; i++)
-        if (i != comm->local_rank)
-            hpml__shm_wait((_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v, s->spin);
+    for (int i = 0; i < s->local_size; i++)
+        if (i != s->local_rank)
+            hpml__shm_wait(s, (_Atomic uint64_t *)((char *)hpml__shm_ctrl(s, i) + which), v, rule);
 }

@@ -1,7 +1,8 @@
 /*
- * The node segment (shm.c) and registered buffers: the shared windows over the node's
- * ranks, the control blocks and their step counters, and the wait on a peer's counter.
- * The protocol every shared-memory algorithm follows is described at hpml_shm_t.
+ * Shared memory among the node's ranks: the shared windows (shm.c), the node segment with
+ * its control blocks and step counters (shm.c; the protocol every shared-memory algorithm
+ * follows is described at hpml_shm_t), the one wait on a peer's counter and its yield
+ * rules (shm.c), and the registered buffers (registered.c).
  */
 #ifndef HPML_COMM_SHM_INTERNAL_H
 #define HPML_COMM_SHM_INTERNAL_H
@@ -63,21 +64,22 @@ typedef struct hpml_shm_ctrl {
 } hpml_shm_ctrl_t;
 
 /* The node segment used by the shared-memory algorithms (allreduce_shm.c, bcast_shm.c,
- * reduce_shm.c) and hpml_comm_node_sync. Protocol shared by all of them: steps are numbered by
- * `step` (advanced identically on every local rank); step g uses buffer g % nbuf; a
- * rank stores `arrived` = g+1 when its data for step g is published and `done` = g+1 when
- * it has finished reading every buffer of step g; a buffer is rewritten at step g only
- * when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when `synced` proves
- * it). */
+ * reduce_shm.c) and hpml_comm_node_sync. Protocol shared by all of them: steps are
+ * numbered by `step` (advanced identically on every local rank); step g uses buffer
+ * g % nbuf; a rank stores `arrived` = g+1 when its data for step g is published and
+ * `done` = g+1 when it has finished reading every buffer of step g; a buffer is rewritten
+ * at step g only when every rank's `done` >= g - nbuf + 1 (or, in allreduce_shm.c, when
+ * `synced` proves it). */
 typedef struct hpml_shm {
-    hpml_shm_win_t w;   /* window holding ctrl + scratch for every local rank */
-    size_t chunk_bytes; /* pipeline chunk (bytes per step) */
-    int nbuf;           /* pipeline depth: scratch buffers per rank */
-    uint64_t step;      /* next step number (identical on every local rank) */
-    unsigned spin;      /* pause iterations before a waiting rank starts to yield */
-    size_t small_bytes; /* one-step path up to this size (HPML_SHM_SMALL) */
-    uint64_t synced;    /* this rank has seen every local rank publish steps < synced */
-    int cma;            /* every local rank can read/write the others' memory (hpml__cma_probe) */
+    hpml_shm_win_t w;           /* window holding ctrl + scratch for every local rank */
+    size_t chunk_bytes;         /* pipeline chunk (bytes per step) */
+    int nbuf;                   /* pipeline depth: scratch buffers per rank */
+    uint64_t step;              /* next step number (identical on every local rank) */
+    unsigned spin;              /* HPML_SHM_YIELD_AFTER_SPIN: polls before a wait yields */
+    int oversubscribed;         /* more local ranks than online cores */
+    size_t small_bytes;         /* one-step path up to this size (HPML_SHM_SMALL) */
+    uint64_t synced;            /* this rank has seen every local rank publish steps < synced */
+    int cma;                    /* every local rank can read/write the others' memory (cma.c) */
     int local_size, local_rank; /* of the communicator that made it */
     hpml_store_mode_t mode;     /* the store-mode picker's state (store_mode.c) */
 } hpml_shm_t;
@@ -88,7 +90,10 @@ _Static_assert(sizeof(hpml_shm_ctrl_t) <= HPML_SHM_CTRL_BYTES, "control block to
 /* Create the segment on first use. Collective over comm->local. */
 int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out);
 void hpml__shm_destroy(hpml_comm_t *comm);
-static inline hpml_shm_ctrl_t *hpml__shm_ctrl(hpml_shm_t *s, int local_rank)
+/* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF. */
+size_t hpml__shm_default_chunk(void);
+int hpml__shm_default_nbuf(void);
+static inline hpml_shm_ctrl_t *hpml__shm_ctrl(const hpml_shm_t *s, int local_rank)
 {
     return (hpml_shm_ctrl_t *)s->w.peer[local_rank];
 }
@@ -96,22 +101,45 @@ static inline char *hpml__shm_buf(hpml_shm_t *s, int local_rank, int buf)
 {
     return s->w.peer[local_rank] + HPML_SHM_CTRL_BYTES + (size_t)buf * s->chunk_bytes;
 }
-/* Spin (then yield, for oversubscribed runs) until *c >= v (acquire). */
-void hpml__shm_wait(_Atomic uint64_t *c, uint64_t v, unsigned spin);
-/* Set by a progress thread (nonblocking.c) for itself: while urgent(arg) says no caller
- * is waiting for a result, its shm waits spin only briefly before yielding, so that the
- * caller's computation on the same core keeps the core. */
+
+/* ---- the wait (shm.c) --------------------------------------------------------------- */
+
+/*
+ * When a rank that waits for a peer's counter gives its core away (sched_yield). Each
+ * algorithm keeps the rule it was built with:
+ * - HPML_SHM_YIELD_AFTER_SPIN (the allreduce engine: shm and hierarchical allreduce,
+ *   apply, shm reduce; hpml_comm_node_sync): `pause` for s->spin polls (HPML_SHM_SPIN:
+ *   20000 by default, 256 when the node has more local ranks than cores), then yield at
+ *   every poll. A peer on another core answers within a microsecond, and yielding costs
+ *   a time slice whenever another process shares the core, so only oversubscribed nodes
+ *   yield early.
+ * - HPML_SHM_YIELD_OVERSUBSCRIBED (the shm bcast): `pause` at every poll and never yield
+ *   while every local rank has a core, as MPI libraries do: the peer runs on its own core
+ *   anyway, and a yield hands ours to whatever else is runnable on a loaded machine. With
+ *   more local ranks than cores (s->oversubscribed), yield every 256 polls once 20 µs have
+ *   passed, so that the peer can run on ours. HPML_SHM_SPIN does not apply.
+ * Under either rule a progress thread whose caller is computing (hpml__shm_lazy) yields
+ * after HPML_SHM_LAZY_SPIN polls, so that the computation keeps the core
+ * (docs/decisions/gradient-overlap.md).
+ */
+typedef enum { HPML_SHM_YIELD_AFTER_SPIN, HPML_SHM_YIELD_OVERSUBSCRIBED } hpml_shm_yield_t;
+
+/* Wait until *c >= v (acquire), yielding by `rule`. */
+void hpml__shm_wait(const hpml_shm_t *s, _Atomic uint64_t *c, uint64_t v, hpml_shm_yield_t rule);
+/* The same for every other local rank's counter at byte offset `which` of its control
+ * block. */
+void hpml__shm_wait_all(const hpml_shm_t *s, size_t which, uint64_t v, hpml_shm_yield_t rule);
+/* Set by a progress thread (nonblocking.c) for itself: urgent(arg) says whether its caller
+ * waits for a result (blocked in hpml_wait, or polling hpml_test). */
 extern _Thread_local int (*hpml__shm_urgent)(void *arg);
 extern _Thread_local void *hpml__shm_urgent_arg;
-/* Pause iterations (a microsecond or two) before such a progress thread yields. */
+/* Polls (a microsecond or two) before a progress thread whose caller computes yields. */
 #define HPML_SHM_LAZY_SPIN 64u
 /* Is this a progress thread whose caller is computing rather than waiting? */
 static inline int hpml__shm_lazy(void)
 {
     return hpml__shm_urgent != NULL && !hpml__shm_urgent(hpml__shm_urgent_arg);
 }
-/* Wait until every local rank's counter at byte offset `which` of its ctrl is >= v. */
-void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t v);
 
 /* ---- registered buffers (registered.c) ---------------------------------------------- */
 
@@ -120,9 +148,5 @@ void hpml__shm_wait_all(hpml_comm_t *comm, hpml_shm_t *s, size_t which, uint64_t
 int hpml__registered_lookup(hpml_comm_t *comm, const void *p, size_t bytes, int *win, size_t *off);
 /* Address of (window id, offset) in local rank `lr`'s part; NULL for an unknown window. */
 char *hpml__registered_addr(hpml_comm_t *comm, int win, int lr, size_t off);
-
-/* The defaults of HPML_SHM_CHUNK and HPML_SHM_NBUF. */
-size_t hpml__shm_default_chunk(void);
-int hpml__shm_default_nbuf(void);
 
 #endif /* HPML_COMM_SHM_INTERNAL_H */
