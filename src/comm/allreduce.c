@@ -6,7 +6,6 @@
  */
 #include <limits.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"

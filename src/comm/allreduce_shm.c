@@ -21,6 +21,9 @@
  * element therefore depends only on count, element size, the node layout and the
  * HPML_SHM_* sizes, never on timing, store mode or registration.
  */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,6 +8,7 @@
  * every pair's counts, so a disagreement is one clear error instead of a hang.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

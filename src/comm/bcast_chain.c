@@ -4,7 +4,7 @@
  * MPICH's/Open MPI's "pipeline"/"chain" bcasts. Cost with k chunks:
  * (p−2+k)(α + nβ/k), so large messages approach nβ whatever p is.
  */
-#include <stdlib.h>
+#include <stdint.h>
 
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"

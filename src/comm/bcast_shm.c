@@ -12,9 +12,9 @@
  * message at all. Its waits keep the core while every local rank has one
  * (HPML_SHM_YIELD_OVERSUBSCRIBED, shm_internal.h).
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 

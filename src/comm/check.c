@@ -7,6 +7,7 @@
  * different collectives, and fails within one round trip instead of hanging.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,8 @@
  * nodes of HPML_RANKS_PER_NODE consecutive ranks), the node leaders' communicator, and
  * the lazily created node segment (shm.c).
  */
-#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -19,6 +19,9 @@
  * lazily and torn down in one place, hpml__progress_destroy.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

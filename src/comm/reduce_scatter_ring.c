@@ -4,8 +4,6 @@
  * r is complete (Patarasuk & Yuan 2009; the first half of the ring allreduce).
  * Cost: (p−1)α + n(p−1)/p·(β + γ) for n input bytes per rank.
  */
-#include <string.h>
-
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 #include "comm/xfer.h"

@@ -4,8 +4,6 @@
  * only. Cost: the shared-memory allreduce's, about 2n/B_copy on one node: cheaper than
  * a tree of n-byte messages whenever n is large.
  */
-#include <string.h>
-
 #include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 

@@ -6,6 +6,7 @@
  */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "comm/comm_internal.h"

@@ -6,6 +6,8 @@
  * C11 acquire/release on the counters, never by MPI barriers.
  */
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

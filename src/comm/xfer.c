@@ -1,6 +1,6 @@
 /* Chunked point-to-point byte transfers (see xfer.h). */
 #include <limits.h>
-#include <stdlib.h>
+#include <stdint.h>
 
 #include "comm/xfer.h"
 #include "comm/comm_internal.h"
