@@ -3,7 +3,8 @@
  * communicator, created on first use) and the shared windows it and the registered
  * buffers (registered.c) are made of. Every local rank owns a part: a control block of
  * step counters, then `nbuf` pipeline buffers of `chunk_bytes`. Synchronisation is by
- * C11 acquire/release on the counters, never by MPI barriers.
+ * C11 acquire/release on the counters, never by MPI barriers, and every wait on them is
+ * hpml__shm_wait, with the yield rule its caller names (shm_internal.h).
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -134,6 +135,7 @@ int hpml__shm_get(hpml_comm_t *comm, hpml_shm_t **out)
     {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+        /* With more local ranks than online cores both yield rules yield early. */
         s->oversubscribed = comm->local_size > (cpus > 0 ? cpus : 1);
         s->spin = (unsigned)setting(comm, HPML__S_SHM_SPIN,
                                     cpus > 0 && comm->local_size > cpus ? 256 : 20000);
