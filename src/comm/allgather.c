@@ -5,7 +5,8 @@
  */
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 hpml__allgather_fn hpml__allgather_impl(hpml_algo_t algo)
 {

@@ -7,7 +7,9 @@
  */
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 
 int hpml__allgather_bruck(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                           hpml_comm_t *comm)

@@ -3,7 +3,8 @@
  * need nothing special). The baseline for the other allgathers.
  * Cost: whatever the MPI library's tuned selection gives.
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 int hpml__allgather_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                         hpml_comm_t *comm)

@@ -4,9 +4,10 @@
  * hpml_allreduce_apply: the shared-memory engine (hierarchical across nodes) with the
  * caller's function applied by each slice's owner.
  */
+#include <limits.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 
 hpml__allreduce_fn hpml__allreduce_impl(hpml_algo_t algo)

@@ -7,7 +7,7 @@
  * largest node's rank count, so uneven nodes line up; a smaller node's ranks own several.
  * Cost: intra-node ~ shm allreduce; inter-node Rabenseifner-like on n/L per rank.
  */
-#include "comm/comm_internal.h"
+#include "comm/coll_internal.h"
 
 int hpml__allreduce_hier(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                          hpml_op_t op, hpml_comm_t *comm)

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 
 /* Above this many bytes fp16/bf16 use the ring rather than recursive doubling. */

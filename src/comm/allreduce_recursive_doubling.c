@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 
 #define TAG 0x4801

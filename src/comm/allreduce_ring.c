@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
 
 #define TAG 0x4802

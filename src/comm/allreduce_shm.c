@@ -21,10 +21,16 @@
  * element therefore depends only on count, element size, the node layout and the
  * HPML_SHM_* sizes, never on timing, store mode or registration.
  */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/coll_internal.h"
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "comm/store_mode.h"
 
 #define OFF_ARRIVED offsetof(hpml_shm_ctrl_t, arrived)
 #define OFF_REDUCED offsetof(hpml_shm_ctrl_t, reduced)
@@ -101,7 +107,7 @@ static const char *input_of(const eng_t *e, int k, size_t c, size_t at)
     if (k == e->lr && !e->own_buf)
         return e->src + (c * e->chunk + at) * e->es;
     if (!e->own_buf && ctl->src_win >= 0)
-        return hpml__shm_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
+        return hpml__registered_addr(e->comm, (int)ctl->src_win, k, (size_t)ctl->src_off) +
                (c * e->chunk + at) * e->es;
     return pipe_buf(e, k, e->step0 + c) + at * e->es;
 }
@@ -126,7 +132,7 @@ static void copy_in(eng_t *e, size_t c, int all)
      * step g - 3 >= g - nbuf (nbuf >= 3). Other users of the segment (bcast_shm's
      * non-roots wait on the root only) leave s->synced behind; then wait for `done`. */
     if (g >= (uint64_t)e->nbuf && e->s->synced < g)
-        hpml__shm_wait_all(e->comm, e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+        hpml__shm_wait_all(e->s, OFF_DONE, g - (uint64_t)e->nbuf + 1, HPML_SHM_YIELD_AFTER_SPIN);
     if (!e->reg) {
         const char *src = e->src + c * e->chunk * e->es;
 
@@ -201,7 +207,7 @@ static int reduce_owned(eng_t *e, size_t c)
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
     int rc = 0, r2;
 
-    hpml__shm_wait_all(e->comm, e->s, OFF_ARRIVED, g + 1);
+    hpml__shm_wait_all(e->s, OFF_ARRIVED, g + 1, HPML_SHM_YIELD_AFTER_SPIN);
     e->s->synced = g + 1;
     if (c == 0)
         e->t0 = hpml_time();
@@ -258,7 +264,7 @@ static int copy_out(eng_t *e, size_t c)
     char *dst = e->dst + c * e->chunk * e->es;
     int rc = 0;
 
-    hpml__shm_wait_all(e->comm, e->s, OFF_REDUCED, g + 1);
+    hpml__shm_wait_all(e->s, OFF_REDUCED, g + 1, HPML_SHM_YIELD_AFTER_SPIN);
     for (int j = 0; j < e->S; j++) {
         int k = j % e->L;
 
@@ -349,7 +355,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
          * the same bits without a second synchronisation. */
         me->src_win = -1;
         copy_in(&e, 0, 1);
-        hpml__shm_wait_all(comm, e.s, OFF_ARRIVED, e.step0 + 1);
+        hpml__shm_wait_all(e.s, OFF_ARRIVED, e.step0 + 1, HPML_SHM_YIELD_AFTER_SPIN);
         e.s->synced = e.step0 + 1;
         /* My own input is read back from my buffer too: in place, the output would
          * otherwise overwrite it before it is used. */
@@ -364,7 +370,7 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
      * result would then be written back over lines the peers have just read, each store
      * first taking its line from their caches, which costs more than the copy in saves
      * (docs/decisions/registered-buffers.md). */
-    e.reg = e.src != e.dst && hpml__shm_lookup(comm, e.src, bytes, &win, &off);
+    e.reg = e.src != e.dst && hpml__registered_lookup(comm, e.src, bytes, &win, &off);
     /* In place, my output is my input. Reducing my slices straight into it is still
      * safe when I am one of the first two operands (x0 op x1 is written over my slice
      * only after both are read; further operands are peers'), since no peer reads my

@@ -8,10 +8,12 @@
  * every pair's counts, so a disagreement is one clear error instead of a hang.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 
 /* Checking mode: what each rank sends to this one against what this one expects. Every
  * rank learns the first disagreement (by receiving rank, then sender) and fails with it. */

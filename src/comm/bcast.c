@@ -2,7 +2,8 @@
  * hpml_bcast: argument checks, the checking mode, algorithm choice and chunking of
  * counts too large for one algorithm call (MPI counts are int).
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 hpml__bcast_fn hpml__bcast_impl(hpml_algo_t algo)
 {

@@ -3,7 +3,9 @@
  * rank < 2^k) send it to relative rank + 2^k. From MPICH's MPIR_Bcast_intra_binomial.
  * Cost: ceil(lg p)·(α + nβ); best for small messages.
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 
 int hpml__bcast_binomial_on(MPI_Comm c, void *buf, size_t bytes, int root)
 {

@@ -4,9 +4,11 @@
  * MPICH's/Open MPI's "pipeline"/"chain" bcasts. Cost with k chunks:
  * (p−2+k)(α + nβ/k), so large messages approach nβ whatever p is.
  */
-#include <stdlib.h>
+#include <stdint.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 #include "core/settings_internal.h"
 
 size_t hpml__bcast_chain_chunk(size_t bytes, int p)

@@ -3,7 +3,8 @@
  * f16/bf16 need nothing special). The baseline every other bcast is measured against.
  * Cost: whatever the MPI library's tuned selection gives.
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 int hpml__bcast_mpi(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm)
 {

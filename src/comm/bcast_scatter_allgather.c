@@ -3,7 +3,9 @@
  * Geijn; MPICH's MPIR_Bcast_intra_scatter_ring_allgather). Cost:
  * (lg p + p − 1)α + 2n(p−1)/p·β: half the bandwidth term of a tree for large n.
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 
 /* Byte range of relative blocks [first, first+nblk) clamped to the message. */
 static size_t range_bytes(size_t first, size_t nblk, size_t blk, size_t bytes)

@@ -9,17 +9,23 @@
  * other half, so both cores copy. Across nodes the node leaders run a chain/binomial
  * bcast between the two node steps. Cost on one node: two copies per byte pipelined
  * (small private), one copy (registered; CMA, split over two cores at 2 ranks); no MPI
- * message at all.
+ * message at all. Its waits keep the core while every local rank has one
+ * (HPML_SHM_YIELD_OVERSUBSCRIBED, shm_internal.h).
  */
-#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/commb_internal.h"
+#include "comm/cma.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "comm/xfer.h"
 #include "core/settings_internal.h"
+
+#define OFF_DONE offsetof(hpml_shm_ctrl_t, done)
 
 /* Bytes per pipeline step: at most the segment's buffer size; smaller steps keep the
  * handoff in cache (HPML_BCAST_SHM_CHUNK overrides, for tuning). */
@@ -38,56 +44,6 @@ static size_t step_bytes(const hpml_shm_t *s)
     if (c == SIZE_MAX)
         c = s->chunk_bytes;
     return hpml__min(c, s->chunk_bytes - 64);
-}
-
-/* Wait until *c >= v. When the node has a core for every local rank, spin without ever
- * yielding, as MPI libraries do: yielding hands the core to whatever else is runnable
- * on a loaded machine and costs a scheduler slice, while the peer we wait for runs on
- * the other core anyway. With more local ranks than cores, yield after ~20 µs so that
- * the peer can run on ours; in a progress thread whose caller is computing, after 1-2 µs
- * (hpml__shm_urgent, as in hpml__shm_wait). */
-static void wait_ge(_Atomic uint64_t *c, uint64_t v, int oversubscribed)
-{
-    uint64_t t0 = 0;
-
-    for (unsigned spins = 0; atomic_load_explicit(c, memory_order_acquire) < v; spins++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-        if (spins > HPML_SHM_LAZY_SPIN && hpml__shm_lazy()) {
-            sched_yield();
-            continue;
-        }
-        if (oversubscribed && (spins & 255) == 255) {
-            uint64_t t = hpml_time_ns();
-
-            if (t0 == 0)
-                t0 = t;
-            else if (t - t0 > 20000)
-                sched_yield();
-        }
-    }
-}
-
-/* sysconf reads /sys on every call (microseconds): ask once. */
-static int online_cpus(void)
-{
-    static int n;
-    int v = __atomic_load_n(&n, __ATOMIC_RELAXED);
-
-    if (v == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-        v = c > 0 ? (int)c : 1;
-        __atomic_store_n(&n, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
-static void wait_all_done(hpml_comm_t *comm, hpml_shm_t *s, uint64_t v, int oversubscribed)
-{
-    for (int i = 0; i < comm->local_size; i++)
-        wait_ge(&hpml__shm_ctrl(s, i)->done, v, oversubscribed);
 }
 
 /* Advance this rank's counters to `v` (steps done); `done` last, as peers reuse a
@@ -121,7 +77,7 @@ _Static_assert(sizeof(step_desc_t) == 64, "the step data stays cache-line aligne
  * two local ranks and a private root buffer, the reader reads [0, half) while the root
  * writes [half, bytes) into the reader's buffer; otherwise every reader reads it all. */
 static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, int lroot,
-                     uint64_t st, int over)
+                     uint64_t st)
 {
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(s, comm->local_rank), *root = hpml__shm_ctrl(s, lroot);
     step_desc_t *d = (step_desc_t *)hpml__shm_buf(s, lroot, (int)(st % (uint64_t)s->nbuf));
@@ -131,28 +87,29 @@ static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, 
     me->cma_pid = (int64_t)getpid();
     me->cma_addr = (uint64_t)(uintptr_t)buf;
     if (comm->local_rank == lroot) {
-        int reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
+        int reg = hpml__registered_lookup(comm, buf, bytes, &win, &off);
 
         if (st >= (uint64_t)s->nbuf)
-            wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1, over);
+            hpml__shm_wait_all(s, OFF_DONE, st - (uint64_t)s->nbuf + 1,
+                               HPML_SHM_YIELD_OVERSUBSCRIBED);
         d->win = reg ? win : -2;
         d->off = reg ? (int64_t)off : 0;
         atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
         if (!reg && split) {
             hpml_shm_ctrl_t *r = hpml__shm_ctrl(s, 1 - lroot);
 
-            wait_ge(&r->arrived, st + 1, over);
+            hpml__shm_wait(s, &r->arrived, st + 1, HPML_SHM_YIELD_OVERSUBSCRIBED);
             rc = hpml__cma_write(r->cma_pid, r->cma_addr + half, buf + half, bytes - half);
         }
         finish_step(me, st + 1);
         /* The readers read this buffer: it must not change before they are done. */
-        wait_all_done(comm, s, st + 1, over);
+        hpml__shm_wait_all(s, OFF_DONE, st + 1, HPML_SHM_YIELD_OVERSUBSCRIBED);
         return rc;
     }
     atomic_store_explicit(&me->arrived, st + 1, memory_order_release);
-    wait_ge(&root->arrived, st + 1, over);
+    hpml__shm_wait(s, &root->arrived, st + 1, HPML_SHM_YIELD_OVERSUBSCRIBED);
     if (d->win >= 0) {
-        const char *src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off);
+        const char *src = hpml__registered_addr(comm, (int)d->win, lroot, (size_t)d->off);
 
         if (src != NULL)
             memcpy(buf, src, bytes);
@@ -163,7 +120,7 @@ static int bcast_cma(hpml_comm_t *comm, hpml_shm_t *s, char *buf, size_t bytes, 
         rc = hpml__cma_read(root->cma_pid, buf, root->cma_addr, split ? half : bytes);
         /* The root's half is in place once the root has finished its step. */
         if (split)
-            wait_ge(&root->reduced, st + 1, over);
+            hpml__shm_wait(s, &root->reduced, st + 1, HPML_SHM_YIELD_OVERSUBSCRIBED);
     }
     /* Keep the protocol going on error so that nobody hangs. */
     finish_step(me, st + 1);
@@ -181,7 +138,6 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
     uint64_t base;
     char *b = buf;
     int rc = 0, lr = comm->local_rank, win = -1, reg = 0;
-    int over = comm->local_size > online_cpus();
 
     if (comm->local_size == 1 || bytes == 0)
         return 0;
@@ -189,7 +145,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
         return rc;
     if (s->cma && bytes >= CMA_MIN) {
         base = s->step++; /* identical on every local rank: all see the same bytes */
-        return bcast_cma(comm, s, buf, bytes, lroot, base, over);
+        return bcast_cma(comm, s, buf, bytes, lroot, base);
     }
     chunk = step_bytes(s);
     nsteps = hpml__div_up(bytes, chunk);
@@ -198,7 +154,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
     me = hpml__shm_ctrl(s, lr);
     rc_ctrl = hpml__shm_ctrl(s, lroot);
     if (lr == lroot)
-        reg = hpml__shm_lookup(comm, buf, bytes, &win, &off);
+        reg = hpml__registered_lookup(comm, buf, bytes, &win, &off);
 
     for (size_t j = 0; j < nsteps; j++) {
         uint64_t st = base + j;
@@ -211,7 +167,8 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
             /* The buffer was last used nbuf steps ago: wait until every local rank has
              * finished with that step before overwriting it. */
             if (st >= (uint64_t)s->nbuf)
-                wait_all_done(comm, s, st - (uint64_t)s->nbuf + 1, over);
+                hpml__shm_wait_all(s, OFF_DONE, st - (uint64_t)s->nbuf + 1,
+                                   HPML_SHM_YIELD_OVERSUBSCRIBED);
             d->win = reg ? win : -1;
             d->off = reg ? (int64_t)(off + j * chunk) : 0;
             if (!reg)
@@ -221,9 +178,9 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
         } else {
             const char *src = data;
 
-            wait_ge(&rc_ctrl->arrived, st + 1, over);
+            hpml__shm_wait(s, &rc_ctrl->arrived, st + 1, HPML_SHM_YIELD_OVERSUBSCRIBED);
             if (d->win >= 0 &&
-                (src = hpml__shm_addr(comm, (int)d->win, lroot, (size_t)d->off)) == NULL) {
+                (src = hpml__registered_addr(comm, (int)d->win, lroot, (size_t)d->off)) == NULL) {
                 /* Windows are created collectively, so this cannot happen; keep the
                  * protocol going so that nobody hangs. */
                 rc = hpml_set_error(HPML_ERR_STATE, "bcast_shm: unknown window %lld",
@@ -239,7 +196,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
     /* The readers copy out of a registered root buffer: it must not change (nor the
      * root leave) before they are done. */
     if (reg && lr == lroot)
-        wait_all_done(comm, s, base + nsteps, over);
+        hpml__shm_wait_all(s, OFF_DONE, base + nsteps, HPML_SHM_YIELD_OVERSUBSCRIBED);
     return rc;
 }
 

@@ -7,11 +7,12 @@
  * different collectives, and fails within one round trip instead of hanging.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/comm_internal.h"
 
 enum { SIG_KIND, SIG_COUNT, SIG_DTYPE, SIG_OP, SIG_ROOT, SIG_SEQ, SIG_N };
 

@@ -4,12 +4,15 @@
  * nodes of HPML_RANKS_PER_NODE consecutive ranks), the node leaders' communicator, and
  * the lazily created node segment (shm.c).
  */
-#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "core/settings_internal.h"
 
 int hpml__mpi_error(int mpi_rc, const char *what)
 {

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "hpml/comm.h"
+#include "hpml/core.h"
 
 /* Capacity when the caller passes 0: Horovod's default fusion threshold. */
 #define DEFAULT_CAPACITY ((size_t)64 << 20)

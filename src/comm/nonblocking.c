@@ -14,15 +14,22 @@
  * reduces into a temporary buffer and applies the function to every element when the
  * MPI requests complete.
  *
- * The struct hpml_progress also holds the checking mode's duplicate communicator, so all
- * of comm B's per-communicator state is created lazily and torn down in one place,
- * hpml__progress_destroy.
+ * The struct hpml_progress also holds the checking mode's duplicate communicator, so the
+ * per-communicator state of the nonblocking engine and of the checking mode is created
+ * lazily and torn down in one place, hpml__progress_destroy.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "comm/xfer.h"
+#include "core/settings_internal.h"
 
 enum { MODE_NONE = 0, MODE_THREAD, MODE_MPI };
 

@@ -6,7 +6,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 #define HALF_OP(name, dt, op)                                                                      \
     static void name(void *in, void *inout, int *len, MPI_Datatype *type)                          \

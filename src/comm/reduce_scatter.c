@@ -5,7 +5,8 @@
  */
 #include <string.h>
 
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 hpml__reduce_scatter_fn hpml__reduce_scatter_impl(hpml_algo_t algo)
 {

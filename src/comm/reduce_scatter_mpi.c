@@ -3,7 +3,8 @@
  * MPI_UINT16_T with user-defined ops running hpml's kernels.
  * Cost: whatever the MPI library's tuned selection gives.
  */
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 int hpml__reduce_scatter_mpi(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                              hpml_op_t op, hpml_comm_t *comm)

@@ -4,9 +4,9 @@
  * r is complete (Patarasuk & Yuan 2009; the first half of the ring allreduce).
  * Cost: (p−1)α + n(p−1)/p·(β + γ) for n input bytes per rank.
  */
-#include <string.h>
-
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
+#include "comm/xfer.h"
 
 int hpml__reduce_scatter_ring(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                               hpml_op_t op, hpml_comm_t *comm)

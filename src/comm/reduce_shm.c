@@ -1,12 +1,11 @@
 /*
- * Shared-memory reduce: comm A's shared-memory allreduce (every local rank reduces its
+ * Shared-memory reduce: the shared-memory allreduce (every local rank reduces its
  * slice of all peers' buffers in the node segment), with the result kept at the root
  * only. Cost: the shared-memory allreduce's, about 2n/B_copy on one node: cheaper than
  * a tree of n-byte messages whenever n is large.
  */
-#include <string.h>
-
-#include "comm/commb_internal.h"
+#include "comm/coll_internal.h"
+#include "comm/comm_internal.h"
 
 int hpml__reduce_shm(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                      hpml_op_t op, int root, hpml_comm_t *comm)

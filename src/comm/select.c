@@ -15,11 +15,15 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "core/settings_internal.h"
 
 typedef struct {
     hpml_coll_t coll;

@@ -6,6 +6,7 @@
  * sizes with the same winner become one rule of the tuning file (boundary halfway, in log scale, to
  * the next size measured).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -1,9 +1,10 @@
 /* Chunked point-to-point byte transfers (see xfer.h). */
 #include <limits.h>
-#include <stdlib.h>
+#include <stdint.h>
 
 #include "comm/xfer.h"
 #include "comm/comm_internal.h"
+#include "core/settings_internal.h"
 
 size_t hpml__xfer_limit(void)
 {

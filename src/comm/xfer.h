@@ -1,5 +1,5 @@
 /*
- * Chunked point-to-point byte transfers for comm B's collectives (bcast, reduce,
+ * Chunked point-to-point byte transfers for the point-to-point collectives (bcast, reduce,
  * allgather, reduce_scatter). MPI counts are int: every helper here splits a size_t
  * byte count into pieces of at most hpml__xfer_limit() bytes, posting matching pieces
  * on both sides so any message size works.
@@ -12,7 +12,7 @@
 
 #include "hpml/core.h"
 
-/* Tags used by comm B's point-to-point collectives (one per collective, so a stray
+/* Tags used by the point-to-point collectives (one per collective, so a stray
  * message from a bug shows up as a hang in one place rather than silent corruption). */
 enum {
     HPML_TAG_BCAST = 0x4b10,
@@ -22,7 +22,7 @@ enum {
     HPML_TAG_ALLTOALLV = 0x4b50,
 };
 
-/* Largest piece, in bytes, handed to a single MPI call (comm A's chunk limit). */
+/* Largest piece, in bytes, handed to a single MPI call (INT_MAX; HPML_MAX_MSG_BYTES lowers it). */
 size_t hpml__xfer_limit(void);
 
 int hpml__xfer_send(const void *buf, size_t bytes, int dest, int tag, MPI_Comm comm);

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 #define SENTINEL 0x5a
 #define GUARD    64 /* bytes after recvbuf that must stay SENTINEL */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 #define SENTINEL 0xab
 

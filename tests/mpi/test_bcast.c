@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 static void run(hpml_comm_t *comm, const char *label, int level)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 static void matching(hpml_comm_t *c, const char *when)
 {

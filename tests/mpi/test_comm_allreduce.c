@@ -364,7 +364,7 @@ static void node_exchange(hpml_comm_t *c, const char *what)
     hpml_comm_free_shared(c, mine);
 }
 
-/* The node segment is shared with bcast_shm (comm B): mixed sequences of shm allreduce
+/* The node segment is shared with bcast_shm: mixed sequences of shm allreduce
  * and shm bcast of different sizes and roots must neither hang nor corrupt data. */
 static void mixed_with_bcast(hpml_comm_t *c)
 {

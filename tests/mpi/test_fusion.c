@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 int main(int argc, char **argv)
 {

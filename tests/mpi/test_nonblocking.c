@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 /* Seconds rank 0 computes at most: generous for a loaded 2-core machine. To see the
  * test fail on an engine without background progress:

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commb_util.h"
+#include "coll_util.h"
 
 static void one(hpml_comm_t *comm, const char *label, hpml_algo_t algo, hpml_dtype_t dt,
                 hpml_op_t op, int in_place, size_t n, int root)

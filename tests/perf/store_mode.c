@@ -1,5 +1,5 @@
 /*
- * How well the shared-memory allreduce's store-mode picker (src/comm/shm.c,
+ * How well the shared-memory allreduce's store-mode picker (src/comm/store_mode.c,
  * hpml__shm_mode_pick) follows the machine. Three communicators, each with its own node
  * segment: the picker's (VAR unset), plain stores (VAR=0) and streaming stores (VAR=1),
  * where VAR is HPML_SHM_NT (the pipeline buffers' knob, the default) or HPML_SHM_OUT_NT

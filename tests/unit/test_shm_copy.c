@@ -1,5 +1,5 @@
 /*
- * hpml__shm_copy (src/comm/shm.c), which the shm allreduce uses to fill the pipeline
+ * hpml__shm_copy (src/comm/store_mode.c), which the shm allreduce uses to fill the pipeline
  * buffers: plain memcpy or streaming stores with a head up to a cache line, whole lines,
  * and a tail. Every destination offset within a line, a few source offsets, sizes around
  * the thresholds: the copy is exact and touches nothing outside [dst, dst + n).
@@ -17,10 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm_internal.h"
+#include "comm/shm_internal.h"
+#include "comm/store_mode.h"
 
 #define GUARD            64
-#define MODE_PROBE_CALLS 128u /* shm.c's MODE_PROBE */
+#define MODE_PROBE_CALLS 128u /* store_mode.c's MODE_PROBE */
 
 static void test_copy_exact(void **state)
 {
@@ -87,11 +88,11 @@ static void mode_setup(hpml_shm_t *s, char **peer, size_t llc)
 {
     memset(s, 0, sizeof(*s));
     memset(peer[0], 0, HPML_SHM_CTRL_BYTES);
-    s->nt = -1;
-    s->out_nt = -1;
-    s->llc_bytes = llc;
+    s->mode.nt = -1;
+    s->mode.out_nt = -1;
+    s->mode.llc_bytes = llc;
     s->local_size = 1;
-    s->pend_class = -1;
+    s->mode.pend_class = -1;
     s->w.peer = peer;
 }
 
@@ -191,12 +192,12 @@ static void test_mode_pick_out(void **state)
     warm_up_both(&s, 4 * mib, out_slow);
     /* Fixed by HPML_SHM_OUT_NT: at every size, where the caller allows it; the pipeline's
      * knob goes on measuring alone. */
-    s.out_nt = 1;
+    s.mode.out_nt = 1;
     out_calls(&s, 64, 1, out_slow, 10, HPML_SHM_MODE_OUT, &pipe, &out, &off);
     assert_int_equal(out, 10);
     out_calls(&s, 4 * mib, 0, out_slow, 10, 0, &pipe, &out, &off);
     assert_int_equal(out, 0);
-    s.out_nt = 0;
+    s.mode.out_nt = 0;
     out_calls(&s, 16 * mib, 1, out_fast, 300, 0, &pipe, &out, &off);
     assert_int_equal(out, 0);
     assert_int_equal(pipe, 6 + 2 + 2); /* the new class's warm-up, then two probes */
@@ -232,7 +233,7 @@ static void test_mode_pick(void **state)
     assert_int_equal(nt_calls(&s, 12, 1.0, 3.0, stale + 1), 6);
     assert_int_equal(nt_calls(&s, 40, 1.0, 3.0, stale + 1), 0);
     /* Fixed by HPML_SHM_NT: no measuring. */
-    s.nt = 0;
+    s.mode.nt = 0;
     assert_int_equal(nt_calls(&s, 5, 10.0, 3.0, 0), 0);
     free(peer[0]);
 }

@@ -1,10 +1,11 @@
 /*
- * Helpers shared by comm B's multi-rank tests (bcast, reduce, allgather, reduce_scatter,
- * nonblocking, check, fusion): integer-valued data that every dtype holds exactly, so
- * results must be bitwise equal whatever the reduction order, and the count list.
+ * Helpers shared by the collectives' multi-rank tests (bcast, reduce, allgather,
+ * reduce_scatter, nonblocking, check, fusion): integer-valued data that every dtype holds
+ * exactly, so results must be bitwise equal whatever the reduction order, and the count
+ * list.
  */
-#ifndef HPML_TESTS_COMMB_UTIL_H
-#define HPML_TESTS_COMMB_UTIL_H
+#ifndef HPML_TESTS_COLL_UTIL_H
+#define HPML_TESTS_COLL_UTIL_H
 
 #include <stdint.h>
 #include <stdio.h>
