@@ -29,20 +29,13 @@
 
 /* Bytes per pipeline step: at most the segment's buffer size; smaller steps keep the
  * handoff in cache (HPML_BCAST_SHM_CHUNK overrides, for tuning). */
-static size_t step_bytes(const hpml_shm_t *s)
+static size_t step_bytes(const hpml_comm_t *comm, const hpml_shm_t *s)
 {
-    static size_t env; /* 0: not read; SIZE_MAX: unset */
-    size_t c = __atomic_load_n(&env, __ATOMIC_RELAXED);
+    size_t c = comm->set.set[HPML__S_BCAST_SHM_CHUNK]
+                   ? (size_t)comm->set.value[HPML__S_BCAST_SHM_CHUNK]
+                   : s->chunk_bytes;
 
-    if (c == 0) {
-        uint64_t v;
-
-        c = hpml__setting_env(HPML__S_BCAST_SHM_CHUNK, &v) ? (size_t)v : SIZE_MAX;
-        __atomic_store_n(&env, c, __ATOMIC_RELAXED);
-    }
     /* Each step's buffer starts with a descriptor (below). */
-    if (c == SIZE_MAX)
-        c = s->chunk_bytes;
     return hpml__min(c, s->chunk_bytes - 64);
 }
 
@@ -147,7 +140,7 @@ static int bcast_node(hpml_comm_t *comm, void *buf, size_t bytes, int lroot)
         base = s->step++; /* identical on every local rank: all see the same bytes */
         return bcast_cma(comm, s, buf, bytes, lroot, base);
     }
-    chunk = step_bytes(s);
+    chunk = step_bytes(comm, s);
     nsteps = hpml__div_up(bytes, chunk);
     base = s->step;
     s->step += nsteps; /* identical on every local rank: all see the same bytes */

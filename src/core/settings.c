@@ -77,9 +77,10 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
     [HPML__S_SHM_OUT_NT] = {"HPML_SHM_OUT_NT", HPML_SETTING_CHOICE, "measured", 0, 0, "0|1", 0,
                             "shm allreduce writes the caller's output with plain (0) or "
                             "streaming (1) stores; unset, measured where outputs are large"},
-    [HPML__S_SHM_SPIN] = {"HPML_SHM_SPIN", HPML_SETTING_COUNT, "20000, 256 oversubscribed", 0,
-                          UINT32_MAX, NULL, 0,
-                          "polls of a shared-memory flag before a waiting rank yields its core"},
+    [HPML__S_SHM_SPIN] =
+        {"HPML_SHM_SPIN", HPML_SETTING_COUNT, "20000, 256 oversubscribed", 0, UINT32_MAX, NULL, 0,
+         "polls of a shared-memory flag before a rank waiting in the shm allreduce or "
+         "reduce yields its core"},
     [HPML__S_SHM_CMA] = {"HPML_SHM_CMA", HPML_SETTING_CHOICE, "1", 0, 0, "0|1", 0,
                          "0: never read peers' buffers with cross-memory attach "
                          "(process_vm_readv); the local ranks agree when the segment is made"},
