@@ -67,18 +67,21 @@ static const nn_exchange_ops_t msg_ops = {
 int hpml__exchange_msg_open(nn_split_t *sp, size_t w, size_t gb, size_t lb, nn_exchange_t **out)
 {
     msg_t *e = calloc(1, sizeof(*e));
+    int err = HPML_ERR_NOMEM;
 
     *out = NULL;
     if (e == NULL)
-        return HPML_ERR_NOMEM;
+        goto out;
     e->base = (nn_exchange_t){.ops = &msg_ops, .sp = sp, .w = w, .desc = "through messages"};
     e->base.parts = hpml_malloc(gb * w * sizeof(float) + 1);
     e->recv = hpml_malloc((size_t)sp->P * lb * w * sizeof(float) + 1);
     e->base.rows = hpml_malloc(gb * w * sizeof(float) + 1);
-    if (!e->base.parts || !e->recv || !e->base.rows) {
-        msg_close(&e->base, HPML_ERR_NOMEM);
-        return HPML_ERR_NOMEM;
-    }
+    if (!e->base.parts || !e->recv || !e->base.rows)
+        goto out;
     *out = &e->base;
-    return 0;
+    e = NULL;
+    err = 0;
+out:
+    msg_close(e ? &e->base : NULL, err);
+    return err;
 }

@@ -16,6 +16,11 @@
 
 #include "nn/layout.h"
 
+typedef struct {
+    nn_exchange_t base;
+    float *rows_mine; /* this rank's registered buffer of the matrix (local rank 0's is used) */
+} shm_t;
+
 static int shm_sync(nn_exchange_t *x)
 {
     return hpml_comm_node_sync(x->sp->comm);
@@ -42,11 +47,6 @@ static void shm_sum_tail(nn_exchange_t *x, float *g, size_t n)
                 g[i] += part[i];
     }
 }
-
-typedef struct {
-    nn_exchange_t base;
-    float *rows_mine; /* this rank's registered buffer of the matrix (local rank 0's is used) */
-} shm_t;
 
 /* Freeing a registered buffer is collective: after an error, which may be this rank's
  * alone, the buffers stay until the communicator is destroyed, so that this rank returns
@@ -90,14 +90,14 @@ int hpml__exchange_shm_open(nn_split_t *sp, size_t w, size_t gb, size_t tail_byt
     tail = tail_bytes ? hpml_comm_alloc_shared(sp->comm, tail_bytes) : NULL;
     rows0 = rows ? hpml_comm_shared_peer(sp->comm, rows, 0) : NULL;
     ok = e && parts && rows0 && (tail || !tail_bytes);
-    if ((err = hpml_allreduce(HPML_IN_PLACE, &ok, 1, HPML_I32, HPML_MIN, sp->comm)) != 0 || !ok) {
+    if ((err = hpml_allreduce(HPML_IN_PLACE, &ok, 1, HPML_I32, HPML_MIN, sp->comm)) != 0)
+        goto out;
+    if (!ok) {
         /* Whatever was registered stays until the communicator is destroyed: freeing is
          * collective, and a rank that got no buffer has none to free with the others. */
-        if (err == 0)
-            HPML_LOG(HPML_LOG_WARN, "nn: no shared-memory buffers for the split layers' "
-                                    "exchanges; they go through messages");
-        free(e);
-        return err;
+        HPML_LOG(HPML_LOG_WARN, "nn: no shared-memory buffers for the split layers' "
+                                "exchanges; they go through messages");
+        goto out;
     }
     e->base = (nn_exchange_t){
         .ops = &shm_ops, .sp = sp, .w = w, .parts = parts, .rows = rows0, .tail = tail};
@@ -105,5 +105,8 @@ int hpml__exchange_shm_open(nn_split_t *sp, size_t w, size_t gb, size_t tail_byt
         tail ? "and the gradients above them through shared memory" : "through shared memory";
     e->rows_mine = rows;
     *out = &e->base;
-    return 0;
+    e = NULL;
+out:
+    free(e);
+    return err;
 }

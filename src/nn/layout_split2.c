@@ -96,13 +96,15 @@ static int split2_forward(nn_layout_t *l, const nn_step_t *st)
     const size_t o0 = sp->own[sp->me], o1 = sp->own[sp->me + 1], k = s->out1;
     const float *z;
     float *sum;
+    double t0;
     int err;
 
     hpml__buckets_begin(sp->bk, st->lr);
     hpml__split_rows(sp, st->gb);
     hpml__nn_dense_rows_forward(sp->m, 0, sp->x, st->gb, o0, o1, sp->y);
     hpml__nn_dense_cols_forward(sp->m, 1, sp->y, st->gb, o0, o1, x->parts);
-    if ((err = hpml__split_waited(sp, hpml_time(), x->ops->send_parts(x))) != 0 || sp->nl == 0)
+    t0 = hpml_time();
+    if ((err = hpml__split_waited(sp, t0, x->ops->send_parts(x))) != 0 || sp->nl == 0)
         return err;
     sum = hpml__nn_dense_sums(sp->m, 1);
     for (int p = 0; p < sp->P; p++) { /* rank order, so every run sums alike */
@@ -128,6 +130,7 @@ static int split2_backward(nn_layout_t *l, const nn_step_t *st, double *loss_sum
     hpml_model_t *m = sp->m;
     const size_t o0 = sp->own[sp->me], o1 = sp->own[sp->me + 1];
     const float *da;
+    double t0;
     int err;
 
     if (sp->nl > 0) {
@@ -140,7 +143,8 @@ static int split2_backward(nn_layout_t *l, const nn_step_t *st, double *loss_sum
     }
     if (x->tail)
         memcpy(x->tail, m->grads + s->lo, (m->nparams - s->lo) * sizeof(float));
-    if ((err = hpml__split_waited(sp, hpml_time(), x->ops->share_rows(x))) != 0)
+    t0 = hpml_time();
+    if ((err = hpml__split_waited(sp, t0, x->ops->share_rows(x))) != 0)
         return err;
     hpml__nn_dense_cols_backward(m, 1, sp->y, st->gb, o0, o1, x->rows, sp->g);
     hpml__nn_dense_rows_backward(m, 0, sp->x, st->gb, o0, o1, sp->y, sp->g);
