@@ -56,13 +56,29 @@ static void write_data(char *dir, size_t size, hpml_data_paths_t *p)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* The same rows read by hpml_dataset_load, scaled by 1/255: what the loader normalises. */
-static void reference(const hpml_data_paths_t *p, size_t limit, double *mean, double *sd,
-                      hpml_dataset_t *raw)
+/* A load and its reference: the loader's sets and normalisation, and the first rows of the
+ * training set read by hpml_dataset_load, scaled by 1/255 (what the loader normalises),
+ * with their statistics. */
+typedef struct {
+    hpml_dataset_t tr, te, raw;
+    double mean, sd; /* the reference's */
+    float m, s;      /* the loader's */
+} loaded_t;
+
+static void load(hpml_comm_t *comm, const hpml_data_paths_t *p, const hpml_train_data_opts_t *o,
+                 size_t ref_rows, loaded_t *l)
 {
-    HPMLT_CALL(
-        hpml_dataset_load(p->train_images, p->train_labels, 0, limit, -1.0f, 0.0f, 1.0f, raw));
-    hpml_dataset_stats(raw, mean, sd);
+    HPMLT_CALL(hpml_dataset_load(p->train_images, p->train_labels, 0, ref_rows, -1.0f, 0.0f, 1.0f,
+                                 &l->raw));
+    hpml_dataset_stats(&l->raw, &l->mean, &l->sd);
+    HPMLT_CALL(hpml_train_data_load(comm, p, o, &l->tr, &l->te, &l->m, &l->s));
+}
+
+static void unload(loaded_t *l)
+{
+    hpml_dataset_free(&l->tr);
+    hpml_dataset_free(&l->te);
+    hpml_dataset_free(&l->raw);
 }
 
 /* Are the pixels of sample i of d those of the reference's sample `at`, normalised with
@@ -88,73 +104,69 @@ static int same_sample(const hpml_dataset_t *d, size_t i, const hpml_dataset_t *
 static void check_whole(hpml_comm_t *comm, const hpml_data_paths_t *p)
 {
     hpml_train_data_opts_t o = {.train_limit = SIZE_MAX, .test_limit = SIZE_MAX, .normalize = 1};
-    hpml_dataset_t tr, te, raw;
-    double mean, sd;
-    float m, s;
+    loaded_t l;
     size_t b0, b1, ntest = 0;
 
-    reference(p, N, &mean, &sd, &raw);
-    HPMLT_CALL(hpml_train_data_load(comm, p, &o, &tr, &te, &m, &s));
-    HPMLT_CHECK(tr.n == N && tr.total == N && tr.offset == 0 && tr.classes == 8,
-                "whole: n %zu total %zu offset %zu classes %d", tr.n, tr.total, tr.offset,
-                tr.classes);
-    HPMLT_CHECK(m == (float)mean && s == (float)sd, "whole: mean %g std %g, want %g %g", (double)m,
-                (double)s, mean, sd);
-    for (size_t i = 0; i < tr.n && i < N; i++)
-        HPMLT_CHECK(same_sample(&tr, i, &raw, i, m, s, 1e-5f), "whole: sample %zu", i);
+    load(comm, p, &o, N, &l);
+    HPMLT_CHECK(l.tr.n == N && l.tr.total == N && l.tr.offset == 0 && l.tr.classes == 8,
+                "whole: n %zu total %zu offset %zu classes %d", l.tr.n, l.tr.total, l.tr.offset,
+                l.tr.classes);
+    HPMLT_CHECK(l.m == (float)l.mean && l.s == (float)l.sd, "whole: mean %g std %g, want %g %g",
+                (double)l.m, (double)l.s, l.mean, l.sd);
+    for (size_t i = 0; i < l.tr.n && i < N; i++)
+        HPMLT_CHECK(same_sample(&l.tr, i, &l.raw, i, l.m, l.s, 1e-5f), "whole: sample %zu", i);
     hpml_io_partition(NT, hpmlt_rank(), hpmlt_size(), &b0, &b1);
-    HPMLT_CHECK(te.n == b1 - b0 && te.offset == b0, "test block: %zu rows at %zu, want [%zu, %zu)",
-                te.n, te.offset, b0, b1);
-    for (size_t i = 0; i < te.n; i++) /* test row r: training row r + 1's pixels, r's label */
-        HPMLT_CHECK(same_pixels(&te, i, &raw, b0 + i + 1, m, s, 1e-5f) && te.y[i] == raw.y[b0 + i],
+    HPMLT_CHECK(l.te.n == b1 - b0 && l.te.offset == b0,
+                "test block: %zu rows at %zu, want [%zu, %zu)", l.te.n, l.te.offset, b0, b1);
+    for (size_t i = 0; i < l.te.n; i++) /* test row r: training row r + 1's pixels, r's label */
+        HPMLT_CHECK(same_pixels(&l.te, i, &l.raw, b0 + i + 1, l.m, l.s, 1e-5f) &&
+                        l.te.y[i] == l.raw.y[b0 + i],
                     "test sample %zu", b0 + i);
-    MPI_Allreduce(&te.n, &ntest, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&l.te.n, &ntest, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
     HPMLT_CHECK(ntest == NT, "the test blocks hold %zu rows, want %d", ntest, NT);
-    hpml_dataset_free(&tr);
-    hpml_dataset_free(&te);
-    hpml_dataset_free(&raw);
+    unload(&l);
 
     /* Limits, no normalisation, no test set. */
     o.train_limit = 20;
     o.normalize = 0;
-    reference(p, 20, &mean, &sd, &raw);
-    HPMLT_CALL(hpml_train_data_load(comm, p, &o, &tr, &te, &m, &s));
-    HPMLT_CHECK(tr.n == 20 && tr.total == 20 && tr.classes == 3 && m == 0.0f && s == 1.0f,
-                "limit 20: n %zu total %zu classes %d mean %g std %g", tr.n, tr.total, tr.classes,
-                (double)m, (double)s);
-    for (size_t i = 0; i < tr.n && i < 20; i++)
-        HPMLT_CHECK(same_sample(&tr, i, &raw, i, 0.0f, 1.0f, 0.0f), "limit 20: sample %zu", i);
-    hpml_dataset_free(&tr);
-    hpml_dataset_free(&te);
-    hpml_dataset_free(&raw);
+    {
+        hpml_data_paths_t q = *p;
+
+        q.test_images[0] = '\0';
+        load(comm, &q, &o, 20, &l);
+    }
+    HPMLT_CHECK(l.tr.n == 20 && l.tr.total == 20 && l.tr.classes == 3 && l.m == 0.0f &&
+                    l.s == 1.0f && l.te.n == 0 && l.te.x == NULL,
+                "limit 20: n %zu total %zu classes %d mean %g std %g, %zu test rows", l.tr.n,
+                l.tr.total, l.tr.classes, (double)l.m, (double)l.s, l.te.n);
+    for (size_t i = 0; i < l.tr.n && i < 20; i++)
+        HPMLT_CHECK(same_sample(&l.tr, i, &l.raw, i, 0.0f, 1.0f, 0.0f), "limit 20: sample %zu", i);
+    unload(&l);
 }
 
 static void check_sharded(hpml_comm_t *comm, const hpml_data_paths_t *p)
 {
     hpml_train_data_opts_t o = {
         .train_limit = SIZE_MAX, .test_limit = 5, .normalize = 1, .shard = 1};
-    hpml_dataset_t tr, te, raw;
-    double mean, sd;
-    float m, s;
+    loaded_t l;
     size_t b0, b1, ntest = 0;
 
-    reference(p, N, &mean, &sd, &raw);
-    HPMLT_CALL(hpml_train_data_load(comm, p, &o, &tr, &te, &m, &s));
+    load(comm, p, &o, N, &l);
     hpml_io_partition(N, hpmlt_rank(), hpmlt_size(), &b0, &b1);
     /* Every rank knows label 7, which only the last rank's block holds. */
-    HPMLT_CHECK(tr.n == b1 - b0 && tr.offset == b0 && tr.total == N && tr.classes == 8,
-                "sharded: n %zu offset %zu total %zu classes %d, want [%zu, %zu) of %d, 8", tr.n,
-                tr.offset, tr.total, tr.classes, b0, b1, N);
+    HPMLT_CHECK(l.tr.n == b1 - b0 && l.tr.offset == b0 && l.tr.total == N && l.tr.classes == 8,
+                "sharded: n %zu offset %zu total %zu classes %d, want [%zu, %zu) of %d, 8", l.tr.n,
+                l.tr.offset, l.tr.total, l.tr.classes, b0, b1, N);
     /* The combined moments give the whole set's statistics to rounding. */
-    HPMLT_CHECK(fabs(m - mean) <= 1e-6 * fabs(mean) + 1e-7 && fabs(s - sd) <= 1e-6 * sd,
-                "sharded: mean %.9g std %.9g, want %.9g %.9g", (double)m, (double)s, mean, sd);
-    for (size_t i = 0; i < tr.n; i++)
-        HPMLT_CHECK(same_sample(&tr, i, &raw, b0 + i, m, s, 1e-5f), "sharded: sample %zu", b0 + i);
-    MPI_Allreduce(&te.n, &ntest, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    HPMLT_CHECK(fabs(l.m - l.mean) <= 1e-6 * fabs(l.mean) + 1e-7 && fabs(l.s - l.sd) <= 1e-6 * l.sd,
+                "sharded: mean %.9g std %.9g, want %.9g %.9g", (double)l.m, (double)l.s, l.mean,
+                l.sd);
+    for (size_t i = 0; i < l.tr.n; i++)
+        HPMLT_CHECK(same_sample(&l.tr, i, &l.raw, b0 + i, l.m, l.s, 1e-5f), "sharded: sample %zu",
+                    b0 + i);
+    MPI_Allreduce(&l.te.n, &ntest, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
     HPMLT_CHECK(ntest == 5, "test limit 5: the blocks hold %zu rows", ntest);
-    hpml_dataset_free(&tr);
-    hpml_dataset_free(&te);
-    hpml_dataset_free(&raw);
+    unload(&l);
 }
 
 /* The last rank is given a training file that does not exist: every rank fails, the last
