@@ -182,6 +182,33 @@ typedef struct hpml_data_paths {
 } hpml_data_paths_t;
 void hpml_data_paths(const char *dir, hpml_data_paths_t *p);
 
+/* How hpml_train_data_load reads a run's data. */
+typedef struct hpml_train_data_opts {
+    size_t train_limit; /* use the first rows of the training set only (SIZE_MAX: all) */
+    size_t test_limit;  /* the same for the test set */
+    int shard;          /* each rank loads only its block of the training rows (--shard-data) */
+    int normalize;      /* standardise with the training set's mean and standard deviation */
+} hpml_train_data_opts_t;
+
+/*
+ * The data of a training run, for hpml_train (collective over comm). *train: the training
+ * set of paths->train_images and train_labels, its first opts->train_limit rows, whole on
+ * every rank, or with opts->shard this rank's block of them (hpml_io_partition); pixels
+ * scaled (1/255 for 8-bit images) and, with opts->normalize, standardised with the mean and
+ * standard deviation of all those rows (the shards' moments combined over the ranks);
+ * train->total is the number of rows used and train->classes covers every rank's labels.
+ * *test: this rank's block of the first opts->test_limit rows of paths->test_images and
+ * test_labels, normalised alike (empty when either path is ""). *mean and *std receive the
+ * normalisation (0 and 1 without), for hpml_train_config_t and hpml_model_save.
+ * Errors are agreed (hpml_comm_agree): when any rank fails (a file it cannot read, memory),
+ * every rank returns an error, the failing ranks their own, the others the lowest failing
+ * rank's code with "rank R: <its message>"; train and test are then empty. Free both with
+ * hpml_dataset_free.
+ */
+int hpml_train_data_load(hpml_comm_t *comm, const hpml_data_paths_t *paths,
+                         const hpml_train_data_opts_t *opts, hpml_dataset_t *train,
+                         hpml_dataset_t *test, float *mean, float *std);
+
 /* The spec of a preset ("mlp": 784-512-256-10, "lenet": LeNet-5, "cnn": the 2-conv
  * network of the issue), or `name` itself when it is not a preset. */
 const char *hpml_model_preset(const char *name);

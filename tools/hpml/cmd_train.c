@@ -598,66 +598,18 @@ int cmd_train(int argc, char **argv)
         goto out;
     }
 
-    /* Data: the whole training set on every rank (global shuffling), this rank's block of
-     * the test set. */
+    /* Data: the whole training set on every rank (global shuffling) or its block of rows
+     * (--shard-data), this rank's block of the test set. */
     {
-        double t0 = hpml_time(), mean = 0, sd = 1;
-        size_t tb, te;
-        size_t r0 = 0, r1 = train_limit, total = 0;
-        if (shard) { /* this rank's block of the (limited) rows only */
-            size_t cols;
-            hpml_dtype_t sdt;
-            err = hpml_io_shape(dp.train_images, HPML_FMT_AUTO, &total, &cols, &sdt);
-            if (mlcli_check(CMD, comm, err))
-                goto out;
-            if (total > train_limit)
-                total = train_limit;
-            hpml_io_partition(total, sc.base.rank, sc.base.size, &r0, &r1);
-        }
-        err =
-            hpml_dataset_load(dp.train_images, dp.train_labels, r0, r1, -1.0f, 0.0f, 1.0f, &train);
+        const hpml_train_data_opts_t dopt = {.train_limit = train_limit,
+                                             .test_limit = test_limit,
+                                             .shard = shard,
+                                             .normalize = normalize};
+        double t0 = hpml_time();
+
+        err = hpml_train_data_load(comm, &dp, &dopt, &train, &test, &cfg.mean, &cfg.std);
         if (mlcli_check(CMD, comm, err))
             goto out;
-        if (normalize) {
-            hpml_dataset_stats(&train, &mean, &sd);
-            if (shard) { /* combine the shards' moments */
-                double s3[3] = {(double)train.n, (double)train.n * mean,
-                                (double)train.n * (sd * sd + mean * mean)};
-                if ((err = hpml_allreduce(HPML_IN_PLACE, s3, 3, HPML_F64, HPML_SUM, comm)) != 0) {
-                    rc = cli_fail_agreed(CMD, err);
-                    goto out;
-                }
-                mean = s3[1] / s3[0];
-                sd = sqrt(fmax(s3[2] / s3[0] - mean * mean, 1e-12));
-            }
-            hpml_dataset_normalize(&train, (float)mean, (float)sd);
-        }
-        cfg.mean = (float)mean;
-        cfg.std = (float)sd;
-        /* a --train-limit subset is the whole set for training */
-        train.total = shard ? total : train.n;
-        {
-            int32_t cl = train.classes;
-            if ((err = hpml_allreduce(HPML_IN_PLACE, &cl, 1, HPML_I32, HPML_MAX, comm)) != 0) {
-                rc = cli_fail_agreed(CMD, err);
-                goto out;
-            }
-            train.classes = cl;
-        }
-        if (dp.test_images[0] && dp.test_labels[0]) {
-            size_t trows = 0, tcols;
-            hpml_dtype_t tdt;
-            err = hpml_io_shape(dp.test_images, HPML_FMT_AUTO, &trows, &tcols, &tdt);
-            if (mlcli_check(CMD, comm, err))
-                goto out;
-            if (trows > test_limit)
-                trows = test_limit;
-            hpml_io_partition(trows, sc.base.rank, sc.base.size, &tb, &te);
-            err = hpml_dataset_load(dp.test_images, dp.test_labels, tb, te, -1.0f, (float)mean,
-                                    (float)sd, &test);
-            if (mlcli_check(CMD, comm, err))
-                goto out;
-        }
         /* The layout for the data as loaded (hpml_train's batch is at most the set); a spec
          * that the data's shape breaks is hpml_train's error below. */
         (void)hpml_train_layout(
