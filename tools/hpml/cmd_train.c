@@ -4,7 +4,6 @@
  * Parses options, loads the data, calls hpml_train and prints the per-epoch report.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,74 +13,12 @@
 
 #include "cli.h"
 #include "mlcli.h"
+#include "opts.h"
 #include "hpml/io.h"
 #include "hpml/comm.h"
 #include "hpml/nn.h"
 
 #define CMD "train"
-
-static void usage(void)
-{
-    if (cli_rank() != 0)
-        return;
-    printf(
-        "Usage: mpirun -np N hpml train [options]\n\n"
-        "Data-parallel training: every rank computes gradients on its part of each global\n"
-        "batch; gradient buckets are allreduced (averaged) while backward runs. The first\n"
-        "one or two dense layers may instead be split across the ranks (--parallel,\n"
-        "--split-layers).\n\n"
-        "Model:\n"
-        "  -m, --model SPEC         layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
-        "                           or a preset: mlp, lenet, cnn (default mlp)\n"
-        "Data (default: Fashion-MNIST in %s):\n"
-        "      --data DIR           folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
-        "      --train-images F --train-labels F   any IDX or .npy files instead (both; no\n"
-        "                           test set unless --test-images F --test-labels F too)\n"
-        "      --train-limit N      use the first N training samples (--test-limit too)\n"
-        "      --no-normalize       only scale pixels to [0,1] (default: also standardise)\n"
-        "      --shard-data         each rank loads only its block of the training rows and\n"
-        "                           shuffles within it (the model then depends on the rank\n"
-        "                           count; default: every rank holds the set, global shuffle)\n"
-        "Training:\n"
-        "  -e, --epochs N           (default 5)\n"
-        "  -b, --batch N            global batch, split across ranks (default 128)\n"
-        "      --optimizer sgd|adam|adamw  (default sgd)   --lr X (default 0.05 sgd, 0.001 adam)\n"
-        "      --momentum X (0.9, below 1)   --weight-decay X (0)\n"
-        "      --schedule const|step|cosine  --step-every N --step-gamma X  --warmup STEPS\n"
-        "      --seed N             (default 1): initialisation, shuffling, dropout\n"
-        "      --grad-dtype f32|f16|bf16   gradient allreduce precision (default f32)\n"
-        "      --bucket-size SIZE   gradient bucket (default 25M); --first-bucket SIZE (1M)\n"
-        "      --no-overlap         allreduce after backward instead of during it\n"
-        "      --replicated-update  every rank runs the whole optimizer step (default with\n"
-        "                           f32 gradients and >1 rank: each rank updates the\n"
-        "                           parameters it reduces, inside the allreduce or, in\n"
-        "                           the hybrid layout, the exchanges)\n"
-        "      --parallel auto|data|hybrid   hybrid: the first layer, a dense one, split by\n"
-        "                           outputs across the ranks, each computing its outputs\n"
-        "                           for the whole batch (two all-to-alls of activations per\n"
-        "                           step instead of allreducing its weights; needs the\n"
-        "                           training set on every rank); data: every layer\n"
-        "                           data-parallel; auto (default): hybrid where it moves\n"
-        "                           less data (samples per rank <= the layer's inputs)\n"
-        "      --split-layers 1|2   hybrid: split the first layer only, or the second too\n"
-        "                           when it is dense (by inputs: the exchanges carry its\n"
-        "                           partial sums, through shared memory when the ranks\n"
-        "                           share one node, and only the layers above it have\n"
-        "                           gradients to sum); implies --parallel hybrid (default:\n"
-        "                           the one that moves less data)\n"
-        "      --max-steps N        stop after N steps in total\n"
-        "Checkpoints and output:\n"
-        "      --checkpoint DIR     write checkpoints there (created if missing)\n"
-        "      --checkpoint-every STEPS   (default 0: at the end of each epoch)  --resume\n"
-        "      --save FILE          save the trained model (for hpml eval / hpml predict)\n"
-        "      --json               print a JSON summary instead of the table\n"
-        "      --no-progress        no progress bar (it is only drawn when stderr is a terminal)\n"
-        "Synthetic benchmark (Horovod-style, random data):\n"
-        "      --synthetic          --batch is then per rank (default 128)\n"
-        "      --iters N (50) --warmup-iters N (10) --input CxHxW (1x28x28)\n"
-        "  -h, --help               this text\n",
-        HPML_NN_DEFAULT_DATA);
-}
 
 /* How the gradients above a hybrid split of nsplit layers travel, or the buckets'
  * allreduces, for the header line. */
@@ -172,19 +109,6 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
     report(&s->base, r);
 }
 
-/* "--name" of the long option whose getopt value is `val`. */
-static const char *long_name(const struct option *opts, int val)
-{
-    static char name[40];
-
-    for (; opts->name != NULL; opts++)
-        if (opts->val == val) {
-            snprintf(name, sizeof(name), "--%s", opts->name);
-            return name;
-        }
-    return "option";
-}
-
 /* Can `opt path` be written (hpml_io_writable)? 0, or -1 with "<opt> <why>" in why. */
 static int can_create(const char *opt, const char *path, char *why, size_t len)
 {
@@ -236,467 +160,487 @@ static int outputs_clobber(const hpml_data_paths_t *dp, const char *save, const 
     return 0;
 }
 
-int cmd_train(int argc, char **argv)
-{
-    enum {
-        O_DATA = 256,
-        O_TRI,
-        O_TRL,
-        O_TEI,
-        O_TEL,
-        O_TRLIM,
-        O_TELIM,
-        O_NONORM,
-        O_OPT,
-        O_LR,
-        O_MOM,
-        O_WD,
-        O_SCHED,
-        O_STEPEV,
-        O_STEPG,
-        O_WARM,
-        O_SEED,
-        O_GDT,
-        O_BUCKET,
-        O_FIRST,
-        O_NOOVL,
-        O_REPL,
-        O_PAR,
-        O_SPLIT,
-        O_MAXS,
-        O_CKPT,
-        O_CKEV,
-        O_RESUME,
-        O_SAVE,
-        O_JSON,
-        O_NOPROG,
-        O_SYN,
-        O_ITERS,
-        O_WITERS,
-        O_INPUT,
-        O_SHARD
-    };
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"model", required_argument, 0, 'm'},
-                                         {"epochs", required_argument, 0, 'e'},
-                                         {"batch", required_argument, 0, 'b'},
-                                         {"data", required_argument, 0, O_DATA},
-                                         {"train-images", required_argument, 0, O_TRI},
-                                         {"train-labels", required_argument, 0, O_TRL},
-                                         {"test-images", required_argument, 0, O_TEI},
-                                         {"test-labels", required_argument, 0, O_TEL},
-                                         {"train-limit", required_argument, 0, O_TRLIM},
-                                         {"test-limit", required_argument, 0, O_TELIM},
-                                         {"no-normalize", no_argument, 0, O_NONORM},
-                                         {"shard-data", no_argument, 0, O_SHARD},
-                                         {"optimizer", required_argument, 0, O_OPT},
-                                         {"lr", required_argument, 0, O_LR},
-                                         {"momentum", required_argument, 0, O_MOM},
-                                         {"weight-decay", required_argument, 0, O_WD},
-                                         {"schedule", required_argument, 0, O_SCHED},
-                                         {"step-every", required_argument, 0, O_STEPEV},
-                                         {"step-gamma", required_argument, 0, O_STEPG},
-                                         {"warmup", required_argument, 0, O_WARM},
-                                         {"seed", required_argument, 0, O_SEED},
-                                         {"grad-dtype", required_argument, 0, O_GDT},
-                                         {"bucket-size", required_argument, 0, O_BUCKET},
-                                         {"first-bucket", required_argument, 0, O_FIRST},
-                                         {"no-overlap", no_argument, 0, O_NOOVL},
-                                         {"replicated-update", no_argument, 0, O_REPL},
-                                         {"parallel", required_argument, 0, O_PAR},
-                                         {"split-layers", required_argument, 0, O_SPLIT},
-                                         {"max-steps", required_argument, 0, O_MAXS},
-                                         {"checkpoint", required_argument, 0, O_CKPT},
-                                         {"checkpoint-every", required_argument, 0, O_CKEV},
-                                         {"resume", no_argument, 0, O_RESUME},
-                                         {"save", required_argument, 0, O_SAVE},
-                                         {"json", no_argument, 0, O_JSON},
-                                         {"no-progress", no_argument, 0, O_NOPROG},
-                                         {"synthetic", no_argument, 0, O_SYN},
-                                         {"iters", required_argument, 0, O_ITERS},
-                                         {"warmup-iters", required_argument, 0, O_WITERS},
-                                         {"input", required_argument, 0, O_INPUT},
-                                         {0, 0, 0, 0}};
+typedef struct {
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
-    const char *model = "mlp", *save = NULL, *upd;
-    hpml_parallel_t lay = HPML_PARALLEL_DATA;
-    int nsplit = 0; /* layers the hybrid layout splits */
-    int normalize = 1, shard = 0, synthetic = 0, json = 0, noprog = 0, lr_set = 0, ckev_set = 0,
-        data_set = 0, files = 0, rc = CLI_EXIT_FAIL;
-    long iters = 50, witers = 10, v;
-    int in_c = 1, in_h = 28, in_w = 28;
-    size_t train_limit = SIZE_MAX, test_limit = SIZE_MAX;
-    double d;
-    hpml_comm_t *comm = NULL;
-    hpml_dataset_t train = {0}, test = {0};
-    hpml_model_t *m = NULL;
-    summary_ctx_t sc;
-    int opt, err;
+    const char *model, *save, *data, *files[4]; /* --train-images, -labels, --test-... */
+    size_t train_limit, test_limit;
+    int no_normalize, shard, synthetic, json, no_progress, no_overlap, replicated;
+    long iters, witers;
+    int in_c, in_h, in_w;
+} opts_t;
 
-    hpml_train_config_default(&cfg);
-    hpml_data_paths(HPML_NN_DEFAULT_DATA, &dp);
-    optind = 1;
-    while ((opt = cli_getopt(CMD, argc, argv, "hm:e:b:", opts)) != -1) {
-        switch (opt) {
-        case 'h': usage(); return CLI_EXIT_OK;
-        case 'm': model = optarg; break;
-        case 'e':
-            if (cli_opt_long(CMD, "--epochs", optarg, 1, 1000000, &v))
-                return CLI_EXIT_USAGE;
-            cfg.epochs = (int)v;
-            break;
-        case 'b':
-            if (cli_opt_long(CMD, "--batch", optarg, 1, 1L << 30, &v))
-                return CLI_EXIT_USAGE;
-            cfg.batch = (size_t)v;
-            break;
-        case O_DATA:
-            hpml_data_paths(optarg, &dp);
-            data_set = 1;
-            break;
-        case O_TRI:
-        case O_TRL:
-        case O_TEI:
-        case O_TEL: {
-            char *path = opt == O_TRI   ? dp.train_images
-                         : opt == O_TRL ? dp.train_labels
-                         : opt == O_TEI ? dp.test_images
-                                        : dp.test_labels;
-            snprintf(path, sizeof(dp.train_images), "%s", optarg);
-            files |= 1 << (opt - O_TRI);
-            break;
+static int opt_optimizer(void *dest, const char *arg, const char *shown)
+{
+    if (hpml_opt_parse(arg, &((opts_t *)dest)->cfg.opt.kind) != 0)
+        return cli_usage_error(CMD, "%s: %s", shown, hpml_last_error());
+    return 0;
+}
+
+static int opt_schedule(void *dest, const char *arg, const char *shown)
+{
+    if (hpml_sched_parse(arg, &((opts_t *)dest)->cfg.opt.sched) != 0)
+        return cli_usage_error(CMD, "%s: %s", shown, hpml_last_error());
+    return 0;
+}
+
+static int opt_grad_dtype(void *dest, const char *arg, const char *shown)
+{
+    hpml_dtype_t *dt = &((opts_t *)dest)->cfg.grad_dtype;
+
+    if (hpml_dtype_parse(arg, dt) != 0 || (*dt != HPML_F32 && *dt != HPML_F16 && *dt != HPML_BF16))
+        return cli_usage_error(CMD, "%s must be f32, f16 or bf16 (got '%s')", shown, arg);
+    return 0;
+}
+
+static int opt_parallel(void *dest, const char *arg, const char *shown)
+{
+    if (hpml_parallel_parse(arg, &((opts_t *)dest)->cfg.parallel) != 0)
+        return cli_usage_error(CMD, "%s must be auto, data or hybrid (got '%s')", shown, arg);
+    return 0;
+}
+
+static int opt_split(void *dest, const char *arg, const char *shown)
+{
+    if (strcmp(arg, "1") != 0 && strcmp(arg, "2") != 0)
+        return cli_usage_error(CMD, "%s must be 1 or 2 (got '%s')", shown, arg);
+    ((opts_t *)dest)->cfg.split_layers = arg[0] - '0';
+    return 0;
+}
+
+static int opt_input(void *dest, const char *arg, const char *shown)
+{
+    opts_t *o = dest;
+    char extra;
+
+    if (sscanf(arg, "%dx%dx%d%c", &o->in_c, &o->in_h, &o->in_w, &extra) != 3 || o->in_c <= 0 ||
+        o->in_h <= 0 || o->in_w <= 0)
+        return cli_usage_error(CMD, "%s must be CxHxW like 1x28x28 (got '%s')", shown, arg);
+    return 0;
+}
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t options[] = {
+    {.kind = OPT_SECTION, .help = "Model:"},
+    {.name = "model", .letter = 'm', .kind = OPT_STRING, .off = OFF(model), .arg = "SPEC",
+     .help = "layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
+             "or a preset: mlp, lenet, cnn (default mlp)"},
+    {.kind = OPT_SECTION, .help = "Data (default: Fashion-MNIST in " HPML_NN_DEFAULT_DATA "):"},
+    {.name = "data", .kind = OPT_STRING, .off = OFF(data), .arg = "DIR",
+     .help = "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"},
+    {.name = "train-images", .kind = OPT_STRING, .off = OFF(files[0]), .arg = "FILE",
+     .help = "any IDX or .npy images instead (with --train-labels; no\n"
+             "test set unless --test-images and --test-labels too)"},
+    {.name = "train-labels", .kind = OPT_STRING, .off = OFF(files[1]), .arg = "FILE",
+     .help = "their labels"},
+    {.name = "test-images", .kind = OPT_STRING, .off = OFF(files[2]), .arg = "FILE",
+     .help = "test images (with --test-labels)"},
+    {.name = "test-labels", .kind = OPT_STRING, .off = OFF(files[3]), .arg = "FILE",
+     .help = "their labels"},
+    {.name = "train-limit", .kind = OPT_SIZE, .off = OFF(train_limit), .arg = "N",
+     .help = "use the first N training samples", .min = 1, .max = 1LL << 40},
+    {.name = "test-limit", .kind = OPT_SIZE, .off = OFF(test_limit), .arg = "N",
+     .help = "use the first N test samples", .min = 1, .max = 1LL << 40},
+    {.name = "no-normalize", .kind = OPT_FLAG, .off = OFF(no_normalize),
+     .help = "only scale pixels to [0,1] (default: also standardise)"},
+    {.name = "shard-data", .kind = OPT_FLAG, .off = OFF(shard),
+     .help = "each rank loads only its block of the training rows and\n"
+             "shuffles within it (the model then depends on the rank\n"
+             "count; default: every rank holds the set, global shuffle)"},
+    {.kind = OPT_SECTION, .help = "Training:"},
+    {.name = "epochs", .letter = 'e', .kind = OPT_INT, .off = OFF(cfg.epochs), .arg = "N",
+     .help = "(default 5)", .min = 1, .max = 1000000},
+    {.name = "batch", .letter = 'b', .kind = OPT_SIZE, .off = OFF(cfg.batch), .arg = "N",
+     .help = "global batch, split across ranks (default 128)", .min = 1, .max = 1L << 30},
+    {.name = "optimizer", .kind = OPT_FUNC, .arg = "sgd|adam|adamw", .fn = opt_optimizer,
+     .help = "(default sgd)"},
+    {.name = "lr", .kind = OPT_DOUBLE, .off = OFF(cfg.opt.lr), .arg = "X",
+     .help = "learning rate (default 0.05 sgd, 0.001 adam)", .dmin = 0, .dmax = HUGE_VAL},
+    {.name = "momentum", .kind = OPT_DOUBLE, .off = OFF(cfg.opt.momentum), .arg = "X",
+     .help = "SGD momentum (default 0.9; below 1: the velocity would grow\n"
+             "without bound)",
+     .dmin = 0, .dmax = 1, .open_max = 1},
+    {.name = "weight-decay", .kind = OPT_DOUBLE, .off = OFF(cfg.opt.weight_decay), .arg = "X",
+     .help = "(default 0)", .dmin = 0, .dmax = HUGE_VAL},
+    {.name = "schedule", .kind = OPT_FUNC, .arg = "const|step|cosine", .fn = opt_schedule,
+     .help = "learning-rate schedule (default const)"},
+    {.name = "step-every", .kind = OPT_INT, .off = OFF(cfg.opt.step_every), .arg = "N",
+     .help = "step schedule: epochs between steps", .min = 0, .max = 1L << 30},
+    {.name = "step-gamma", .kind = OPT_DOUBLE, .off = OFF(cfg.opt.step_gamma), .arg = "X",
+     .help = "step schedule: the factor", .dmin = 0, .dmax = HUGE_VAL},
+    {.name = "warmup", .kind = OPT_INT, .off = OFF(cfg.opt.warmup_steps), .arg = "STEPS",
+     .help = "linear warm-up of the learning rate", .min = 0, .max = 1L << 30},
+    {.name = "seed", .kind = OPT_U64, .off = OFF(cfg.seed), .arg = "N",
+     .help = "(default 1): initialisation, shuffling, dropout", .min = 0, .max = 1LL << 62},
+    {.name = "grad-dtype", .kind = OPT_FUNC, .arg = "f32|f16|bf16", .fn = opt_grad_dtype,
+     .help = "gradient allreduce precision (default f32)"},
+    {.name = "bucket-size", .kind = OPT_BYTES, .off = OFF(cfg.bucket_bytes), .arg = "SIZE",
+     .help = "gradient bucket (default 25M)", .min = 1, .max = 1LL << 40},
+    {.name = "first-bucket", .kind = OPT_BYTES, .off = OFF(cfg.first_bucket_bytes), .arg = "SIZE",
+     .help = "the first bucket, sent early (default 1M)", .min = 0, .max = 1LL << 40},
+    {.name = "no-overlap", .kind = OPT_FLAG, .off = OFF(no_overlap),
+     .help = "allreduce after backward instead of during it"},
+    {.name = "replicated-update", .kind = OPT_FLAG, .off = OFF(replicated),
+     .help = "every rank runs the whole optimizer step (default with\n"
+             "f32 gradients and >1 rank: each rank updates the\n"
+             "parameters it reduces, inside the allreduce or, in\n"
+             "the hybrid layout, the exchanges)"},
+    {.name = "parallel", .kind = OPT_FUNC, .arg = "auto|data|hybrid", .fn = opt_parallel,
+     .help = "hybrid: the first layer, a dense one, split by\n"
+             "outputs across the ranks, each computing its outputs\n"
+             "for the whole batch (two all-to-alls of activations per\n"
+             "step instead of allreducing its weights; needs the\n"
+             "training set on every rank); data: every layer\n"
+             "data-parallel; auto (default): hybrid where it moves\n"
+             "less data (samples per rank <= the layer's inputs)"},
+    {.name = "split-layers", .kind = OPT_FUNC, .arg = "1|2", .fn = opt_split,
+     .help = "hybrid: split the first layer only, or the second too\n"
+             "when it is dense (by inputs: the exchanges carry its\n"
+             "partial sums, through shared memory when the ranks\n"
+             "share one node, and only the layers above it have\n"
+             "gradients to sum); implies --parallel hybrid (default:\n"
+             "the one that moves less data)"},
+    {.name = "max-steps", .kind = OPT_LONG, .off = OFF(cfg.max_steps), .arg = "N",
+     .help = "stop after N steps in total", .min = 0, .max = 1LL << 50},
+    {.kind = OPT_SECTION, .help = "Checkpoints and output:"},
+    {.name = "checkpoint", .kind = OPT_STRING, .off = OFF(cfg.checkpoint_dir), .arg = "DIR",
+     .help = "write checkpoints there (created if missing)"},
+    {.name = "checkpoint-every", .kind = OPT_LONG, .off = OFF(cfg.checkpoint_every), .arg = "STEPS",
+     .help = "(default 0: at the end of each epoch)", .min = 0, .max = 1LL << 50},
+    {.name = "resume", .kind = OPT_FLAG, .off = OFF(cfg.resume),
+     .help = "continue from the checkpoint in --checkpoint DIR"},
+    {.name = "save", .kind = OPT_STRING, .off = OFF(save), .arg = "FILE",
+     .help = "save the trained model (for hpml eval / hpml predict)"},
+    {.name = "json", .kind = OPT_FLAG, .off = OFF(json),
+     .help = "print a JSON summary instead of the table"},
+    {.name = "no-progress", .kind = OPT_FLAG, .off = OFF(no_progress),
+     .help = "no progress bar (it is only drawn when stderr is a terminal)"},
+    {.kind = OPT_SECTION, .help = "Synthetic benchmark (Horovod-style, random data):"},
+    {.name = "synthetic", .kind = OPT_FLAG, .off = OFF(synthetic),
+     .help = "--batch is then per rank (default 128)"},
+    {.name = "iters", .kind = OPT_LONG, .off = OFF(iters), .arg = "N",
+     .help = "timed steps (default 50)", .min = 1, .max = 1L << 30},
+    {.name = "warmup-iters", .kind = OPT_LONG, .off = OFF(witers), .arg = "N",
+     .help = "steps before the timed ones (default 10)", .min = 0, .max = 1L << 30},
+    {.name = "input", .kind = OPT_FUNC, .arg = "CxHxW", .fn = opt_input,
+     .help = "sample shape (default 1x28x28)"},
+    {0},
+};
+#undef OFF
+
+static const opt_cmd_t command = {
+    .name = CMD,
+    .usage = "Usage: mpirun -np N hpml train [options]\n\n"
+             "Data-parallel training: every rank computes gradients on its part of each global\n"
+             "batch; gradient buckets are allreduced (averaged) while backward runs. The first\n"
+             "one or two dense layers may instead be split across the ranks (--parallel,\n"
+             "--split-layers).\n",
+};
+
+/* The files given one by one (--train-*, --test-*) into the data paths. */
+static int data_files(opts_t *o)
+{
+    char *dst[4] = {o->dp.train_images, o->dp.train_labels, o->dp.test_images, o->dp.test_labels};
+    int files = 0;
+
+    hpml_data_paths(o->data != NULL ? o->data : HPML_NN_DEFAULT_DATA, &o->dp);
+    for (int i = 0; i < 4; i++)
+        if (o->files[i] != NULL) {
+            snprintf(dst[i], sizeof(o->dp.train_images), "%s", o->files[i]);
+            files |= 1 << i;
         }
-        case O_TRLIM:
-        case O_TELIM:
-            if (cli_opt_long(CMD, opt == O_TRLIM ? "--train-limit" : "--test-limit", optarg, 1,
-                             1L << 40, &v))
-                return CLI_EXIT_USAGE;
-            *(opt == O_TRLIM ? &train_limit : &test_limit) = (size_t)v;
-            break;
-        case O_NONORM: normalize = 0; break;
-        case O_SHARD: shard = 1; break;
-        case O_OPT:
-            if (hpml_opt_parse(optarg, &cfg.opt.kind))
-                return cli_usage_error(CMD, "--optimizer: %s", hpml_last_error());
-            break;
-        case O_LR:
-        case O_MOM:
-        case O_WD:
-        case O_STEPG:
-            if (cli_parse_double(optarg, &d) || d < 0)
-                return cli_usage_error(CMD, "%s: expected a non-negative number, got '%s'",
-                                       long_name(opts, opt), optarg);
-            if (opt == O_MOM && d >= 1) /* the velocity would grow without bound */
-                return cli_usage_error(CMD, "--momentum: expected a number in [0, 1), got '%s'",
-                                       optarg);
-            if (opt == O_LR) {
-                cfg.opt.lr = d;
-                lr_set = 1;
-            } else if (opt == O_MOM) {
-                cfg.opt.momentum = d;
-            } else if (opt == O_WD) {
-                cfg.opt.weight_decay = d;
-            } else {
-                cfg.opt.step_gamma = d;
-            }
-            break;
-        case O_SCHED:
-            if (hpml_sched_parse(optarg, &cfg.opt.sched))
-                return cli_usage_error(CMD, "--schedule: %s", hpml_last_error());
-            break;
-        case O_STEPEV:
-        case O_WARM:
-            if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 30, &v))
-                return CLI_EXIT_USAGE;
-            if (opt == O_STEPEV)
-                cfg.opt.step_every = (int)v;
-            else
-                cfg.opt.warmup_steps = (int)v;
-            break;
-        case O_SEED:
-            if (cli_opt_long(CMD, "--seed", optarg, 0, 1L << 62, &v))
-                return CLI_EXIT_USAGE;
-            cfg.seed = (uint64_t)v;
-            break;
-        case O_GDT:
-            if (hpml_dtype_parse(optarg, &cfg.grad_dtype) ||
-                (cfg.grad_dtype != HPML_F32 && cfg.grad_dtype != HPML_F16 &&
-                 cfg.grad_dtype != HPML_BF16))
-                return cli_usage_error(CMD, "--grad-dtype: expected f32, f16 or bf16, got '%s'",
-                                       optarg);
-            break;
-        case O_BUCKET:
-        case O_FIRST: {
-            size_t sz;
-            if (cli_parse_size(optarg, &sz) || (opt == O_BUCKET && sz == 0))
-                return cli_usage_error(CMD, "%s: expected a size like 25M, got '%s'",
-                                       long_name(opts, opt), optarg);
-            *(opt == O_BUCKET ? &cfg.bucket_bytes : &cfg.first_bucket_bytes) = sz;
-            break;
-        }
-        case O_NOOVL: cfg.overlap = 0; break;
-        case O_REPL: cfg.sharded_update = 0; break;
-        case O_PAR:
-            if (hpml_parallel_parse(optarg, &cfg.parallel) != 0)
-                return cli_usage_error(CMD, "--parallel: expected auto, data or hybrid, got '%s'",
-                                       optarg);
-            break;
-        case O_SPLIT:
-            if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0)
-                return cli_usage_error(CMD, "--split-layers: expected 1 or 2, got '%s'", optarg);
-            cfg.split_layers = optarg[0] - '0';
-            break;
-        case O_MAXS:
-        case O_CKEV:
-            if (cli_opt_long(CMD, long_name(opts, opt), optarg, 0, 1L << 50, &v))
-                return CLI_EXIT_USAGE;
-            *(opt == O_MAXS ? &cfg.max_steps : &cfg.checkpoint_every) = v;
-            ckev_set |= opt == O_CKEV;
-            break;
-        case O_CKPT: cfg.checkpoint_dir = optarg; break;
-        case O_RESUME: cfg.resume = 1; break;
-        case O_SAVE: save = optarg; break;
-        case O_JSON: json = 1; break;
-        case O_NOPROG: noprog = 1; break;
-        case O_SYN: synthetic = 1; break;
-        case O_ITERS:
-        case O_WITERS:
-            if (cli_opt_long(CMD, long_name(opts, opt), optarg, opt == O_ITERS ? 1 : 0, 1L << 30,
-                             &v))
-                return CLI_EXIT_USAGE;
-            *(opt == O_ITERS ? &iters : &witers) = v;
-            break;
-        case O_INPUT: {
-            char extra;
-            if (sscanf(optarg, "%dx%dx%d%c", &in_c, &in_h, &in_w, &extra) != 3 || in_c <= 0 ||
-                in_h <= 0 || in_w <= 0)
-                return cli_usage_error(CMD, "--input: expected CxHxW like 1x28x28, got '%s'",
-                                       optarg);
-            break;
-        }
-        default: return CLI_EXIT_USAGE; /* '?': cli_getopt has said what is wrong */
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (cfg.resume && cfg.checkpoint_dir == NULL)
-        return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
-    if (ckev_set && cfg.checkpoint_dir == NULL)
-        return cli_usage_error(CMD, "--checkpoint-every needs --checkpoint DIR");
     /* Files come in pairs (images alone would be paired with the default set's labels),
-     * and replace --data rather than mixing with it in option order. */
-    if (data_set && files != 0)
+     * and replace --data rather than mixing with it. */
+    if (o->data != NULL && files != 0)
         return cli_usage_error(CMD, "give --data DIR or --train-*/--test-* files, not both");
     if ((files & 3) == 1 || (files & 3) == 2)
         return cli_usage_error(CMD, "--train-images and --train-labels go together");
     if ((files & 12) == 4 || (files & 12) == 8)
         return cli_usage_error(CMD, "--test-images and --test-labels go together");
     if (files == 3) /* training files of their own: no test set unless given one */
-        dp.test_images[0] = dp.test_labels[0] = '\0';
-    if (!lr_set && cfg.opt.kind != HPML_OPT_SGD)
-        cfg.opt.lr = 0.001;
-    cfg.spec = hpml_model_preset(model);
-    /* Check the spec on every rank before any collective, so all fail together. */
-    {
-        hpml_model_t *probe = NULL;
-        int perr = hpml_model_create(cfg.spec, in_c, in_h, in_w, &probe);
-        /* Out of memory is this rank's failure (or every rank's), not the spec's. */
-        if (perr == HPML_ERR_NOMEM)
-            return cli_fail_agreed(CMD, perr);
-        if (perr != 0) {
-            /* Point at the column under the spec. */
-            const char *c = strstr(hpml_last_error(), "column ");
-            int col = c && !strchr(cfg.spec, '\n') ? (int)strtol(c + 7, NULL, 10) : 0;
-            return cli_usage_error(CMD, "%s\n  %s\n  %*s^", hpml_last_error(), cfg.spec,
-                                   col > 0 ? col - 1 : 0, "");
-        }
-        hpml_model_destroy(probe);
-    }
-    /* A hybrid layout the model or the data cannot take, too. */
-    if (hpml_train_layout(&cfg, cli_size(), in_c, in_h, in_w, synthetic || !shard,
-                          synthetic ? cfg.batch
-                                    : (cfg.batch + (size_t)cli_size() - 1) / (size_t)cli_size(),
-                          &lay, &nsplit) != 0) {
-        const char *msg = hpml_last_error();
-        char which[32] = "--parallel hybrid";
+        o->dp.test_images[0] = o->dp.test_labels[0] = '\0';
+    return 0;
+}
 
-        if (cfg.split_layers != 0)
-            snprintf(which, sizeof(which), "--split-layers %d", cfg.split_layers);
-        return cli_usage_error(CMD, "%s: %s", which,
-                               strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
+/* The spec, on every rank before any collective, so all fail together. */
+static int check_spec(const opts_t *o)
+{
+    hpml_model_t *probe = NULL;
+    int err = hpml_model_create(o->cfg.spec, o->in_c, o->in_h, o->in_w, &probe);
+    const char *c;
+    int col;
+
+    hpml_model_destroy(probe);
+    if (err == 0)
+        return 0;
+    if (err == HPML_ERR_NOMEM) /* this rank's failure (or every rank's), not the spec's */
+        return cli_fail_agreed(CMD, err);
+    /* Point at the column under the spec. */
+    c = strstr(hpml_last_error(), "column ");
+    col = c && !strchr(o->cfg.spec, '\n') ? (int)strtol(c + 7, NULL, 10) : 0;
+    return cli_usage_error(CMD, "%s\n  %s\n  %*s^", hpml_last_error(), o->cfg.spec,
+                           col > 0 ? col - 1 : 0, "");
+}
+
+/* A hybrid layout the model or the data cannot take is a usage error too. */
+static int check_layout(const opts_t *o)
+{
+    size_t P = (size_t)cli_size(), per = o->synthetic ? o->cfg.batch : (o->cfg.batch + P - 1) / P;
+    hpml_parallel_t lay;
+    const char *msg;
+    char which[32] = "--parallel hybrid";
+    int nsplit;
+
+    if (hpml_train_layout(&o->cfg, (int)P, o->in_c, o->in_h, o->in_w, o->synthetic || !o->shard,
+                          per, &lay, &nsplit) == 0)
+        return 0;
+    msg = hpml_last_error();
+    if (o->cfg.split_layers != 0)
+        snprintf(which, sizeof(which), "--split-layers %d", o->cfg.split_layers);
+    return cli_usage_error(CMD, "%s: %s", which, strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
+}
+
+static int parse(int argc, char **argv, opts_t *o)
+{
+    const opt_set_t set = {options, o};
+    int rc, operand;
+
+    memset(o, 0, sizeof(*o));
+    hpml_train_config_default(&o->cfg);
+    o->model = "mlp";
+    o->train_limit = o->test_limit = SIZE_MAX;
+    o->iters = 50;
+    o->witers = 10;
+    o->in_c = 1, o->in_h = 28, o->in_w = 28;
+    if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
+        return rc;
+    if (o->cfg.resume && o->cfg.checkpoint_dir == NULL)
+        return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
+    if (opts_given("checkpoint-every") && o->cfg.checkpoint_dir == NULL)
+        return cli_usage_error(CMD, "--checkpoint-every needs --checkpoint DIR");
+    if ((rc = data_files(o)) != 0)
+        return rc;
+    if (!opts_given("lr") && o->cfg.opt.kind != HPML_OPT_SGD)
+        o->cfg.opt.lr = 0.001;
+    if (o->no_overlap)
+        o->cfg.overlap = 0;
+    if (o->replicated)
+        o->cfg.sharded_update = 0;
+    o->cfg.spec = hpml_model_preset(o->model);
+    if ((rc = check_spec(o)) != 0)
+        return rc;
+    return check_layout(o);
+}
+
+/* Where the results go, checked on rank 0 before the run, not after it. Agreed. */
+static int check_outputs(const opts_t *o, hpml_comm_t *comm)
+{
+    const hpml_train_config_t *cfg = &o->cfg;
+    char why[1200] = "";
+    int bad = 0;
+
+    if (hpml_comm_rank(comm) == 0)
+        bad = (cfg->checkpoint_dir != NULL &&
+               checkpoint_ok(cfg->checkpoint_dir, cfg->resume, why, sizeof(why)) != 0) ||
+              (o->save != NULL && can_create("--save", o->save, why, sizeof(why)) != 0) ||
+              (!o->synthetic && outputs_clobber(&o->dp, o->save, cfg->checkpoint_dir, why,
+                                                sizeof(why)));
+    return mlcli_agree(CMD, comm, bad, "%s", why);
+}
+
+static const char *update_words(const hpml_train_config_t *cfg, int nranks)
+{
+    return hpml_train_update_is_sharded(cfg, nranks) ? "sharded" : "replicated";
+}
+
+/* --synthetic: the Horovod-style benchmark on random data, and its one line. */
+static int run_synthetic(const opts_t *o, hpml_comm_t *comm)
+{
+    const hpml_train_config_t *cfg = &o->cfg;
+    int size = hpml_comm_size(comm), nsplit = 0, err;
+    hpml_parallel_t lay = HPML_PARALLEL_DATA;
+    hpml_synth_result_t r;
+
+    (void)hpml_train_layout(cfg, size, o->in_c, o->in_h, o->in_w, 1, cfg->batch, &lay, &nsplit);
+    if ((err = hpml_train_synthetic(comm, cfg, o->in_c, o->in_h, o->in_w, (int)o->iters,
+                                    (int)o->witers, &r)) != 0)
+        return cli_fail_agreed(CMD, err);
+    if (hpml_comm_rank(comm) != 0)
+        return CLI_EXIT_OK;
+    if (o->json) {
+        printf("{\"synthetic\": true, \"model\": ");
+        hpml_json_string(stdout, cfg->spec);
+        printf(", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
+               "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", "
+               "\"split_layers\": %d, \"iters\": %ld, \"step_s\": %.6f, "
+               "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
+               "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
+               size, cfg->batch, hpml_dtype_name(cfg->grad_dtype), cfg->overlap ? "true" : "false",
+               update_words(cfg, size), hpml_parallel_name(lay), nsplit, o->iters, r.step_s,
+               r.compute_s, r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total, r.cpu_s);
+        return CLI_EXIT_OK;
     }
+    printf("# hpml train --synthetic: %s\n", cfg->spec);
+    printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
+           "%s, %ld iters after %ld warm-up\n",
+           size, cfg->batch, o->in_c, o->in_h, o->in_w, hpml_dtype_name(cfg->grad_dtype),
+           sync_mode(cfg, nsplit, size), update_words(cfg, size), layout_desc(nsplit), o->iters,
+           o->witers);
+    /* img/cpu_s: images per second of process CPU time, which on a loaded machine
+     * estimates the unloaded speed of one rank. */
+    printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms", "comm_ms",
+           "img/s/rank", "img/s_total", "img/cpu_s/rank");
+    printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f %14.0f\n", size, 1e3 * r.step_s,
+           1e3 * r.compute_s, 1e3 * r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total,
+           r.cpu_s > 0 ? (double)cfg->batch / r.cpu_s : 0.0);
+    return CLI_EXIT_OK;
+}
+
+/* Rank 0: the header of the table, once the data is loaded. */
+static void print_header(const opts_t *o, const hpml_dataset_t *train, int have_test,
+                         double load_s, int size, int nsplit)
+{
+    const hpml_train_config_t *cfg = &o->cfg;
+    size_t per_lo = cfg->batch / (size_t)size, per_hi = (cfg->batch + (size_t)size - 1) / (size_t)size;
+    char per[48];
+
+    printf("# hpml train: %s\n", cfg->spec);
+    printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in %.2f s\n",
+           train->n, train->c, train->h, train->w, o->dp.train_images, have_test ? "with" : "no",
+           load_s);
+    if (per_lo == per_hi)
+        snprintf(per, sizeof(per), "%zu", per_lo);
+    else /* the batch does not divide: some ranks take one sample more */
+        snprintf(per, sizeof(per), "%zu-%zu", per_lo, per_hi);
+    printf("# %d ranks, global batch %zu (%s per rank), %s lr %g%s, %d epochs, seed "
+           "%llu, grad %s %s, %s update, %s\n",
+           size, cfg->batch, per,
+           cfg->opt.kind == HPML_OPT_SGD    ? "sgd"
+           : cfg->opt.kind == HPML_OPT_ADAM ? "adam"
+                                            : "adamw",
+           cfg->opt.lr,
+           cfg->opt.sched == HPML_SCHED_COSINE ? " cosine"
+           : cfg->opt.sched == HPML_SCHED_STEP ? " step"
+                                               : "",
+           cfg->epochs, (unsigned long long)cfg->seed, hpml_dtype_name(cfg->grad_dtype),
+           sync_mode(cfg, nsplit, size), update_words(cfg, size), layout_desc(nsplit));
+    printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
+           "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
+    fflush(stdout);
+}
+
+/* Rank 0: the summary after training. */
+static void print_summary(const opts_t *o, const summary_ctx_t *sc, int nsplit,
+                          hpml_parallel_t lay)
+{
+    const hpml_train_config_t *cfg = &o->cfg;
+    const hpml_epoch_report_t *r = &sc->last;
+    double ips = sc->total_train_s > 0 ? sc->img_total / sc->total_train_s : 0;
+    int size = sc->base.size;
+
+    if (o->json) {
+        printf("{\"model\": ");
+        hpml_json_string(stdout, cfg->spec);
+        printf(", \"ranks\": %d, \"batch\": %zu, \"epochs\": %d, \"steps\": %ld, "
+               "\"train_loss\": %.6f, \"train_acc\": %.6f, \"test_loss\": %.6f, "
+               "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
+               "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
+               "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
+               "\"parallel\": \"%s\", \"split_layers\": %d, \"saved\": ",
+               size, cfg->batch, r->epoch, r->steps, r->train_loss, r->train_acc, r->test_loss,
+               r->test_acc, sc->base.best_acc, r->elapsed, ips, ips / size, sc->base.t85,
+               hpml_dtype_name(cfg->grad_dtype), update_words(cfg, size), hpml_parallel_name(lay),
+               nsplit);
+        if (o->save)
+            hpml_json_string(stdout, o->save);
+        else
+            printf("null");
+        printf("}\n");
+        return;
+    }
+    printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank", r->steps,
+           r->elapsed, ips, ips / size);
+    if (r->test_acc >= 0)
+        printf("; final test accuracy %.2f%%", 100 * r->test_acc);
+    printf("\n");
+    if (sc->base.t85 >= 0)
+        printf("# time to 85%% test accuracy: %.2f s\n", sc->base.t85);
+    if (o->save)
+        printf("# model saved to %s\n", o->save);
+}
+
+/* Load the data (the whole training set on every rank, or its block of rows with
+ * --shard-data; this rank's block of the test set), train, save, summarise. */
+static int run_training(opts_t *o, hpml_comm_t *comm)
+{
+    const hpml_train_data_opts_t dopt = {.train_limit = o->train_limit,
+                                         .test_limit = o->test_limit,
+                                         .shard = o->shard,
+                                         .normalize = !o->no_normalize};
+    hpml_dataset_t train = {0}, test = {0};
+    hpml_model_t *m = NULL;
+    hpml_parallel_t lay = HPML_PARALLEL_DATA;
+    summary_ctx_t sc;
+    int size = hpml_comm_size(comm), nsplit = 0, err, rc = CLI_EXIT_FAIL;
+    double t0 = hpml_time();
 
     memset(&sc, 0, sizeof(sc));
-    sc.base.json = json;
-    sc.base.rank = cli_rank();
-    sc.base.size = cli_size();
+    sc.base.json = o->json;
+    sc.base.rank = hpml_comm_rank(comm);
+    sc.base.size = size;
     sc.base.is_tty = isatty(2);
-    sc.base.progress_bar = !noprog && sc.base.is_tty && !json;
-    sc.base.t85 = -1;
-    sc.base.best_acc = -1;
+    sc.base.progress_bar = !o->no_progress && sc.base.is_tty && !o->json;
+    sc.base.t85 = sc.base.best_acc = -1;
     sc.base.last_drawn = -1;
-    hpml_blas_set_threads(1);
-
-    if (mlcli_comm_create(CMD, &comm) != 0)
-        return CLI_EXIT_FAIL;
-    /* Where the results go is checked before the run, not after it. */
-    {
-        char why[1200] = "";
-        int bad = 0;
-
-        if (sc.base.rank == 0)
-            bad = (cfg.checkpoint_dir != NULL &&
-                   checkpoint_ok(cfg.checkpoint_dir, cfg.resume, why, sizeof(why)) != 0) ||
-                  (save != NULL && can_create("--save", save, why, sizeof(why)) != 0) ||
-                  (!synthetic && outputs_clobber(&dp, save, cfg.checkpoint_dir, why, sizeof(why)));
-        if (mlcli_agree(CMD, comm, bad, "%s", why))
-            goto out;
-    }
-
-    upd = hpml_train_update_is_sharded(&cfg, sc.base.size) ? "sharded" : "replicated";
-    if (synthetic) {
-        hpml_synth_result_t r;
-        if ((err = hpml_train_synthetic(comm, &cfg, in_c, in_h, in_w, (int)iters, (int)witers,
-                                        &r)) != 0) {
-            rc = cli_fail_agreed(CMD, err);
-            goto out;
-        }
-        if (sc.base.rank == 0) {
-            if (json) {
-                printf("{\"synthetic\": true, \"model\": ");
-                hpml_json_string(stdout, cfg.spec);
-                printf(
-                    ", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
-                    "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", "
-                    "\"split_layers\": %d, \"iters\": %ld, "
-                    "\"step_s\": %.6f, "
-                    "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
-                    "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
-                    sc.base.size, cfg.batch, hpml_dtype_name(cfg.grad_dtype),
-                    cfg.overlap ? "true" : "false", upd, hpml_parallel_name(lay), nsplit, iters,
-                    r.step_s, r.compute_s, r.comm_exposed_s, r.images_per_s_rank,
-                    r.images_per_s_total, r.cpu_s);
-            } else {
-                printf("# hpml train --synthetic: %s\n", cfg.spec);
-                printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
-                       "%s, %ld iters after %ld warm-up\n",
-                       sc.base.size, cfg.batch, in_c, in_h, in_w, hpml_dtype_name(cfg.grad_dtype),
-                       sync_mode(&cfg, nsplit, sc.base.size), upd, layout_desc(nsplit), iters,
-                       witers);
-                /* img/cpu_s: images per second of process CPU time, which on a
-                 * loaded machine estimates the unloaded speed of one rank. */
-                printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms",
-                       "comm_ms", "img/s/rank", "img/s_total", "img/cpu_s/rank");
-                printf("  %-6d %12.3f %12.3f %12.3f %14.0f %14.0f %14.0f\n", sc.base.size,
-                       1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.comm_exposed_s,
-                       r.images_per_s_rank, r.images_per_s_total,
-                       r.cpu_s > 0 ? (double)cfg.batch / r.cpu_s : 0.0);
-            }
-        }
-        rc = CLI_EXIT_OK;
+    sc.base.batch = o->cfg.batch;
+    err = hpml_train_data_load(comm, &o->dp, &dopt, &train, &test, &o->cfg.mean, &o->cfg.std);
+    if (mlcli_check(CMD, comm, err))
         goto out;
-    }
-
-    /* Data: the whole training set on every rank (global shuffling) or its block of rows
-     * (--shard-data), this rank's block of the test set. */
-    {
-        const hpml_train_data_opts_t dopt = {.train_limit = train_limit,
-                                             .test_limit = test_limit,
-                                             .shard = shard,
-                                             .normalize = normalize};
-        double t0 = hpml_time();
-
-        err = hpml_train_data_load(comm, &dp, &dopt, &train, &test, &cfg.mean, &cfg.std);
-        if (mlcli_check(CMD, comm, err))
-            goto out;
-        /* The layout for the data as loaded (hpml_train's batch is at most the set); a spec
-         * that the data's shape breaks is hpml_train's error below. */
-        (void)hpml_train_layout(
-            &cfg, sc.base.size, train.c, train.h, train.w, !shard,
-            ((cfg.batch < train.n ? cfg.batch : train.n) + (size_t)sc.base.size - 1) /
-                (size_t)sc.base.size,
-            &lay, &nsplit);
-        if (sc.base.rank == 0 && !json) {
-            printf("# hpml train: %s\n", cfg.spec);
-            printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in "
-                   "%.2f s\n",
-                   train.n, train.c, train.h, train.w, dp.train_images, test.x ? "with" : "no",
-                   hpml_time() - t0);
-            size_t per_lo = cfg.batch / (size_t)sc.base.size,
-                   per_hi = (cfg.batch + (size_t)sc.base.size - 1) / (size_t)sc.base.size;
-            char per[48];
-
-            if (per_lo == per_hi)
-                snprintf(per, sizeof(per), "%zu", per_lo);
-            else /* the batch does not divide: some ranks take one sample more */
-                snprintf(per, sizeof(per), "%zu-%zu", per_lo, per_hi);
-            printf("# %d ranks, global batch %zu (%s per rank), %s lr %g%s, %d epochs, seed "
-                   "%llu, grad %s %s, %s update, %s\n",
-                   sc.base.size, cfg.batch, per,
-                   cfg.opt.kind == HPML_OPT_SGD    ? "sgd"
-                   : cfg.opt.kind == HPML_OPT_ADAM ? "adam"
-                                                   : "adamw",
-                   cfg.opt.lr,
-                   cfg.opt.sched == HPML_SCHED_COSINE ? " cosine"
-                   : cfg.opt.sched == HPML_SCHED_STEP ? " step"
-                                                      : "",
-                   cfg.epochs, (unsigned long long)cfg.seed, hpml_dtype_name(cfg.grad_dtype),
-                   sync_mode(&cfg, nsplit, sc.base.size), upd, layout_desc(nsplit));
-            printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
-                   "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
-            fflush(stdout);
-        }
-    }
-    sc.base.batch = cfg.batch;
-    if ((err = hpml_train(comm, &cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
+    /* The layout for the data as loaded (hpml_train's batch is at most the set); a spec
+     * that the data's shape breaks is hpml_train's error below. */
+    (void)hpml_train_layout(&o->cfg, size, train.c, train.h, train.w, !o->shard,
+                            ((o->cfg.batch < train.n ? o->cfg.batch : train.n) + (size_t)size - 1) /
+                                (size_t)size,
+                            &lay, &nsplit);
+    if (sc.base.rank == 0 && !o->json)
+        print_header(o, &train, test.x != NULL, hpml_time() - t0, size, nsplit);
+    if ((err = hpml_train(comm, &o->cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
                           &m)) != 0) {
         /* An error every rank saw (a corrupt checkpoint) is one line and exit 1; one that
          * left the other ranks inside a collective ends the job. */
         rc = cli_fail_agreed(CMD, err);
         goto out;
     }
-    err = save && sc.base.rank == 0 ? hpml_model_save(m, cfg.mean, cfg.std, save) : 0;
-    if (save && mlcli_check(CMD, comm, err))
+    err = o->save && sc.base.rank == 0 ? hpml_model_save(m, o->cfg.mean, o->cfg.std, o->save) : 0;
+    if (o->save && mlcli_check(CMD, comm, err))
         goto out;
-    if (sc.base.rank == 0) {
-        const hpml_epoch_report_t *r = &sc.last;
-        double ips = sc.total_train_s > 0 ? sc.img_total / sc.total_train_s : 0;
-        if (json) {
-            printf("{\"model\": ");
-            hpml_json_string(stdout, cfg.spec);
-            printf(", \"ranks\": %d, \"batch\": %zu, \"epochs\": %d, \"steps\": %ld, "
-                   "\"train_loss\": %.6f, \"train_acc\": %.6f, \"test_loss\": %.6f, "
-                   "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
-                   "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
-                   "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
-                   "\"parallel\": \"%s\", \"split_layers\": %d, \"saved\": ",
-                   sc.base.size, cfg.batch, r->epoch, r->steps, r->train_loss, r->train_acc,
-                   r->test_loss, r->test_acc, sc.base.best_acc, r->elapsed, ips, ips / sc.base.size,
-                   sc.base.t85, hpml_dtype_name(cfg.grad_dtype), upd, hpml_parallel_name(lay),
-                   nsplit);
-            if (save)
-                hpml_json_string(stdout, save);
-            else
-                printf("null");
-            printf("}\n");
-        } else {
-            printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank", r->steps,
-                   r->elapsed, ips, ips / sc.base.size);
-            if (r->test_acc >= 0)
-                printf("; final test accuracy %.2f%%", 100 * r->test_acc);
-            printf("\n");
-            if (sc.base.t85 >= 0)
-                printf("# time to 85%% test accuracy: %.2f s\n", sc.base.t85);
-            if (save)
-                printf("# model saved to %s\n", save);
-        }
-    }
+    if (sc.base.rank == 0)
+        print_summary(o, &sc, nsplit, lay);
     rc = CLI_EXIT_OK;
 out:
     hpml_model_destroy(m);
     hpml_dataset_free(&train);
     hpml_dataset_free(&test);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    opts_t o;
+    hpml_comm_t *comm = NULL;
+    int rc;
+
+    if ((rc = parse(argc, argv, &o)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    hpml_blas_set_threads(1);
+    if (mlcli_comm_create(CMD, &comm) != 0)
+        return CLI_EXIT_FAIL;
+    if (check_outputs(&o, comm) != 0)
+        rc = CLI_EXIT_FAIL;
+    else if (o.synthetic)
+        rc = run_synthetic(&o, comm);
+    else
+        rc = run_training(&o, comm);
     hpml_comm_destroy(comm);
     return rc;
 }

@@ -123,12 +123,13 @@ static int store(const char *cmd, int i, const char *arg)
         return 0;
     case OPT_DOUBLE:
         if (cli_parse_double(arg, &x) != 0 || x < o->dmin || x > o->dmax ||
-            (o->open_min && x == o->dmin)) {
+            (o->open_min && x == o->dmin) || (o->open_max && x == o->dmax)) {
             if (o->dmax >= HUGE_VAL)
                 return cli_usage_error(cmd, "%s must be a number %s %g (got '%s')", name,
                                        o->open_min ? ">" : ">=", o->dmin, arg);
-            return cli_usage_error(cmd, "%s must be a number from %g to %g (got '%s')", name,
-                                   o->dmin, o->dmax, arg);
+            return cli_usage_error(cmd, "%s must be a number %s %g and %s %g (got '%s')", name,
+                                   o->open_min ? ">" : ">=", o->dmin, o->open_max ? "<" : "<=",
+                                   o->dmax, arg);
         }
         *(double *)(void *)d = x;
         return 0;

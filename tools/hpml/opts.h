@@ -35,6 +35,7 @@ typedef struct opt {
     long long min, max; /* OPT_INT, OPT_LONG, OPT_SIZE, OPT_BYTES */
     double dmin, dmax;  /* OPT_DOUBLE (inclusive, but see open_min) */
     int open_min;       /* OPT_DOUBLE: the value must be above dmin */
+    int open_max;       /* OPT_DOUBLE: the value must be below dmax */
     const char *shown;  /* how messages name it ("-k"); NULL: "--name" */
     /* OPT_FUNC: parse `arg` into the table's struct `dest`. 0, or CLI_EXIT_USAGE after
      * cli_usage_error. */
