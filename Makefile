@@ -175,4 +175,5 @@ vec-report:
 clean:
 	rm -rf build
 
+-include tests/fuzz/fuzz.mk
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d) $(MPIT_BINS:=.d) $(HARNESS_OBJ:.o=.d)
