@@ -7,7 +7,7 @@
  * as every data row is: an empty field or one that is not a number is an error, so a data
  * row with a typo is not silently dropped as a header. Blank lines and lines starting with
  * '#' are skipped. Fields may be double-quoted; quoted newlines are not supported (the row
- * scan is line based).
+ * scan is line based). Numeric fields may have any length.
  *
  * A block read scans the file once for line ends only (memchr, no number parsing),
  * remembering the byte offset of every CHECKPOINT-th row, then seeks to the block and
@@ -119,29 +119,32 @@ static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
     return n;
 }
 
-/* Is the field a number (strtod consumes all of it)? Writes the value. */
-static int parse_num(const char *f, size_t len, double *v)
+/* Is the field a number (strtod consumes all of it)? Writes the value. The field is
+ * ended in place for strtod (its line is ours), so it may have any length: "0." and a
+ * thousand digits is a number, as np.loadtxt reads it. */
+static int parse_num(char *f, size_t len, double *v)
 {
-    char buf[128], *endp;
+    char *endp, save;
+    int whole;
 
-    if (len == 0 || len >= sizeof(buf))
+    if (len == 0 || isspace((unsigned char)f[0]))
         return 0;
-    memcpy(buf, f, len);
-    buf[len] = '\0';
-    if (isspace((unsigned char)buf[0]))
-        return 0;
+    save = f[len];
+    f[len] = '\0';
     errno = 0;
-    *v = strtod(buf, &endp);
+    *v = strtod(f, &endp);
+    whole = endp == f + len;
+    f[len] = save;
     /* ERANGE on underflow still gives a usable value; on overflow +-HUGE_VAL is the
      * honest answer (inf), which the conversion then accepts or rejects. */
-    return *endp == '\0';
+    return whole;
 }
 
 /* Is the field a finite number, i.e. one written with digits? strtod also reads nan, inf
  * and infinity (any case, signed): values in a data row, but plausible column names, so
  * they do not make a first row data. An overflowing literal (1e999) is written with digits
  * and counts, although strtod gives inf for it. */
-static int finite_num(const char *f, size_t len)
+static int finite_num(char *f, size_t len)
 {
     size_t i = (len > 0 && (f[0] == '+' || f[0] == '-')) ? 1 : 0;
     double v;
@@ -373,8 +376,9 @@ int hpml__csv_shape(const char *path, size_t *rows, size_t *cols)
     return rc;
 }
 
-/* Parse one field into element j of the output row. */
-static int parse_field(const char *path, size_t lineno, size_t j, const char *f, size_t len,
+/* Parse one field into element j of the output row (f is ended in place, as in
+ * parse_num). */
+static int parse_field(const char *path, size_t lineno, size_t j, char *f, size_t len,
                        hpml_dtype_t want, int reject, void *dst)
 {
     char why[128];
@@ -385,13 +389,15 @@ static int parse_field(const char *path, size_t lineno, size_t j, const char *f,
         return bad_field(path, lineno, j, f, len, "");
     if (want == HPML_I64 && fabs(v) >= 9007199254740992.0) {
         /* Beyond 2^53 a double loses integers: parse those exactly. */
-        char buf[128], *endp;
+        char *endp, save = f[len];
         long long x;
-        memcpy(buf, f, len);
-        buf[len] = '\0';
+        int whole;
+        f[len] = '\0';
         errno = 0;
-        x = strtoll(buf, &endp, 10);
-        if (*endp == '\0' && errno == 0) {
+        x = strtoll(f, &endp, 10);
+        whole = endp == f + len && errno == 0;
+        f[len] = save;
+        if (whole) {
             int64_t y = x;
             memcpy(dst, &y, sizeof(y));
             return 0;

@@ -475,6 +475,53 @@ static void test_fuzz(void **state)
     }
 }
 
+/* A numeric field of any length is a number, as np.loadtxt reads it: a first row of
+ * 128-character fields is data, not a header dropped in silence. */
+static void test_long_fields(void **state)
+{
+    char text[2600], digits[1001], ref[1100];
+    hpml_array_t a;
+    size_t rows, cols;
+
+    (void)state;
+    memset(digits, '1', 1000);
+    digits[1000] = '\0';
+    snprintf(text, sizeof(text), "0.%.126s\n0.5\n0.25\n", digits); /* 128 characters */
+    write_text(tp("long.csv"), text);
+    assert_int_equal(hpml_io_shape(tp("long.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 3);
+    assert_int_equal(cols, 1);
+    assert_int_equal(hpml_io_read_rows(tp("long.csv"), HPML_FMT_AUTO, HPML_F64, 0, 3, 0, &a), 0);
+    snprintf(ref, sizeof(ref), "0.%.126s", digits);
+    assert_true(((double *)a.data)[0] == strtod(ref, NULL));
+    assert_true(((double *)a.data)[2] == 0.25);
+    hpml_array_free(&a);
+    /* 1002 characters, in a data row and next to a short field. */
+    snprintf(text, sizeof(text), "x,y\n1,2\n0.%s,3\n", digits);
+    write_text(tp("long2.csv"), text);
+    assert_int_equal(hpml_io_read_rows(tp("long2.csv"), HPML_FMT_AUTO, HPML_F32, 0, 2, 0, &a), 0);
+    assert_true(((float *)a.data)[2] == (float)(1.0 / 9.0));
+    assert_true(((float *)a.data)[3] == 3.0f);
+    hpml_array_free(&a);
+    /* An integer beyond 2^53 with 200 leading zeros is still read exactly as i64. */
+    snprintf(text, sizeof(text), "%.200s9007199254740993\n",
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000");
+    write_text(tp("bigint.csv"), text);
+    assert_int_equal(hpml_io_read_rows(tp("bigint.csv"), HPML_FMT_AUTO, HPML_I64, 0, 1, 0, &a), 0);
+    assert_true(((int64_t *)a.data)[0] == 9007199254740993LL);
+    hpml_array_free(&a);
+    /* A long word is still not a number, and its message is cut to 40 characters. */
+    snprintf(text, sizeof(text), "1,2\n3,%s\n", "abcdefghijabcdefghijabcdefghijabcdefghij-more");
+    write_text(tp("word.csv"), text);
+    expect_error(hpml_io_read_rows(tp("word.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT,
+                 "word.csv:2: field 2 'abcdefghijabcdefghijabcdefghijabcdefghij' is");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_bom),
         cmocka_unit_test(test_header_nonfinite),
         cmocka_unit_test(test_first_row_empty),
+        cmocka_unit_test(test_long_fields),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }
