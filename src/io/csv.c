@@ -7,7 +7,8 @@
  * as every data row is: an empty field or one that is not a number is an error, so a data
  * row with a typo is not silently dropped as a header. Blank lines and lines starting with
  * '#' are skipped. Fields may be double-quoted; quoted newlines are not supported (the row
- * scan is line based). Numeric fields may have any length.
+ * scan is line based), so a quote still open at the end of its line is an error, as is text
+ * after a closing quote. Numeric fields may have any length.
  *
  * A block read scans the file once for line ends only (memchr, no number parsing),
  * remembering the byte offset of every CHECKPOINT-th row, then seeks to the block and
@@ -55,13 +56,23 @@ static int line_kind(const char *s, size_t n)
     return s[i] == '#' ? 1 : 2;
 }
 
+/* A quoting error of a line, found by split: the 1-based field (0: none) and what. */
+typedef struct {
+    size_t field;
+    const char *what;
+} quote_err_t;
+
 /* Split a line (without its newline) into fields: starts and lengths, trimmed, quotes
- * removed. Returns the field count (may exceed max: then only max are stored). */
-static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
+ * removed. Returns the field count (may exceed max: then only max are stored). A quote
+ * not closed on the line, or text after a closing quote, is reported in *qe (the first
+ * one); the field is still counted. */
+static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max, quote_err_t *qe)
 {
     size_t n = 0, len = strlen(line);
     char *p = line, *end = line + len;
 
+    qe->field = 0;
+    qe->what = NULL;
     while (end > line && (end[-1] == '\r' || end[-1] == '\n'))
         *--end = '\0';
     if (delim == ' ') {
@@ -93,9 +104,19 @@ static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
             while (p < end && !(*p == '"' && (p + 1 >= end || p[1] != '"')))
                 p += (*p == '"') ? 2 : 1;
             e = p < end ? p : end;
-            if (p < end)
+            if (p < end) {
                 p++;
+            } else if (qe->field == 0) {
+                qe->field = n + 1;
+                qe->what = "has an unterminated quote";
+            }
             q = p;
+            while (q < end && (*q == ' ' || (*q == '\t' && delim != '\t')))
+                q++;
+            if (q < end && *q != delim && qe->field == 0) {
+                qe->field = n + 1;
+                qe->what = "has text after its closing quote";
+            }
             while (q < end && *q != delim)
                 q++;
         } else {
@@ -231,8 +252,9 @@ static int scan(const char *path, FILE *f, scan_t *sc)
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
             goto out;
         }
+        quote_err_t qe;
         sc->delim = detect_delim(copy);
-        nf = split(copy, sc->delim, NULL, NULL, 0);
+        nf = split(copy, sc->delim, NULL, NULL, 0, &qe);
         fs = malloc(nf * sizeof(*fs));
         fl = malloc(nf * sizeof(*fl));
         if (fs == NULL || fl == NULL) {
@@ -242,17 +264,20 @@ static int scan(const char *path, FILE *f, scan_t *sc)
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
             goto out;
         }
-        split(copy, sc->delim, fs, fl, nf);
+        split(copy, sc->delim, fs, fl, nf, &qe);
         sc->cols = nf;
+        if (qe.field != 0)
+            rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu %s", path, lineno, qe.field,
+                                qe.what);
         /* A header has no finite number (an empty field is a name: ",a,b" has an unnamed
          * first column). Otherwise the line is data and must pass what every data row
          * passes, so its first empty or non-numeric field is reported as parse_field would,
          * and nan/inf fields are left to the conversion, which knows the type wanted. */
         sc->has_header = 1;
-        for (k = 0; k < nf; k++)
+        for (k = 0; rc == 0 && k < nf; k++)
             if (finite_num(fs[k], fl[k]))
                 sc->has_header = 0;
-        for (k = 0; !sc->has_header && k < nf; k++) {
+        for (k = 0; rc == 0 && !sc->has_header && k < nf; k++) {
             if (!parse_num(fs[k], fl[k], &v)) {
                 rc = bad_field(path, lineno, k, fs[k], fl[k],
                                " (a header row must have no finite numeric fields)");
@@ -416,6 +441,7 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     unsigned char *data = NULL;
     char *line = NULL, **fs = NULL;
     size_t *fl = NULL;
+    quote_err_t qe;
     scan_t sc;
     FILE *f;
     int rc, have_scan = 0;
@@ -469,7 +495,17 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
                 skip--;
                 continue;
             }
-            nf = split(line, sc.delim, fs, fl, cols + 1);
+            if (memchr(line, '\0', (size_t)n) != NULL) {
+                rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: NUL byte: not a text (CSV) file",
+                                    path, lineno);
+                goto out;
+            }
+            nf = split(line, sc.delim, fs, fl, cols + 1, &qe);
+            if (qe.field != 0) {
+                rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu %s", path, lineno, qe.field,
+                                    qe.what);
+                goto out;
+            }
             if (nf != cols) {
                 rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: %zu fields, expected %zu", path,
                                     lineno, nf, cols);

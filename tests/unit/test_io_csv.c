@@ -522,6 +522,35 @@ static void test_long_fields(void **state)
                  "word.csv:2: field 2 'abcdefghijabcdefghijabcdefghijabcdefghij' is");
 }
 
+/* Quotes must close on their line, with nothing but blanks after them; a NUL byte in any
+ * parsed line is refused. */
+static void test_quotes_and_nul(void **state)
+{
+    hpml_array_t a;
+    size_t rows, cols;
+
+    (void)state;
+    write_text(tp("open.csv"), "1,2\n3,\"4\n");
+    expect_error(hpml_io_read_rows(tp("open.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "open.csv:2: field 2 has an unterminated quote");
+    assert_null(a.data);
+    write_text(tp("open1.csv"), "\"abc,x\n1\n");
+    expect_error(hpml_io_shape(tp("open1.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "open1.csv:1: field 1 has an unterminated quote");
+    write_text(tp("after.csv"), "1,\"2\"x,3\n");
+    expect_error(hpml_io_read_rows(tp("after.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "after.csv:1: field 2 has text after its closing quote");
+    write_text(tp("blanks.csv"), "1, \"2\" ,\"3\" \n\"\"\"\",5,6\n");
+    expect_error(hpml_io_read_rows(tp("blanks.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "blanks.csv:2: field 1 '\"\"' is not a number");
+    assert_int_equal(hpml_io_read_rows(tp("blanks.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a), 0);
+    assert_true(((double *)a.data)[1] == 2.0 && ((double *)a.data)[2] == 3.0);
+    hpml_array_free(&a);
+    write_bytes(tp("nul2.csv"), "1,2\n3,4\0\n", 9);
+    expect_error(hpml_io_read_rows(tp("nul2.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "nul2.csv:2: NUL byte");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_header_nonfinite),
         cmocka_unit_test(test_first_row_empty),
         cmocka_unit_test(test_long_fields),
+        cmocka_unit_test(test_quotes_and_nul),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }
