@@ -444,7 +444,8 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     quote_err_t qe;
     scan_t sc;
     FILE *f;
-    int rc, have_scan = 0;
+    off_t size = 0;
+    int rc, have_scan = 0, probe = 0;
 
     if ((f = open_text(path, &rc)) == NULL)
         return rc;
@@ -461,11 +462,22 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     }
     cols = sc.cols;
     rows = end - begin;
-    if (rows != 0 && cols > SIZE_MAX / rows / ws) {
+    /* Every field of a data row takes at least one byte, so a block can hold no more
+     * fields than the bytes from its first row to the end of the file. The row count is
+     * of lines and the column count of the first line: when their product is more, some
+     * row is short, and the rows are parsed into one row's room until it is found,
+     * instead of allocating what the counts claim. */
+    if (rows > 0 && (fseeko(f, 0, SEEK_END) != 0 || (size = ftello(f)) < 0)) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
+        goto out;
+    }
+    if (rows > 0 && cols > (size_t)(size - sc.cp_off[begin / CHECKPOINT]) / rows)
+        probe = 1;
+    else if (rows != 0 && cols > SIZE_MAX / rows / ws) {
         rc = hpml_set_error(HPML_ERR_NOMEM, "%s: block of %zu rows is too large", path, rows);
         goto out;
     }
-    data = hpml_malloc(rows * cols * ws);
+    data = hpml_malloc((probe ? 1 : rows) * cols * ws);
     fs = malloc((cols + 1) * sizeof(*fs));
     fl = malloc((cols + 1) * sizeof(*fl));
     if (data == NULL || fs == NULL || fl == NULL) {
@@ -513,12 +525,18 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
             }
             for (j = 0; j < cols; j++) {
                 rc = parse_field(path, lineno, j, fs[j], fl[j], want, reject_nonfinite,
-                                 data + (r * cols + j) * ws);
+                                 data + ((probe ? 0 : r) * cols + j) * ws);
                 if (rc != 0)
                     goto out;
             }
             r++;
         }
+    }
+    if (probe) { /* cannot happen unless the file changed since the scan */
+        rc = hpml_set_error(HPML_ERR_FORMAT,
+                            "%s: %zu rows of %zu fields do not fit in its %lld bytes", path, rows,
+                            cols, (long long)size);
+        goto out;
     }
     out->dtype = want;
     out->rows = rows;

@@ -551,6 +551,32 @@ static void test_quotes_and_nul(void **state)
                  HPML_ERR_FORMAT, "nul2.csv:2: NUL byte");
 }
 
+/* The rows of a block are counted by lines and its columns by the first line: a file
+ * whose counts multiply past what its bytes can hold gets the short row's error, not an
+ * allocation of the claimed size (here 160 GB). */
+static void test_size_claim(void **state)
+{
+    enum { COLS = 40000, ROWS = 500000 };
+    char *text = malloc(2 * COLS + 2 * ROWS + 1), *p = text;
+    hpml_array_t a;
+
+    (void)state;
+    assert_non_null(text);
+    for (int j = 0; j < COLS; j++) {
+        *p++ = '1';
+        *p++ = j + 1 < COLS ? ',' : '\n';
+    }
+    for (int i = 0; i < ROWS; i++) {
+        *p++ = '1';
+        *p++ = '\n';
+    }
+    write_bytes(tp("claim.csv"), text, (size_t)(p - text));
+    free(text);
+    expect_error(hpml_io_read_rows(tp("claim.csv"), HPML_FMT_AUTO, HPML_F64, 0, ROWS + 1, 0, &a),
+                 HPML_ERR_FORMAT, "claim.csv:2: 1 fields, expected 40000");
+    assert_null(a.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_first_row_empty),
         cmocka_unit_test(test_long_fields),
         cmocka_unit_test(test_quotes_and_nul),
+        cmocka_unit_test(test_size_claim),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }
