@@ -241,6 +241,34 @@ static void test_spec(void **state)
     expect_spec_error("dropout 1.5", "probability");
     expect_spec_error("dense 10 sigmoid", "expected 'relu'");
     expect_spec_error("", "expected a layer");
+    /* Sizes that would wrap an int or size_t are errors, not smaller models. */
+    assert_int_equal(hpml_model_create("conv 1 1 pad999999999", 1, 200000000, 1, &m),
+                     HPML_ERR_FORMAT);
+    assert_non_null(strstr(hpml_last_error(), "pads its 200000000x1 input beyond 2147483647"));
+    expect_spec_error("conv 999999999 1 | flatten", "more than 2147483647 values per sample");
+    expect_spec_error("conv 3 999999 pad999999", "more than 2147483647 values per sample in its");
+    expect_spec_error("dense 999999999 | dense 999999999 | dense 2", "parameters");
+    assert_int_equal(hpml_model_create("dense 1", 65536, 65536, 2, &m), HPML_ERR_INVAL);
+    assert_non_null(strstr(hpml_last_error(), "65536x65536x2 has more than"));
+}
+
+/* The canonical spec (saved in model files) describes the same model: never cut short,
+ * and a dropout probability kept exactly. */
+static void test_spec_canonical(void **state)
+{
+    char spec[800] = "";
+    hpml_model_t *m = NULL, *m2 = NULL;
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        strcat(spec, i ? "|conv 1 1" : "conv 1 1"); /* each layer twice as long canonical */
+    strcat(spec, "| dropout 0.9999999 | dense 3");
+    assert_int_equal(hpml_model_create(spec, 1, 4, 4, &m), 0);
+    assert_int_equal(hpml_model_create(hpml_model_spec(m), 1, 4, 4, &m2), 0);
+    assert_string_equal(hpml_model_spec(m2), hpml_model_spec(m));
+    assert_int_equal(hpml_model_num_params(m2), hpml_model_num_params(m));
+    assert_non_null(strstr(hpml_model_spec(m), "dropout 0.99999988"));
+    hpml_model_destroy(m);
+    hpml_model_destroy(m2);
 }
 
 static void test_optim(void **state)
@@ -358,10 +386,11 @@ static void test_model_save_tmp(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_dense),  cmocka_unit_test(test_grad_conv),
-        cmocka_unit_test(test_conv_direct), cmocka_unit_test(test_grad_pool_dropout),
-        cmocka_unit_test(test_spec),        cmocka_unit_test(test_optim),
-        cmocka_unit_test(test_model_file),  cmocka_unit_test(test_model_save_tmp),
+        cmocka_unit_test(test_grad_dense),     cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_conv_direct),    cmocka_unit_test(test_grad_pool_dropout),
+        cmocka_unit_test(test_spec),           cmocka_unit_test(test_optim),
+        cmocka_unit_test(test_model_file),     cmocka_unit_test(test_model_save_tmp),
+        cmocka_unit_test(test_spec_canonical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
