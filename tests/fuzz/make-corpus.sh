@@ -88,6 +88,15 @@ csv("bad_word.csv", "1,2\n3,abc\n")
 csv("bad_empty_field.csv", "1,,3\n")
 csv("bad_nul.csv", b"1,2\n\x003,4\n")
 csv("empty.csv", "")
+
+# Regressions: inputs of fixed loader defects (the fuzz targets' minimised findings are
+# committed as crash_* and not made here).
+csv("regress_long_header.csv", "0." + "1" * 126 + "\n0.5\n0.25\n")
+csv("regress_quote_text.csv", '1,"2"x\n')
+csv("regress_nul_data.csv", b"1,2\n3,4\x00\n")
+csv("regress_claim.csv", ",".join(["1"] * 400) + "\n" + "1\n" * 300)
+open(f"{c}/idx/regress_gz_claim.gz", "wb").write(
+    gzip.compress(bytes([0, 0, 8, 2, 0, 1, 0, 0, 0, 1, 0, 0]), mtime=0))
 EOF
 
 # Model specs: presets and spec text with every layer word and option.
@@ -104,6 +113,10 @@ spec bad_window 'pool 64 | dense 10'
 spec bad_dropout 'dense 10 | dropout 1.5'
 spec bad_trailing 'dense 10 |'
 spec bad_word 'dense 10 | softmax'
+spec regress_pad_overflow 'conv 1 1 pad999999999 | conv 1 1 pad999999999'
+spec regress_flatten_overflow 'conv 999999999 1 | flatten'
+spec regress_params 'dense 999999999 | dense 999999999 | dense 2'
+spec regress_canonical "$(for i in $(seq 40); do printf 'conv 1 1|'; done)dropout 0.9999999 | dense 3"
 
 # Tuning files as `hpml tune` writes them, and broken ones.
 tune() { printf '%s' "$2" >"$c/tuning/$1"; }
@@ -151,10 +164,23 @@ trap 'rm -rf "$tmp"' EXIT
     --no-progress >/dev/null
 head -c 100 "$c/model/conv.hpml" >"$c/model/bad_truncated.hpml"
 /usr/bin/python3 - "$c/model" <<'EOF'
-import sys
+import struct, sys, zlib
 d = sys.argv[1]
 b = bytearray(open(f"{d}/pool_dense.hpml", "rb").read())
 b[60] ^= 0xFF  # a parameter byte: the CRC no longer matches
 open(f"{d}/bad_crc.hpml", "wb").write(b)
+
+# Regressions, each with a valid CRC: "HPMLMODL" u32 version, i32 c h w, f32 mean std,
+# u32 spec length, spec, u64 nparams, nparams f32, u32 CRC32.
+def model(name, shape, mean, std, spec, np_, params):
+    body = b"HPMLMODL" + struct.pack("<I3iffI", 1, *shape, mean, std, len(spec)) + spec
+    body += struct.pack("<Q", np_) + struct.pack(f"<{len(params)}f", *params)
+    open(f"{d}/{name}", "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+w = [0.5, -1.0, 2.0, 0.25]
+model("regress_nan_param.hpml", (1, 1, 3), 0, 1, b"dense 1", 4, [0.5, float("nan"), 2, 0.25])
+model("regress_inf_mean.hpml", (1, 1, 3), float("inf"), 1, b"dense 1", 4, w)
+model("regress_shape_wraps.hpml", (4194304, 2097152, 2097152), 0, 1, b"dense 1", 1, w[:1])
+model("regress_spec_claim.hpml", (1, 28, 28), 0, 1, b"dense 999999999", 4, w)
+model("regress_bad_spec.hpml", (1, 1, 3), 0, 1, b"dense 1 | bogus", 4, w)
 EOF
 du -sh "$c"
