@@ -88,6 +88,10 @@ csv("bad_word.csv", "1,2\n3,abc\n")
 csv("bad_empty_field.csv", "1,,3\n")
 csv("bad_nul.csv", b"1,2\n\x003,4\n")
 csv("empty.csv", "")
+# More rows than one scan checkpoint (1024), with blank and comment lines between them.
+csv("checkpoints.csv", "a,b\n" + "".join(
+    f"{i % 10},{i % 7}\n" + ("\n" if i % 300 == 0 else "") + ("# c\n" if i % 500 == 7 else "")
+    for i in range(2100)))
 
 # Regressions: inputs of fixed loader defects (the fuzz targets' minimised findings are
 # committed as crash_* and not made here).
