@@ -6,6 +6,8 @@
 #   make demo                      install deps, build and run the main job
 #   make SANITIZE=address,undefined   sanitizer build (separate build folder)
 #   make test-san                  the suite on sanitizer builds of both MPIs
+#   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS=npy,csv]   libFuzzer on every file loader
+#                                  (tests/fuzz/fuzz.mk, docs/fuzzing.md)
 #   make WERROR=1                  warnings are errors (CI)
 #   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall
 #   make format-check / make format
@@ -177,4 +179,5 @@ vec-report:
 clean:
 	rm -rf build
 
+-include tests/fuzz/fuzz.mk
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d) $(MPIT_BINS:=.d) $(HARNESS_OBJ:.o=.d)

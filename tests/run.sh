@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run hpml's test suite: unit tests (cmocka), multi-rank tests under mpirun at several
-# rank counts, and command-line tests (tests/cli/*.sh), for each MPI named.
+# rank counts, command-line tests (tests/cli/*.sh) and the fuzz targets' replay of their
+# seed corpus (tests/fuzz/), for each MPI named.
 #
 #   tests/run.sh [--mpi openmpi,mpich] [--filter REGEX] [--build-root DIR] [--san]
 #                [--san-subset MPI]
@@ -105,6 +106,14 @@ for mpi in "${mpi_list[@]}"; do
             [[ "$mpi mpi $n np=$np" =~ $filter ]] || continue
             run_one "$mpi mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
         done
+    done
+    # Each fuzz target on its committed corpus, built with gcc's ASan + UBSan (make tests).
+    # Leak checking is on here: these programs load no MPI runtime.
+    for t in "$b"/tests/fuzz/replay_*; do
+        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
+        n=${t##*/replay_}
+        [[ "$mpi fuzz $n" =~ $filter ]] || continue
+        run_one "$mpi fuzz $n" 120 env ASAN_OPTIONS=detect_leaks=1 "$t" "tests/fuzz/corpus/$n"
     done
     for t in tests/cli/*.sh; do
         [ -f "$t" ] || continue

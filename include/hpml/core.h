@@ -51,7 +51,8 @@ const char *hpml_strerror(int err);
  * The library sets it before returning an error where it can say more than the code.
  */
 const char *hpml_last_error(void);
-/* Set the per-thread detail message (printf-style) and return `err` unchanged. */
+/* Set the per-thread detail message (printf-style; control characters, newlines included,
+ * become '?': a message is one line) and return `err` unchanged. */
 int hpml_set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hpml_clear_error(void);
 

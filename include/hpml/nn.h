@@ -223,7 +223,10 @@ void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm);
  * temporary file, fsync and rename. Not collective: call on one rank. */
 int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *path);
 /* Load a model file; mean and std receive the normalisation used in training. A truncated or
- * corrupt file is HPML_ERR_FORMAT with a message. */
+ * corrupt file is HPML_ERR_FORMAT with a message naming it; so is a file with a valid
+ * checksum but impossible contents: an input shape or spec whose sizes overflow, fewer or
+ * more parameters than its spec needs, a NaN or Inf parameter or normalisation
+ * ("non-finite parameter"), a std of 0. */
 int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *std);
 
 /* ---- data-parallel trainer ------------------------------------------------------ */

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __clang__
+#include <cpuid.h>
+#endif
 
 #include "core/simd_internal.h"
 #include "hpml/core.h"
@@ -25,8 +28,15 @@ int hpml_cpu_has_avx2(void)
 
 int hpml_cpu_has_f16c(void)
 {
+#ifdef __clang__
+    /* clang 14 (Debian 12's, used by make fuzz) has no "f16c" for __builtin_cpu_supports:
+     * the CPUID bit itself (leaf 1, ECX bit 29). */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u) ? 1 : 0;
+#else
     __builtin_cpu_init();
     return __builtin_cpu_supports("f16c") ? 1 : 0;
+#endif
 }
 
 int hpml_cpu_has_fma(void)

@@ -41,6 +41,12 @@ int hpml_set_error(int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof(last_error), fmt, ap);
     va_end(ap);
+    /* Messages quote bytes of the files they are about (a header, a field, a spec word):
+     * control characters become '?', so a message stays one line and cannot drive the
+     * terminal it is printed on. */
+    for (char *p = last_error; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return err;
 }
 

@@ -7,7 +7,8 @@
  * as every data row is: an empty field or one that is not a number is an error, so a data
  * row with a typo is not silently dropped as a header. Blank lines and lines starting with
  * '#' are skipped. Fields may be double-quoted; quoted newlines are not supported (the row
- * scan is line based).
+ * scan is line based), so a quote still open at the end of its line is an error, as is text
+ * after a closing quote. Numeric fields may have any length.
  *
  * A block read scans the file once for line ends only (memchr, no number parsing),
  * remembering the byte offset of every CHECKPOINT-th row, then seeks to the block and
@@ -55,13 +56,23 @@ static int line_kind(const char *s, size_t n)
     return s[i] == '#' ? 1 : 2;
 }
 
+/* A quoting error of a line, found by split: the 1-based field (0: none) and what. */
+typedef struct {
+    size_t field;
+    const char *what;
+} quote_err_t;
+
 /* Split a line (without its newline) into fields: starts and lengths, trimmed, quotes
- * removed. Returns the field count (may exceed max: then only max are stored). */
-static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
+ * removed. Returns the field count (may exceed max: then only max are stored). A quote
+ * not closed on the line, or text after a closing quote, is reported in *qe (the first
+ * one); the field is still counted. */
+static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max, quote_err_t *qe)
 {
     size_t n = 0, len = strlen(line);
     char *p = line, *end = line + len;
 
+    qe->field = 0;
+    qe->what = NULL;
     while (end > line && (end[-1] == '\r' || end[-1] == '\n'))
         *--end = '\0';
     if (delim == ' ') {
@@ -93,9 +104,19 @@ static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
             while (p < end && !(*p == '"' && (p + 1 >= end || p[1] != '"')))
                 p += (*p == '"') ? 2 : 1;
             e = p < end ? p : end;
-            if (p < end)
+            if (p < end) {
                 p++;
+            } else if (qe->field == 0) {
+                qe->field = n + 1;
+                qe->what = "has an unterminated quote";
+            }
             q = p;
+            while (q < end && (*q == ' ' || (*q == '\t' && delim != '\t')))
+                q++;
+            if (q < end && *q != delim && qe->field == 0) {
+                qe->field = n + 1;
+                qe->what = "has text after its closing quote";
+            }
             while (q < end && *q != delim)
                 q++;
         } else {
@@ -119,29 +140,32 @@ static size_t split(char *line, char delim, char **fs, size_t *fl, size_t max)
     return n;
 }
 
-/* Is the field a number (strtod consumes all of it)? Writes the value. */
-static int parse_num(const char *f, size_t len, double *v)
+/* Is the field a number (strtod consumes all of it)? Writes the value. The field is
+ * ended in place for strtod (its line is ours), so it may have any length: "0." and a
+ * thousand digits is a number, as np.loadtxt reads it. */
+static int parse_num(char *f, size_t len, double *v)
 {
-    char buf[128], *endp;
+    char *endp, save;
+    int whole;
 
-    if (len == 0 || len >= sizeof(buf))
+    if (len == 0 || isspace((unsigned char)f[0]))
         return 0;
-    memcpy(buf, f, len);
-    buf[len] = '\0';
-    if (isspace((unsigned char)buf[0]))
-        return 0;
+    save = f[len];
+    f[len] = '\0';
     errno = 0;
-    *v = strtod(buf, &endp);
+    *v = strtod(f, &endp);
+    whole = endp == f + len;
+    f[len] = save;
     /* ERANGE on underflow still gives a usable value; on overflow +-HUGE_VAL is the
      * honest answer (inf), which the conversion then accepts or rejects. */
-    return *endp == '\0';
+    return whole;
 }
 
 /* Is the field a finite number, i.e. one written with digits? strtod also reads nan, inf
  * and infinity (any case, signed): values in a data row, but plausible column names, so
  * they do not make a first row data. An overflowing literal (1e999) is written with digits
  * and counts, although strtod gives inf for it. */
-static int finite_num(const char *f, size_t len)
+static int finite_num(char *f, size_t len)
 {
     size_t i = (len > 0 && (f[0] == '+' || f[0] == '-')) ? 1 : 0;
     double v;
@@ -232,8 +256,9 @@ static int scan(const char *path, FILE *f, scan_t *sc)
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
             goto out;
         }
+        quote_err_t qe;
         sc->delim = detect_delim(copy);
-        nf = split(copy, sc->delim, NULL, NULL, 0);
+        nf = split(copy, sc->delim, NULL, NULL, 0, &qe);
         fs = malloc(nf * sizeof(*fs));
         fl = malloc(nf * sizeof(*fl));
         if (fs == NULL || fl == NULL) {
@@ -243,17 +268,20 @@ static int scan(const char *path, FILE *f, scan_t *sc)
             rc = hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", path);
             goto out;
         }
-        split(copy, sc->delim, fs, fl, nf);
+        split(copy, sc->delim, fs, fl, nf, &qe);
         sc->cols = nf;
+        if (qe.field != 0)
+            rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu %s", path, lineno, qe.field,
+                                qe.what);
         /* A header has no finite number (an empty field is a name: ",a,b" has an unnamed
          * first column). Otherwise the line is data and must pass what every data row
          * passes, so its first empty or non-numeric field is reported as parse_field would,
          * and nan/inf fields are left to the conversion, which knows the type wanted. */
         sc->has_header = 1;
-        for (k = 0; k < nf; k++)
+        for (k = 0; rc == 0 && k < nf; k++)
             if (finite_num(fs[k], fl[k]))
                 sc->has_header = 0;
-        for (k = 0; !sc->has_header && k < nf; k++) {
+        for (k = 0; rc == 0 && !sc->has_header && k < nf; k++) {
             if (!parse_num(fs[k], fl[k], &v)) {
                 rc = bad_field(path, lineno, k, fs[k], fl[k],
                                " (a header row must have no finite numeric fields)");
@@ -377,8 +405,9 @@ int hpml__csv_shape(const char *path, size_t *rows, size_t *cols)
     return rc;
 }
 
-/* Parse one field into element j of the output row. */
-static int parse_field(const char *path, size_t lineno, size_t j, const char *f, size_t len,
+/* Parse one field into element j of the output row (f is ended in place, as in
+ * parse_num). */
+static int parse_field(const char *path, size_t lineno, size_t j, char *f, size_t len,
                        hpml_dtype_t want, int reject, void *dst)
 {
     char why[128];
@@ -389,13 +418,15 @@ static int parse_field(const char *path, size_t lineno, size_t j, const char *f,
         return bad_field(path, lineno, j, f, len, "");
     if (want == HPML_I64 && fabs(v) >= 9007199254740992.0) {
         /* Beyond 2^53 a double loses integers: parse those exactly. */
-        char buf[128], *endp;
+        char *endp, save = f[len];
         long long x;
-        memcpy(buf, f, len);
-        buf[len] = '\0';
+        int whole;
+        f[len] = '\0';
         errno = 0;
-        x = strtoll(buf, &endp, 10);
-        if (*endp == '\0' && errno == 0) {
+        x = strtoll(f, &endp, 10);
+        whole = endp == f + len && errno == 0;
+        f[len] = save;
+        if (whole) {
             int64_t y = x;
             memcpy(dst, &y, sizeof(y));
             return 0;
@@ -414,9 +445,11 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     unsigned char *data = NULL;
     char *line = NULL, **fs = NULL;
     size_t *fl = NULL;
+    quote_err_t qe;
     scan_t sc;
     FILE *f;
-    int rc, have_scan = 0;
+    off_t size = 0;
+    int rc, have_scan = 0, probe = 0;
 
     if ((f = open_text(path, &rc)) == NULL)
         return rc;
@@ -433,11 +466,22 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
     }
     cols = sc.cols;
     rows = end - begin;
-    if (rows != 0 && cols > SIZE_MAX / rows / ws) {
+    /* Every field of a data row takes at least one byte, so a block can hold no more
+     * fields than the bytes from its first row to the end of the file. The row count is
+     * of lines and the column count of the first line: when their product is more, some
+     * row is short, and the rows are parsed into one row's room until it is found,
+     * instead of allocating what the counts claim. */
+    if (rows > 0 && (fseeko(f, 0, SEEK_END) != 0 || (size = ftello(f)) < 0)) {
+        rc = hpml_set_error(HPML_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
+        goto out;
+    }
+    if (rows > 0 && cols > (size_t)(size - sc.cp_off[begin / CHECKPOINT]) / rows)
+        probe = 1;
+    else if (rows != 0 && cols > SIZE_MAX / rows / ws) {
         rc = hpml_set_error(HPML_ERR_NOMEM, "%s: block of %zu rows is too large", path, rows);
         goto out;
     }
-    data = hpml_malloc(rows * cols * ws);
+    data = hpml_malloc((probe ? 1 : rows) * cols * ws);
     fs = malloc((cols + 1) * sizeof(*fs));
     fl = malloc((cols + 1) * sizeof(*fl));
     if (data == NULL || fs == NULL || fl == NULL) {
@@ -467,7 +511,17 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
                 skip--;
                 continue;
             }
-            nf = split(line, sc.delim, fs, fl, cols + 1);
+            if (memchr(line, '\0', (size_t)n) != NULL) {
+                rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: NUL byte: not a text (CSV) file",
+                                    path, lineno);
+                goto out;
+            }
+            nf = split(line, sc.delim, fs, fl, cols + 1, &qe);
+            if (qe.field != 0) {
+                rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: field %zu %s", path, lineno, qe.field,
+                                    qe.what);
+                goto out;
+            }
             if (nf != cols) {
                 rc = hpml_set_error(HPML_ERR_FORMAT, "%s:%zu: %zu fields, expected %zu", path,
                                     lineno, nf, cols);
@@ -475,12 +529,18 @@ int hpml__csv_read(const char *path, hpml_dtype_t want, size_t begin, size_t end
             }
             for (j = 0; j < cols; j++) {
                 rc = parse_field(path, lineno, j, fs[j], fl[j], want, reject_nonfinite,
-                                 data + (r * cols + j) * ws);
+                                 data + ((probe ? 0 : r) * cols + j) * ws);
                 if (rc != 0)
                     goto out;
             }
             r++;
         }
+    }
+    if (probe) { /* cannot happen unless the file changed since the scan */
+        rc = hpml_set_error(HPML_ERR_FORMAT,
+                            "%s: %zu rows of %zu fields do not fit in its %lld bytes", path, rows,
+                            cols, (long long)size);
+        goto out;
     }
     out->dtype = want;
     out->rows = rows;

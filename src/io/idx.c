@@ -73,6 +73,15 @@ int hpml__idx_header(hpml__io_src_t *s, hpml__io_dense_t *h)
                                   " bytes uncompressed but the gzip trailer says %" PRIu64
                                   " (truncated or corrupt file)",
                                   s->path, shape, need, s->size);
+        /* The trailer holds the size modulo 2^32, so a header can claim 2^32 bytes more
+         * than the data and still match it. Deflate compresses at most 1032:1, which
+         * bounds what the file can hold before anything is allocated for it. */
+        if (!overflow && need / 1032 > s->file_size)
+            return hpml_set_error(HPML_ERR_FORMAT,
+                                  "%s: shape %s needs %" PRIu64
+                                  " bytes uncompressed, more than a gzip file of %" PRIu64
+                                  " bytes can hold",
+                                  s->path, shape, need, s->file_size);
         rc = hpml__io_dense_finish(s->path, &t, overflow ? 0 : count * es);
         *h = t;
         return rc;

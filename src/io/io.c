@@ -121,7 +121,7 @@ int hpml__io_src_open(hpml__io_src_t *s, const char *path)
     s->path = path;
     s->fd = -1;
     s->gz = NULL;
-    s->size = 0;
+    s->size = s->file_size = 0;
     if ((s->fd = hpml__io_open_regular(path)) < 0) {
         int rc = s->fd;
 
@@ -133,7 +133,7 @@ int hpml__io_src_open(hpml__io_src_t *s, const char *path)
         hpml__io_src_close(s);
         return rc;
     }
-    s->size = (uint64_t)st.st_size;
+    s->size = s->file_size = (uint64_t)st.st_size;
     n = pread(s->fd, m, 2, 0);
     if (n == 2 && m[0] == 0x1f && m[1] == 0x8b) {
         /* gzip: ISIZE, the last four bytes, is the uncompressed size mod 2^32. A truncated

@@ -35,8 +35,20 @@ static void skip_ws(cur_t *c)
 
 static int perr(cur_t *c, const char *what)
 {
-    return hpml_set_error(HPML_ERR_FORMAT, "%s: bad .npy header: %s at offset %zu of '%.*s'",
-                          c->path, what, c->i, (int)(c->n > 120 ? 120 : c->n), c->s);
+    char shown[121];
+    size_t n = c->n, k;
+
+    /* The header quoted on the message's one line: its padding and final newline dropped,
+     * other control and non-ASCII bytes shown as '?'. */
+    while (n > 0 && isspace((unsigned char)c->s[n - 1]))
+        n--;
+    if (n > sizeof(shown) - 1)
+        n = sizeof(shown) - 1;
+    for (k = 0; k < n; k++)
+        shown[k] = isprint((unsigned char)c->s[k]) ? c->s[k] : '?';
+    shown[n] = '\0';
+    return hpml_set_error(HPML_ERR_FORMAT, "%s: bad .npy header: %s at offset %zu of '%s'", c->path,
+                          what, c->i, shown);
 }
 
 static int expect(cur_t *c, char ch)

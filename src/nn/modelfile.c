@@ -6,8 +6,14 @@
  *
  * Model file: "HPMLMODL" u32 version, i32 c h w, f32 mean std, u32 spec length, spec,
  * u64 nparams, nparams f32, u32 crc32 of everything before it. Little-endian hosts.
+ * A valid checksum says nothing of what was written, so loading also checks the contents:
+ * sizes that fit (input shape, spec), the parameters the spec needs present in the file
+ * before they are allocated, and every value finite.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,15 +154,38 @@ int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *pa
     return err;
 }
 
+/* The parameter count of spec on inputs (c, h, w), without allocating the model: a file
+ * must hold them before its spec makes us allocate them. Errors name the file. */
+static int spec_params(const char *path, const char *spec, const int32_t shape[3], size_t *count)
+{
+    nn_layer_t *layers = NULL;
+    char *canon = NULL, msg[400];
+    int nl = 0, err;
+
+    *count = 0;
+    err = hpml__nn_parse(spec, shape[0], shape[1], shape[2], &layers, &nl, &canon);
+    if (err != 0) {
+        /* The parser's message says what is wrong with the spec, not in which file. */
+        snprintf(msg, sizeof(msg), "%s", hpml_last_error());
+        return hpml_set_error(err == HPML_ERR_NOMEM ? err : HPML_ERR_FORMAT, "%s: %s", path, msg);
+    }
+    for (int i = 0; i < nl; i++)
+        *count += layers[i].nw + layers[i].nb; /* the parser bounds the sum */
+    free(layers);
+    free(canon);
+    return 0;
+}
+
 int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *std)
 {
     unsigned char *p = NULL;
-    size_t len, off = 0;
-    uint32_t v, sl, crc;
+    size_t len, off = 0, need;
+    uint32_t v = 0, sl, crc;
     int32_t shape[3];
     uint64_t np;
     char *spec = NULL;
     hpml_model_t *m = NULL;
+    const float *w;
     int err;
 
     *out = NULL;
@@ -177,18 +206,58 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
         hpml__nn_get(p, len, &off, shape, sizeof(shape)) || hpml__nn_get(p, len, &off, mean, 4) ||
         hpml__nn_get(p, len, &off, std, 4) || hpml__nn_get(p, len, &off, &sl, 4) || sl > len ||
         !(spec = calloc(sl + 1, 1)) || hpml__nn_get(p, len, &off, spec, sl) ||
-        hpml__nn_get(p, len, &off, &np, 8)) {
+        hpml__nn_get(p, len, &off, &np, 8) || off > len - 4) {
         err = hpml_set_error(HPML_ERR_FORMAT, "%s: malformed model header (version %u)", path, v);
         goto out;
     }
-    if ((err = hpml_model_create(spec, shape[0], shape[1], shape[2], &m)) != 0)
-        goto out;
-    if (np != m->nparams || len - 4 - off != np * sizeof(float)) {
-        err = hpml_set_error(HPML_ERR_FORMAT, "%s: holds %llu parameters, its spec needs %zu", path,
-                             (unsigned long long)np, m->nparams);
+    /* Shapes are ints and the input is one sample's values: c*h*w must fit (a product
+     * that wraps would give a model smaller than its input). */
+    if (shape[0] <= 0 || shape[1] <= 0 || shape[2] <= 0 ||
+        (uint64_t)shape[0] * (uint64_t)shape[1] > INT_MAX ||
+        (uint64_t)shape[0] * (uint64_t)shape[1] * (uint64_t)shape[2] > INT_MAX) {
+        err = hpml_set_error(HPML_ERR_FORMAT,
+                             "%s: input shape %" PRId32 "x%" PRId32 "x%" PRId32
+                             " is not valid (positive, at most %d values)",
+                             path, shape[0], shape[1], shape[2], INT_MAX);
         goto out;
     }
+    if (memchr(spec, '\0', sl) != NULL) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: the model spec holds a NUL byte", path);
+        goto out;
+    }
+    /* Inputs are normalised as (x - mean) / std: NaN or Inf there would make every
+     * prediction NaN without an error. */
+    if (!isfinite(*mean) || !isfinite(*std)) {
+        err = hpml_set_error(HPML_ERR_FORMAT,
+                             "%s: non-finite parameter: the normalisation is mean %g, std %g", path,
+                             (double)*mean, (double)*std);
+        goto out;
+    }
+    if (*std == 0.0f) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: the normalisation std is 0", path);
+        goto out;
+    }
+    if ((err = spec_params(path, spec, shape, &need)) != 0)
+        goto out;
+    if (np != need || (len - 4 - off) / sizeof(float) != np || (len - 4 - off) % sizeof(float)) {
+        err = hpml_set_error(HPML_ERR_FORMAT,
+                             "%s: holds %zu bytes for %" PRIu64 " parameters, its spec needs %zu",
+                             path, len - 4 - off, np, need);
+        goto out;
+    }
+    /* Only now allocate what the spec asks for: the file holds it. */
+    if ((err = hpml_model_create(spec, shape[0], shape[1], shape[2], &m)) != 0)
+        goto out;
     memcpy(m->params, p + off, np * sizeof(float));
+    w = m->params;
+    for (size_t i = 0; i < np; i++) {
+        if (!isfinite(w[i])) {
+            err = hpml_set_error(HPML_ERR_FORMAT,
+                                 "%s: non-finite parameter: parameter %zu of %" PRIu64 " is %g",
+                                 path, i, np, (double)w[i]);
+            goto out;
+        }
+    }
     *out = m;
     m = NULL;
 out:

@@ -2,9 +2,16 @@
  * The model spec parser: "conv 32 5x5 pad2 relu | pool 2 | dense 10". Layers are
  * separated by '|' (or ';' or a newline); errors name the line, column and what was
  * expected, and shapes are checked as the layers are stacked.
+ *
+ * Sizes are checked before they are used: the values per sample of the input, of every
+ * layer's output and of a convolution's input windows (its im2col buffer) at most
+ * INT_MAX, as shapes are ints; and the parameter count well inside size_t. So a spec (or
+ * a model file's spec and input shape) whose sizes would wrap is an error, not a model
+ * with buffers smaller than its loops.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +19,46 @@
 
 #include "nn/nn_internal.h"
 
+/* Parameters of a whole model: far beyond any memory, small enough that the optimizer's
+ * buffers (a few per parameter) cannot wrap size_t. */
+#define MAX_PARAMS (SIZE_MAX / 64)
+
 typedef struct {
     const char *s; /* whole spec */
     size_t pos;
 } lexer_t;
+
+/* a * b, or SIZE_MAX when that overflows. */
+static size_t mul_sat(size_t a, size_t b)
+{
+    return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b;
+}
+
+/* The canonical spec, grown as layers are added. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} canon_t;
+
+static int canon_add(canon_t *c, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (c->len + n + 1 > c->cap) {
+        size_t nc = c->cap ? c->cap : 128;
+        char *np;
+        while (nc < c->len + n + 1)
+            nc *= 2;
+        np = realloc(c->p, nc);
+        if (np == NULL)
+            return hpml_set_error(HPML_ERR_NOMEM, "model spec: out of memory");
+        c->p = np;
+        c->cap = nc;
+    }
+    memcpy(c->p + c->len, s, n + 1);
+    c->len += n;
+    return 0;
+}
 
 typedef struct {
     const char *p;
@@ -118,18 +161,21 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
     nn_layer_t *L = NULL;
     int n = 0, cap = 0, err = 0;
     int c = in_c, h = in_h, w = in_w;
-    size_t canon_len = 0;
-    char *canon = NULL;
+    size_t nparams = 0;
+    canon_t canon = {0};
 
     *layers = NULL;
     *nlayers = 0;
     *canonical = NULL;
     if (spec == NULL || in_c <= 0 || in_h <= 0 || in_w <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "model spec: no spec or bad input shape");
-    canon_len = strlen(spec) * 2 + 64;
-    canon = calloc(canon_len + 256, 1);
-    if (canon == NULL)
-        return hpml_set_error(HPML_ERR_NOMEM, "model spec: out of memory");
+    if (mul_sat(mul_sat((size_t)in_c, (size_t)in_h), (size_t)in_w) > INT_MAX)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "model spec: the input shape %dx%dx%d has more than %d values "
+                              "per sample",
+                              in_c, in_h, in_w, INT_MAX);
+    if ((err = canon_add(&canon, "")) != 0)
+        return err;
 
     for (;;) {
         token_t t = next(&lx);
@@ -285,25 +331,39 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
         /* Shapes. */
         switch (l.kind) {
         case NN_DENSE:
-            l.nw = (size_t)l.out_c * (size_t)c * (size_t)h * (size_t)w;
+            l.nw = mul_sat((size_t)l.out_c, (size_t)c * (size_t)h * (size_t)w);
             l.nb = (size_t)l.out_c;
             snprintf(piece, sizeof(piece), "dense %d%s", l.out_c, l.relu ? " relu" : "");
             break;
         case NN_CONV:
         case NN_POOL: {
             int k = l.k, s = l.stride, p = l.kind == NN_CONV ? l.pad : 0;
-            int oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
-            if (h + 2 * p < k || w + 2 * p < k || oh <= 0 || ow <= 0) {
+            /* In long long: a padding up to 999999999 would overflow int. */
+            long long ph = (long long)h + 2LL * p, pw = (long long)w + 2LL * p;
+            if (ph < k || pw < k) {
                 err = fail(spec, t.at,
                            "'%.*s' has a %dx%d window but its input is only %dx%dx%d (remove "
                            "a pool or add padding)",
                            (int)t.len, t.p, k, k, c, h, w);
                 goto out;
             }
-            l.out_h = oh;
-            l.out_w = ow;
+            if (ph > INT_MAX || pw > INT_MAX) {
+                err = fail(spec, t.at, "'%.*s' pads its %dx%d input beyond %d rows or columns",
+                           (int)t.len, t.p, h, w, INT_MAX);
+                goto out;
+            }
+            l.out_h = (int)((ph - k) / s + 1);
+            l.out_w = (int)((pw - k) / s + 1);
             if (l.kind == NN_CONV) {
-                l.nw = (size_t)l.out_c * (size_t)c * (size_t)k * (size_t)k;
+                size_t win = mul_sat(mul_sat((size_t)c, (size_t)k), (size_t)k);
+                if (mul_sat(win, (size_t)l.out_h * (size_t)l.out_w) > INT_MAX) {
+                    err = fail(spec, t.at,
+                               "'%.*s' has more than %d values per sample in its input windows "
+                               "(%dx%dx%d input, %dx%d kernel)",
+                               (int)t.len, t.p, INT_MAX, c, h, w, k, k);
+                    goto out;
+                }
+                l.nw = mul_sat((size_t)l.out_c, win);
                 l.nb = (size_t)l.out_c;
                 snprintf(piece, sizeof(piece), "conv %d %dx%d s%d pad%d%s", l.out_c, k, k, s, p,
                          l.relu ? " relu" : "");
@@ -321,16 +381,27 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
             if (l.kind == NN_RELU)
                 snprintf(piece, sizeof(piece), "relu");
             else
-                snprintf(piece, sizeof(piece), "dropout %g", (double)l.p);
+                snprintf(piece, sizeof(piece), "dropout %.9g", (double)l.p); /* exact */
             break;
         case NN_FLATTEN:
-            l.out_c = c * h * w;
+            l.out_c = (int)((size_t)c * (size_t)h * (size_t)w); /* at most INT_MAX, checked */
             l.out_h = l.out_w = 1;
             snprintf(piece, sizeof(piece), "flatten");
             break;
         }
         l.in_size = (size_t)c * (size_t)h * (size_t)w;
-        l.out_size = (size_t)l.out_c * (size_t)l.out_h * (size_t)l.out_w;
+        l.out_size = mul_sat(mul_sat((size_t)l.out_c, (size_t)l.out_h), (size_t)l.out_w);
+        if (l.out_size > INT_MAX) {
+            err = fail(spec, t.at, "'%.*s' gives more than %d values per sample (%dx%dx%d)",
+                       (int)t.len, t.p, INT_MAX, l.out_c, l.out_h, l.out_w);
+            goto out;
+        }
+        if (l.nw > MAX_PARAMS - l.nb || nparams > MAX_PARAMS - l.nw - l.nb) {
+            err = fail(spec, t.at, "'%.*s' takes the model past %zu parameters", (int)t.len, t.p,
+                       (size_t)MAX_PARAMS);
+            goto out;
+        }
+        nparams += l.nw + l.nb;
         c = l.out_c;
         h = l.out_h;
         w = l.out_w;
@@ -339,7 +410,8 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
         if (l.kind == NN_RELU && n > 0 && (L[n - 1].kind == NN_DENSE || L[n - 1].kind == NN_CONV) &&
             !L[n - 1].relu) {
             L[n - 1].relu = 1;
-            strcat(canon, " relu");
+            if ((err = canon_add(&canon, " relu")) != 0)
+                goto out;
         } else {
             if (n == cap) {
                 int nc = cap ? cap * 2 : 8;
@@ -352,11 +424,9 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
                 cap = nc;
             }
             L[n++] = l;
-            if (strlen(canon) + strlen(piece) + 4 < canon_len) {
-                if (n > 1)
-                    strcat(canon, " | ");
-                strcat(canon, piece);
-            }
+            if ((n > 1 && (err = canon_add(&canon, " | ")) != 0) ||
+                (err = canon_add(&canon, piece)) != 0)
+                goto out;
         }
 
         if (spec[lx.pos] == '\0')
@@ -376,11 +446,11 @@ int hpml__nn_parse(const char *spec, int in_c, int in_h, int in_w, nn_layer_t **
     }
     *layers = L;
     *nlayers = n;
-    *canonical = canon;
+    *canonical = canon.p;
     L = NULL;
-    canon = NULL;
+    canon.p = NULL;
 out:
     free(L);
-    free(canon);
+    free(canon.p);
     return err;
 }

@@ -33,6 +33,9 @@ static void test_last_error(void **state)
     assert_string_equal(hpml_last_error(), "");
     assert_int_equal(hpml_set_error(HPML_ERR_FORMAT, "%s: bad %d", "x.npy", 7), HPML_ERR_FORMAT);
     assert_string_equal(hpml_last_error(), "x.npy: bad 7");
+    /* Bytes quoted from a file cannot break the line or reach the terminal. */
+    hpml_set_error(HPML_ERR_FORMAT, "%s: word '%s'", "x.csv", "a\nb\r\x1b[2J\x7f\tc");
+    assert_string_equal(hpml_last_error(), "x.csv: word 'a?b??[2J??c'");
     hpml_clear_error();
     assert_string_equal(hpml_last_error(), "");
 }

@@ -475,6 +475,108 @@ static void test_fuzz(void **state)
     }
 }
 
+/* A numeric field of any length is a number, as np.loadtxt reads it: a first row of
+ * 128-character fields is data, not a header dropped in silence. */
+static void test_long_fields(void **state)
+{
+    char text[2600], digits[1001], ref[1100];
+    hpml_array_t a;
+    size_t rows, cols;
+
+    (void)state;
+    memset(digits, '1', 1000);
+    digits[1000] = '\0';
+    snprintf(text, sizeof(text), "0.%.126s\n0.5\n0.25\n", digits); /* 128 characters */
+    write_text(tp("long.csv"), text);
+    assert_int_equal(hpml_io_shape(tp("long.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), 0);
+    assert_int_equal(rows, 3);
+    assert_int_equal(cols, 1);
+    assert_int_equal(hpml_io_read_rows(tp("long.csv"), HPML_FMT_AUTO, HPML_F64, 0, 3, 0, &a), 0);
+    snprintf(ref, sizeof(ref), "0.%.126s", digits);
+    assert_true(((double *)a.data)[0] == strtod(ref, NULL));
+    assert_true(((double *)a.data)[2] == 0.25);
+    hpml_array_free(&a);
+    /* 1002 characters, in a data row and next to a short field. */
+    snprintf(text, sizeof(text), "x,y\n1,2\n0.%s,3\n", digits);
+    write_text(tp("long2.csv"), text);
+    assert_int_equal(hpml_io_read_rows(tp("long2.csv"), HPML_FMT_AUTO, HPML_F32, 0, 2, 0, &a), 0);
+    assert_true(((float *)a.data)[2] == (float)(1.0 / 9.0));
+    assert_true(((float *)a.data)[3] == 3.0f);
+    hpml_array_free(&a);
+    /* An integer beyond 2^53 with 200 leading zeros is still read exactly as i64. */
+    snprintf(text, sizeof(text), "%.200s9007199254740993\n",
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000"
+             "0000000000000000000000000000000000000000");
+    write_text(tp("bigint.csv"), text);
+    assert_int_equal(hpml_io_read_rows(tp("bigint.csv"), HPML_FMT_AUTO, HPML_I64, 0, 1, 0, &a), 0);
+    assert_true(((int64_t *)a.data)[0] == 9007199254740993LL);
+    hpml_array_free(&a);
+    /* A long word is still not a number, and its message is cut to 40 characters. */
+    snprintf(text, sizeof(text), "1,2\n3,%s\n", "abcdefghijabcdefghijabcdefghijabcdefghij-more");
+    write_text(tp("word.csv"), text);
+    expect_error(hpml_io_read_rows(tp("word.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT,
+                 "word.csv:2: field 2 'abcdefghijabcdefghijabcdefghijabcdefghij' is");
+}
+
+/* Quotes must close on their line, with nothing but blanks after them; a NUL byte in any
+ * parsed line is refused. */
+static void test_quotes_and_nul(void **state)
+{
+    hpml_array_t a;
+    size_t rows, cols;
+
+    (void)state;
+    write_text(tp("open.csv"), "1,2\n3,\"4\n");
+    expect_error(hpml_io_read_rows(tp("open.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "open.csv:2: field 2 has an unterminated quote");
+    assert_null(a.data);
+    write_text(tp("open1.csv"), "\"abc,x\n1\n");
+    expect_error(hpml_io_shape(tp("open1.csv"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
+                 "open1.csv:1: field 1 has an unterminated quote");
+    write_text(tp("after.csv"), "1,\"2\"x,3\n");
+    expect_error(hpml_io_read_rows(tp("after.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a),
+                 HPML_ERR_FORMAT, "after.csv:1: field 2 has text after its closing quote");
+    write_text(tp("blanks.csv"), "1, \"2\" ,\"3\" \n\"\"\"\",5,6\n");
+    expect_error(hpml_io_read_rows(tp("blanks.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "blanks.csv:2: field 1 '\"\"' is not a number");
+    assert_int_equal(hpml_io_read_rows(tp("blanks.csv"), HPML_FMT_AUTO, HPML_F64, 0, 1, 0, &a), 0);
+    assert_true(((double *)a.data)[1] == 2.0 && ((double *)a.data)[2] == 3.0);
+    hpml_array_free(&a);
+    write_bytes(tp("nul2.csv"), "1,2\n3,4\0\n", 9);
+    expect_error(hpml_io_read_rows(tp("nul2.csv"), HPML_FMT_AUTO, HPML_F64, 0, 2, 0, &a),
+                 HPML_ERR_FORMAT, "nul2.csv:2: NUL byte");
+}
+
+/* The rows of a block are counted by lines and its columns by the first line: a file
+ * whose counts multiply past what its bytes can hold gets the short row's error, not an
+ * allocation of the claimed size (here 160 GB). */
+static void test_size_claim(void **state)
+{
+    enum { COLS = 40000, ROWS = 500000 };
+    char *text = malloc(2 * COLS + 2 * ROWS + 1), *p = text;
+    hpml_array_t a;
+
+    (void)state;
+    assert_non_null(text);
+    for (int j = 0; j < COLS; j++) {
+        *p++ = '1';
+        *p++ = j + 1 < COLS ? ',' : '\n';
+    }
+    for (int i = 0; i < ROWS; i++) {
+        *p++ = '1';
+        *p++ = '\n';
+    }
+    write_bytes(tp("claim.csv"), text, (size_t)(p - text));
+    free(text);
+    expect_error(hpml_io_read_rows(tp("claim.csv"), HPML_FMT_AUTO, HPML_F64, 0, ROWS + 1, 0, &a),
+                 HPML_ERR_FORMAT, "claim.csv:2: 1 fields, expected 40000");
+    assert_null(a.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +589,9 @@ int main(void)
         cmocka_unit_test(test_bom),
         cmocka_unit_test(test_header_nonfinite),
         cmocka_unit_test(test_first_row_empty),
+        cmocka_unit_test(test_long_fields),
+        cmocka_unit_test(test_quotes_and_nul),
+        cmocka_unit_test(test_size_claim),
     };
     return cmocka_run_group_tests_name("io_csv", tests, io_setup, io_teardown);
 }

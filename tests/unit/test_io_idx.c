@@ -227,6 +227,15 @@ static void test_malformed(void **state)
         "cut.idx.gz: shape (200, 50) needs 10012 bytes uncompressed but the gzip trailer says");
     expect_error(hpml_io_shape(tp("notidx.gz"), HPML_FMT_AUTO, &rows, &cols, NULL), HPML_ERR_FORMAT,
                  "notidx.gz: not a gzip-compressed IDX file (magic bytes 0x68 0x65");
+    /* The trailer has the size modulo 2^32: 65536 x 65536 bytes and none match a file of
+     * the 12 header bytes, but no gzip file of this size can hold them. */
+    assert_int_equal(py("raw = struct.pack('>BBBBII', 0, 0, 8, 2, 65536, 65536)\n"
+                        "open('claim.idx.gz', 'wb').write(gzip.compress(raw))\n"),
+                     0);
+    expect_error(hpml_io_shape(tp("claim.idx.gz"), HPML_FMT_AUTO, &rows, &cols, NULL),
+                 HPML_ERR_FORMAT,
+                 "claim.idx.gz: shape (65536, 65536) needs 4294967308 bytes uncompressed, more "
+                 "than a gzip file of ");
     int rc = hpml_io_read_block(tp("corrupt.idx.gz"), HPML_FMT_AUTO, HPML_U8, 0, 1, 0, &a);
     if (rc != 0)
         expect_error(rc, HPML_ERR_FORMAT, "corrupt.idx.gz: ");

@@ -367,6 +367,15 @@ static void test_malformed(void **state)
     make_npy("trail.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,)} xx", data, 8, 1);
     expect_error(hpml_io_shape(tp("trail.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
                  "trail.npy: bad .npy header: unexpected text after the dict");
+    /* The header is quoted on the message's one line, without its padding and newline. */
+    make_npy("nl.npy", "{'descr': '<f8', 'fortran_order': False, 'shapf': (1,), }      \n", data, 8,
+             1);
+    expect_error(hpml_io_shape(tp("nl.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
+                 "'shapf': (1,), }'");
+    assert_null(strchr(hpml_last_error(), '\n'));
+    make_npy("ctl.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,)\n\t}x", data, 8, 1);
+    expect_error(hpml_io_shape(tp("ctl.npy"), HPML_FMT_AUTO, &rows, NULL, NULL), HPML_ERR_FORMAT,
+                 "(1,)??}x'");
     /* Forcing the format on a CSV file gives the .npy message. */
     write_text(tp("text.csv"), "1,2\n");
     expect_error(hpml_io_shape(tp("text.csv"), HPML_FMT_NPY, &rows, NULL, NULL), HPML_ERR_FORMAT,

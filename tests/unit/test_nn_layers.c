@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "hpml/nn.h"
 #include "nn/nn_internal.h"
@@ -241,6 +242,34 @@ static void test_spec(void **state)
     expect_spec_error("dropout 1.5", "probability");
     expect_spec_error("dense 10 sigmoid", "expected 'relu'");
     expect_spec_error("", "expected a layer");
+    /* Sizes that would wrap an int or size_t are errors, not smaller models. */
+    assert_int_equal(hpml_model_create("conv 1 1 pad999999999", 1, 200000000, 1, &m),
+                     HPML_ERR_FORMAT);
+    assert_non_null(strstr(hpml_last_error(), "pads its 200000000x1 input beyond 2147483647"));
+    expect_spec_error("conv 999999999 1 | flatten", "more than 2147483647 values per sample");
+    expect_spec_error("conv 3 999999 pad999999", "more than 2147483647 values per sample in its");
+    expect_spec_error("dense 999999999 | dense 999999999 | dense 2", "parameters");
+    assert_int_equal(hpml_model_create("dense 1", 65536, 65536, 2, &m), HPML_ERR_INVAL);
+    assert_non_null(strstr(hpml_last_error(), "65536x65536x2 has more than"));
+}
+
+/* The canonical spec (saved in model files) describes the same model: never cut short,
+ * and a dropout probability kept exactly. */
+static void test_spec_canonical(void **state)
+{
+    char spec[800] = "";
+    hpml_model_t *m = NULL, *m2 = NULL;
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        strcat(spec, i ? "|conv 1 1" : "conv 1 1"); /* each layer twice as long canonical */
+    strcat(spec, "| dropout 0.9999999 | dense 3");
+    assert_int_equal(hpml_model_create(spec, 1, 4, 4, &m), 0);
+    assert_int_equal(hpml_model_create(hpml_model_spec(m), 1, 4, 4, &m2), 0);
+    assert_string_equal(hpml_model_spec(m2), hpml_model_spec(m));
+    assert_int_equal(hpml_model_num_params(m2), hpml_model_num_params(m));
+    assert_non_null(strstr(hpml_model_spec(m), "dropout 0.99999988"));
+    hpml_model_destroy(m);
+    hpml_model_destroy(m2);
 }
 
 static void test_optim(void **state)
@@ -306,6 +335,92 @@ static void test_model_file(void **state)
     hpml_model_destroy(m);
 }
 
+/* A model file as hpml_model_save writes it, with any header and parameters. */
+static void write_model(const char *path, int32_t c, int32_t h, int32_t w, float mean, float sd,
+                        const char *spec, uint64_t np, const float *params, size_t nwrite)
+{
+    uint32_t v = 1, sl = (uint32_t)strlen(spec), crc;
+    int32_t shape[3] = {c, h, w};
+    unsigned char *b = malloc(64 + sl + nwrite * 4), *p = b;
+    FILE *f;
+
+    assert_non_null(b);
+    memcpy(p, "HPMLMODL", 8), p += 8;
+    memcpy(p, &v, 4), p += 4;
+    memcpy(p, shape, 12), p += 12;
+    memcpy(p, &mean, 4), p += 4;
+    memcpy(p, &sd, 4), p += 4;
+    memcpy(p, &sl, 4), p += 4;
+    memcpy(p, spec, sl), p += sl;
+    memcpy(p, &np, 8), p += 8;
+    memcpy(p, params, nwrite * 4), p += nwrite * 4;
+    crc = (uint32_t)crc32(0, b, (uInt)(p - b));
+    memcpy(p, &crc, 4), p += 4;
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)(p - b), f), (size_t)(p - b));
+    fclose(f);
+    free(b);
+}
+
+static void expect_load_error(const char *path, const char *needle)
+{
+    hpml_model_t *m = NULL;
+    float mean, sd;
+    int err = hpml_model_load(path, &m, &mean, &sd);
+
+    if (err != HPML_ERR_FORMAT || m != NULL || strstr(hpml_last_error(), needle) == NULL ||
+        strstr(hpml_last_error(), path) == NULL)
+        fail_msg("%s: got %d '%s', expected HPML_ERR_FORMAT with '%s'", path, err,
+                 hpml_last_error(), needle);
+}
+
+/* Model files with valid checksums but impossible contents: sizes that wrap, a spec
+ * asking for more parameters than the file holds, NaN or Inf values. Each is refused
+ * with a message naming the file, before the spec's parameters are allocated. */
+static void test_model_file_checks(void **state)
+{
+    char dir[] = "/tmp/hpml_nn_checks_XXXXXX", path[256];
+    float w[4] = {0.5f, -1.0f, 2.0f, 0.25f}, bad[4], mean, sd;
+    hpml_model_t *m = NULL;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m.hpml", dir);
+    write_model(path, 1, 1, 3, 0.5f, 2.0f, "dense 1", 4, w, 4); /* 3 weights + 1 bias */
+    assert_int_equal(hpml_model_load(path, &m, &mean, &sd), 0);
+    assert_true(mean == 0.5f && sd == 2.0f);
+    hpml_model_destroy(m);
+    /* 4194304 * 2097152 * 2097152 = 2^64 values per sample, which wraps to 0. */
+    write_model(path, 4194304, 2097152, 2097152, 0, 1, "dense 1", 1, w, 1);
+    expect_load_error(path, "input shape 4194304x2097152x2097152 is not valid");
+    write_model(path, 0, 1, 3, 0, 1, "dense 1", 4, w, 4);
+    expect_load_error(path, "input shape 0x1x3 is not valid");
+    /* 784e9 parameters claimed by the spec, 4 in the file: no 3 TB allocation first. */
+    write_model(path, 1, 28, 28, 0, 1, "dense 999999999", 4, w, 4);
+    expect_load_error(path, "holds 16 bytes for 4 parameters, its spec needs 784999999215");
+    write_model(path, 1, 1, 3, 0, 1, "dense 1", 5, w, 4);
+    expect_load_error(path, "holds 16 bytes for 5 parameters, its spec needs 4");
+    write_model(path, 1, 1, 3, 0, 1, "dense 1 | bogus", 4, w, 4);
+    expect_load_error(path, "m.hpml: model spec column 11: expected a layer");
+    write_model(path, 1, 200000000, 1, 0, 1, "conv 1 1 pad999999999", 4, w, 4);
+    expect_load_error(path, "beyond 2147483647 rows");
+    memcpy(bad, w, sizeof(w));
+    bad[2] = NAN;
+    write_model(path, 1, 1, 3, 0, 1, "dense 1", 4, bad, 4);
+    expect_load_error(path, "non-finite parameter: parameter 2 of 4 is nan");
+    bad[2] = -INFINITY;
+    write_model(path, 1, 1, 3, 0, 1, "dense 1", 4, bad, 4);
+    expect_load_error(path, "non-finite parameter: parameter 2 of 4 is -inf");
+    write_model(path, 1, 1, 3, INFINITY, 1, "dense 1", 4, w, 4);
+    expect_load_error(path, "non-finite parameter: the normalisation is mean inf, std 1");
+    write_model(path, 1, 1, 3, 0, NAN, "dense 1", 4, w, 4);
+    expect_load_error(path, "non-finite parameter: the normalisation is mean 0, std nan");
+    write_model(path, 1, 1, 3, 0, 0, "dense 1", 4, w, 4);
+    expect_load_error(path, "the normalisation std is 0");
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Saving goes through a fresh temporary file: a planted file at any fixed temporary name
  * (here the old path.tmp.<pid>, a symlink) is neither followed nor truncated, the old
  * file's mode is kept, and a failed save leaves nothing behind. */
@@ -358,10 +473,11 @@ static void test_model_save_tmp(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_dense),  cmocka_unit_test(test_grad_conv),
-        cmocka_unit_test(test_conv_direct), cmocka_unit_test(test_grad_pool_dropout),
-        cmocka_unit_test(test_spec),        cmocka_unit_test(test_optim),
-        cmocka_unit_test(test_model_file),  cmocka_unit_test(test_model_save_tmp),
+        cmocka_unit_test(test_grad_dense),     cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_conv_direct),    cmocka_unit_test(test_grad_pool_dropout),
+        cmocka_unit_test(test_spec),           cmocka_unit_test(test_optim),
+        cmocka_unit_test(test_model_file),     cmocka_unit_test(test_model_save_tmp),
+        cmocka_unit_test(test_spec_canonical), cmocka_unit_test(test_model_file_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
