@@ -128,8 +128,8 @@ static int store(const char *cmd, int i, const char *arg)
                 return cli_usage_error(cmd, "%s must be a number %s %g (got '%s')", name,
                                        o->open_min ? ">" : ">=", o->dmin, arg);
             return cli_usage_error(cmd, "%s must be a number %s %g and %s %g (got '%s')", name,
-                                   o->open_min ? ">" : ">=", o->dmin, o->open_max ? "<" : "<=",
-                                   o->dmax, arg);
+                                   o->open_min ? ">" : ">=", o->dmin,
+                                   o->open_max ? "<" : "<=", o->dmax, arg);
         }
         *(double *)(void *)d = x;
         return 0;
