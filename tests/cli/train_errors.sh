@@ -42,10 +42,10 @@ opt_error() { # expected-status expected-substring args...
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 opt_error 2 "option '--epochs' needs a value" --epochs
-opt_error 2 "--lr: expected a non-negative number, got 'x'" --lr x
+opt_error 2 "--lr must be a number >= 0 (got 'x')" --lr x
 opt_error 2 "--max-steps must be an integer from 0 to" --max-steps -3
-opt_error 2 "--momentum: expected a number in [0, 1)" --momentum 5
-opt_error 2 "--input: expected CxHxW" --synthetic --input 1x28x28junk
+opt_error 2 "--momentum must be a number >= 0 and < 1 (got '5')" --momentum 5
+opt_error 2 "--input must be CxHxW like 1x28x28 (got '1x28x28junk')" --synthetic --input 1x28x28junk
 opt_error 2 "--checkpoint-every needs --checkpoint DIR" --checkpoint-every 3
 opt_error 2 "--train-images and --train-labels go together" --train-images "$tmp/x.npy"
 opt_error 2 "not both" --data "$tmp" --test-images a --test-labels b
@@ -54,11 +54,11 @@ opt_error 1 "cannot create a file there" --save "$tmp/no/m.hpml" --epochs 1
 opt_error 1 "cannot create the folder" --checkpoint "$tmp/no/ck" --epochs 1
 opt_error 1 "--resume: checkpoint folder" --checkpoint "$tmp/none" --resume
 opt_error 1 "cannot open" --data "$tmp/none" --epochs 1
-opt_error 2 "--parallel: expected auto, data or hybrid, got 'model'" --parallel model
+opt_error 2 "--parallel must be auto, data or hybrid (got 'model')" --parallel model
 opt_error 2 "--parallel hybrid: the hybrid layout splits a first 'dense' layer; this model starts with 'conv'" --parallel hybrid --model lenet
 opt_error 2 "--parallel hybrid: the hybrid layout needs the whole training set on every rank" --parallel hybrid --shard-data
 opt_error 2 "--parallel hybrid: the hybrid layout needs an output of the first layer per rank (it has 1, for 2 ranks)" --parallel hybrid --model "dense 1 relu | dense 10" --synthetic
-opt_error 2 "--split-layers: expected 1 or 2, got '3'" --split-layers 3
+opt_error 2 "--split-layers must be 1 or 2 (got '3')" --split-layers 3
 opt_error 2 "--split-layers 2: splitting 2 layers needs a second 'dense' layer; this model's second layer is 'dropout'" --split-layers 2 --model "dense 64 relu | dropout 0.1 | dense 10" --synthetic
 opt_error 2 "--split-layers 1: splitting layers is the hybrid layout, not the data-parallel one" --split-layers 1 --parallel data
 opt_error 2 "--split-layers 1: the hybrid layout splits a first 'dense' layer; this model starts with 'conv'" --split-layers 1 --model lenet --synthetic
