@@ -187,32 +187,18 @@ static int algo_applies(hpml_coll_t coll, hpml_algo_t algo)
     return 0;
 }
 
-/* "4096", "64K", "16M", "1G", "inf". */
+/* "inf", or a size in hpml's one grammar (hpml_size_parse: "4096", "64K", "16MB"). */
 static int parse_bytes(const char *s, size_t *out)
 {
-    char *end;
-    unsigned long long v;
-    size_t mul = 1;
+    uint64_t v;
 
     if (strcmp(s, "inf") == 0) {
         *out = INF;
         return 0;
     }
-    if (!isdigit((unsigned char)s[0]))
+    if (hpml_size_parse(s, &v) != 0 || v >= INF)
         return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    if (*end == 'K' || *end == 'k')
-        mul = KB, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = KB * KB, end++;
-    else if (*end == 'G' || *end == 'g')
-        mul = KB * KB * KB, end++;
-    if (*end != '\0' || v > SIZE_MAX / mul)
-        return -1;
-    *out = (size_t)v * mul;
+    *out = (size_t)v;
     return 0;
 }
 
