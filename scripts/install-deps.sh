@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Install every Debian package that building, testing and running the demo of hpml need.
+# Install the Debian packages a part of hpml needs:
+#   scripts/install-deps.sh          building, testing and running the demo (make test)
+#   scripts/install-deps.sh --fuzz   make fuzz: clang with its libFuzzer and sanitizer
+#                                    runtimes (Debian 12: clang-14, libclang-rt-14-dev)
 # Idempotent: does nothing when everything is present, runs `apt-get update` only when
-# something is missing. Heavy benchmark-only tools (python3-torch) are not installed here.
+# something is missing. Tools only one script or target uses (python3-torch for a
+# benchmark, clang for fuzzing) are not in the base set.
 set -euo pipefail
 
-packages=(
-    make gcc pkg-config
-    openmpi-bin libopenmpi-dev
-    mpich libmpich-dev
-    libopenblas-dev liblapacke-dev
-    libcmocka-dev zlib1g-dev
-    dataset-fashion-mnist
-    python3 python3-numpy python3-sklearn
-    gnuplot-nox
-    clang-format
-)
+case "${1:-}" in
+"")
+    packages=(
+        make gcc pkg-config
+        openmpi-bin libopenmpi-dev
+        mpich libmpich-dev
+        libopenblas-dev liblapacke-dev
+        libcmocka-dev zlib1g-dev
+        dataset-fashion-mnist
+        python3 python3-numpy python3-sklearn
+        gnuplot-nox
+        clang-format
+    )
+    ;;
+--fuzz) packages=(clang libclang-rt-14-dev) ;;
+*)
+    echo "install-deps: unknown option '$1' (none, or --fuzz)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

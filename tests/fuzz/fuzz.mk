@@ -10,7 +10,7 @@
 #                        plain main() that runs the target on the committed corpus
 #                        (tests/run.sh runs them, leak checking on)
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS=npy,csv]
-#                        installs clang (scripts/install-fuzz-deps.sh), builds the
+#                        installs clang (scripts/install-deps.sh --fuzz), builds the
 #                        libFuzzer binaries into build/fuzz/ and runs each target in turn
 #   make fuzz-build      only builds them
 
@@ -73,7 +73,7 @@ FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_O)/fuzz_%)
 
 .PHONY: fuzz fuzz-build fuzz-deps
 fuzz-deps:
-	scripts/install-fuzz-deps.sh
+	scripts/install-deps.sh --fuzz
 
 fuzz: fuzz-deps
 	$(MAKE) -j$(NPROC) fuzz-build
