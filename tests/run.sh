@@ -76,24 +76,25 @@ run_one() { # name timeout command...
     fi
 }
 
-IFS=, read -r -a mpi_list <<<"$mpis"
-for mpi in "${mpi_list[@]}"; do
-    b=$root/$mpi$suffix
-    if [ ! -x "$b/bin/hpml" ]; then
-        echo "run.sh: $b/bin/hpml not built (make MPI=$mpi)" >&2
-        failed=$((failed + 1)); failed_names+=("$mpi build"); continue
-    fi
-    case "$mpi" in
+# launcher_for MPI: the launcher array for MPI's multi-rank runs.
+launcher_for() {
+    case "$1" in
     openmpi) launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
     mpich) launcher=(mpirun.mpich) ;;
-    *) echo "run.sh: unknown MPI '$mpi'" >&2; exit 2 ;;
+    *) echo "run.sh: unknown MPI '$1'" >&2; exit 2 ;;
     esac
-    echo "== $mpi =="
+}
+
+# unit_and_mpi LABEL BUILD MPI ONLY: the unit tests and the multi-rank tests of BUILD, named
+# "LABEL unit ..." and "LABEL mpi ... np=N"; with ONLY (a list of rank counts) only those
+# of each test's rank counts, or its first when it has none of them.
+unit_and_mpi() {
+    local label=$1 b=$2 mpi=$3 only=$4 t n src ranks sel tmo np
     for t in "$b"/tests/unit/test_*; do
-        [ -x "$t" ] || continue
+        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
         n=$(basename "$t")
-        [[ "$mpi unit $n" =~ $filter ]] || continue
-        run_one "$mpi unit $n" 300 "$t"
+        [[ "$label unit $n" =~ $filter ]] || continue
+        run_one "$label unit $n" 300 "$t"
     done
     for t in "$b"/tests/mpi/test_*; do
         [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
@@ -101,12 +102,29 @@ for mpi in "${mpi_list[@]}"; do
         src=tests/mpi/$n.c
         ranks=$(directive "$src" ranks "1 2 3 4")
         [ "$mpi" = mpich ] && ranks=$(directive "$src" mpich-ranks "$ranks")
+        sel=$ranks
+        if [ -n "$only" ]; then
+            sel=$(for np in $ranks; do [[ " $only " == *" $np "* ]] && echo "$np"; done)
+            [ -n "$sel" ] || sel=${ranks%% *}
+        fi
         tmo=$(directive "$src" timeout 300)
-        for np in $ranks; do
-            [[ "$mpi mpi $n np=$np" =~ $filter ]] || continue
-            run_one "$mpi mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
+        for np in $sel; do
+            [[ "$label mpi $n np=$np" =~ $filter ]] || continue
+            run_one "$label mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
         done
     done
+}
+
+IFS=, read -r -a mpi_list <<<"$mpis"
+for mpi in "${mpi_list[@]}"; do
+    b=$root/$mpi$suffix
+    if [ ! -x "$b/bin/hpml" ]; then
+        echo "run.sh: $b/bin/hpml not built (make MPI=$mpi)" >&2
+        failed=$((failed + 1)); failed_names+=("$mpi build"); continue
+    fi
+    launcher_for "$mpi"
+    echo "== $mpi =="
+    unit_and_mpi "$mpi" "$b" "$mpi" ""
     # Each fuzz target on its committed corpus, built with gcc's ASan + UBSan (make tests).
     # Leak checking is on here: these programs load no MPI runtime.
     for t in "$b"/tests/fuzz/replay_*; do
@@ -129,34 +147,12 @@ done
 if [ -n "$san_subset" ]; then
     b=$root/$san_subset-san
     echo "== $san_subset-san (address and undefined-behaviour sanitizers) =="
-    case "$san_subset" in
-    openmpi) launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
-    *) launcher=(mpirun.$san_subset) ;;
-    esac
+    launcher_for "$san_subset"
     if [ ! -d "$b/tests" ]; then
         echo "run.sh: $b/tests not built (make MPI=$san_subset SANITIZE=address,undefined tests)" >&2
         failed=$((failed + 1)); failed_names+=("$san_subset-san build")
     fi
-    for t in "$b"/tests/unit/test_*; do
-        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
-        n=$(basename "$t")
-        [[ "$san_subset-san unit $n" =~ $filter ]] || continue
-        run_one "$san_subset-san unit $n" 300 "$t"
-    done
-    for t in "$b"/tests/mpi/test_*; do
-        [ -x "$t" ] && [ "${t%.[od]}" = "$t" ] || continue
-        n=$(basename "$t")
-        src=tests/mpi/$n.c
-        ranks=$(directive "$src" ranks "1 2 3 4")
-        [ "$san_subset" = mpich ] && ranks=$(directive "$src" mpich-ranks "$ranks")
-        sel=$(for np in $ranks; do case $np in 2|3) echo "$np" ;; esac; done)
-        [ -n "$sel" ] || sel=${ranks%% *}
-        tmo=$(directive "$src" timeout 300)
-        for np in $sel; do
-            [[ "$san_subset-san mpi $n np=$np" =~ $filter ]] || continue
-            run_one "$san_subset-san mpi $n np=$np" "$tmo" "${launcher[@]}" -np "$np" "$t"
-        done
-    done
+    unit_and_mpi "$san_subset-san" "$b" "$san_subset" "2 3"
 fi
 
 if [ $failed -gt 0 ]; then
