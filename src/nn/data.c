@@ -4,6 +4,7 @@
  * rank-count-independent epoch shuffle. No MPI here (train_data.c loads a run's data
  * across the ranks).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +50,12 @@ int hpml_dataset_load(const char *images, const char *labels, size_t begin, size
                              "%s holds %zu x %zu labels but %s holds %zu images (expected one "
                              "label per image)",
                              labels, lrows, lcols, images, rows);
+        goto out;
+    }
+    /* A sample's shape is held in ints (the model's input shape). */
+    if (cols == 0 || cols > INT_MAX) {
+        err = hpml_set_error(HPML_ERR_FORMAT, "%s: %zu values per image; hpml takes 1 to %d",
+                             images, cols, INT_MAX);
         goto out;
     }
     if (end > rows)

@@ -189,12 +189,37 @@ void hpml_model_describe(const hpml_model_t *m, char *buf, size_t len)
         snprintf(buf + used, len - used, "total params %zu\n", m->nparams);
 }
 
+/* The most values per sample any of the model's buffers holds (activations, a
+ * convolution's im2col columns and GEMM output). */
+static size_t largest_per_sample(const hpml_model_t *m)
+{
+    size_t most = hpml_model_input_size(m);
+
+    for (int i = 0; i < m->nlayers; i++) {
+        const nn_layer_t *l = &m->layers[i];
+        size_t P = (size_t)l->out_h * (size_t)l->out_w, K = (size_t)l->in_c * l->k * l->k;
+
+        most = l->out_size > most ? l->out_size : most;
+        if (l->kind == NN_CONV) {
+            most = K * P > most ? K * P : most;
+            most = (size_t)l->out_c * P > most ? (size_t)l->out_c * P : most;
+        }
+    }
+    return most;
+}
+
 int hpml_model_reserve(hpml_model_t *m, size_t nb)
 {
     size_t maxact = hpml_model_input_size(m);
 
     if (nb <= m->max_batch)
         return 0;
+    /* A batch whose buffers' sizes do not fit a size_t would wrap into small ones. */
+    if (nb > SIZE_MAX / sizeof(double) / largest_per_sample(m))
+        return hpml_set_error(HPML_ERR_NOMEM,
+                              "nn: cannot allocate activations for batch %zu: more bytes than "
+                              "the address space holds",
+                              nb);
     free_buffers(m);
     for (int i = 0; i < m->nlayers; i++) {
         nn_layer_t *l = &m->layers[i];
