@@ -96,4 +96,3 @@ out:
     }
     return err;
 }
-

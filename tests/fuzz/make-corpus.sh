@@ -10,7 +10,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 c=$repo/tests/fuzz/corpus
 HPML=${HPML:-$repo/build/openmpi/bin/hpml}
-mkdir -p "$c"/{npy,idx,csv,spec,model,tuning}
+mkdir -p "$c"/{npy,idx,csv,spec,model,tuning,checkpoint}
 
 /usr/bin/python3 - "$c" <<'EOF'
 import gzip, struct, sys
@@ -186,5 +186,35 @@ model("regress_inf_mean.hpml", (1, 1, 3), float("inf"), 1, b"dense 1", 4, w)
 model("regress_shape_wraps.hpml", (4194304, 2097152, 2097152), 0, 1, b"dense 1", 1, w[:1])
 model("regress_spec_claim.hpml", (1, 28, 28), 0, 1, b"dense 999999999", 4, w)
 model("regress_bad_spec.hpml", (1, 1, 3), 0, 1, b"dense 1 | bogus", 4, w)
+EOF
+# Checkpoints (fuzz_checkpoint.c's model, 'dense 3 relu | dense 2' on 1x2x2 samples): SGD
+# with momentum and Adam, from one rank and from two (every rank's sums), mid-epoch, and
+# damaged copies.
+mkdir -p "$c/checkpoint"
+/usr/bin/python3 - "$tmp" <<'EOF'
+import sys
+import numpy as np
+r = np.random.default_rng(3)
+np.save(f"{sys.argv[1]}/x.npy", r.integers(0, 255, (40, 2, 2), dtype=np.uint8))
+np.save(f"{sys.argv[1]}/y.npy", r.integers(0, 2, 40).astype(np.int64))
+EOF
+ck() { # name ranks optimizer
+    rm -rf "$tmp/ck"
+    mpirun.openmpi --allow-run-as-root --oversubscribe -np "$2" "$HPML" train \
+        --model 'dense 3 relu | dense 2' --train-images "$tmp/x.npy" --train-labels "$tmp/y.npy" \
+        --batch 8 --epochs 2 --optimizer "$3" --checkpoint "$tmp/ck" --checkpoint-every 3 \
+        --max-steps 3 --no-progress >/dev/null
+    cp "$tmp/ck/checkpoint.hpml" "$c/checkpoint/$1"
+}
+ck sgd_1rank.ckpt 1 sgd
+ck sgd_2ranks.ckpt 2 sgd
+ck adam_2ranks.ckpt 2 adam
+head -c 60 "$c/checkpoint/sgd_1rank.ckpt" >"$c/checkpoint/bad_truncated.ckpt"
+/usr/bin/python3 - "$c/checkpoint" <<'EOF'
+import sys
+d = sys.argv[1]
+b = bytearray(open(f"{d}/sgd_2ranks.ckpt", "rb").read())
+b[40] ^= 0xFF  # inside the header: the CRC no longer matches
+open(f"{d}/bad_crc.ckpt", "wb").write(b)
 EOF
 du -sh "$c"
