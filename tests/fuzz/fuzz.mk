@@ -61,6 +61,9 @@ FUZZ_O := build/fuzz
 FUZZ_CC := clang
 FUZZ_MPI_CFLAGS := $(shell pkg-config --cflags $(if $(filter mpich,$(MPI)),mpich,ompi-c) \
                      2>/dev/null)
+# The library's logging asks MPI whether it runs (MPI_Initialized) to name the rank, so the
+# targets link the MPI library too; none of them initialises it.
+FUZZ_MPI_LIBS := $(shell pkg-config --libs $(if $(filter mpich,$(MPI)),mpich,ompi-c) 2>/dev/null)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -pthread $(WARN) -Wno-unknown-pragmas $(BLAS_CFLAGS) \
                $(FUZZ_MPI_CFLAGS) \
@@ -94,7 +97,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 
 $(FUZZ_O)/fuzz_%: $(FUZZ_O)/obj/tests/fuzz/fuzz_%.o $(FUZZ_HELPER_OBJS) $(FUZZ_LIB)
 	$(FUZZ_CC) -pthread -fsanitize=fuzzer $(FUZZ_SAN) -Wl,--as-needed -o $@ $< \
-	    $(FUZZ_HELPER_OBJS) $(FUZZ_LIB) $(LDLIBS)
+	    $(FUZZ_HELPER_OBJS) $(FUZZ_LIB) $(LDLIBS) $(FUZZ_MPI_LIBS)
 
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_HELPER_OBJS:.o=.d) \
          $(FUZZ_NAMES:%=$(FUZZ_O)/obj/tests/fuzz/fuzz_%.d)
