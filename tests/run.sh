@@ -14,7 +14,10 @@
 #   hpml-test: ranks=1 2 3 4        rank counts (default 1 2 3 4)
 #   hpml-test: mpich-ranks=1 2 3    rank counts under MPICH (busy-polling: keep small)
 #   hpml-test: timeout=300          seconds per run (default 300)
-# Ends with the line "N passed, N failed"; exit status 1 when anything failed.
+# A test that cannot run here exits 77 after printing "SKIP: <reason>": it is counted
+# apart, with its reason, and is neither a pass nor a failure.
+# Ends with the line "N passed, N failed" (and ", N skipped" when some were); exit status
+# 1 when anything failed.
 set -u
 
 mpis=openmpi
@@ -44,7 +47,7 @@ export HPML_TEST_REPO=$repo
 # library name, so leak checking is off; every other ASan/UBSan error still fails.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-passed=0 failed=0 failed_names=()
+passed=0 failed=0 skipped=0 failed_names=() skipped_why=()
 logdir=$root/test-logs
 mkdir -p "$logdir"
 
@@ -67,6 +70,12 @@ run_one() { # name timeout command...
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))
         printf 'PASS  %-60s %6ss\n' "$name" "$dt"
+    elif [ $rc -eq 77 ]; then
+        local why
+        why=$(grep -m1 '^SKIP: ' "$log" | sed 's/^SKIP: //')
+        skipped=$((skipped + 1))
+        skipped_why+=("$name: ${why:-no reason given}")
+        printf 'SKIP  %-60s %6ss  (%s)\n' "$name" "$dt" "${why:-no reason given}"
     else
         failed=$((failed + 1))
         failed_names+=("$name")
@@ -159,5 +168,11 @@ if [ $failed -gt 0 ]; then
     echo "failed:"
     printf '  %s\n' "${failed_names[@]}"
 fi
-echo "$passed passed, $failed failed"
+if [ $skipped -gt 0 ]; then
+    echo "skipped:"
+    printf '  %s\n' "${skipped_why[@]}"
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
 [ $failed -eq 0 ]

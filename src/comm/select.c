@@ -89,14 +89,14 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
 /*
  * Built-in table: on one node the shared-memory allreduce and bcast at every size (bcast
  * of private buffers >= 64 KiB only with Cross-Memory Attach: see hpml__select); across
- * nodes the hierarchical allreduce for large messages; collectives without a measured
- * hpml win use the MPI library. Why: docs/decisions/builtin-selection.md.
+ * nodes, and for collectives without a measured hpml win, the MPI library (the
+ * hierarchical allreduce lost to it across emulated nodes; `hpml tune` on a cluster can
+ * still choose it). Why: docs/decisions/builtin-selection.md.
  */
 static const rule_t builtin[] = {
     {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM},
-    {HPML_COLL_ALLREDUCE, ANY, ANY, 64 * KB, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_HIER},
+    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_BCAST, ANY, 1, INF, HPML_ALGO_SHM},
     {HPML_COLL_BCAST, ANY, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_REDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
