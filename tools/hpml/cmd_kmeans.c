@@ -413,12 +413,12 @@ int cmd_kmeans(int argc, char **argv)
     mlcli_outset_input(&os, "--data", o.data);
     mlcli_outset_input(&os, "--init", o.init_file);
     mlcli_outset_input(&os, "--predict", o.predict);
-    mlcli_outset_add(&os, r.cpath, NULL);
+    mlcli_outset_add(&os, r.cpath, "x");
     mlcli_outset_add(&os, r.lpath, "label");
     if (mlcli_outset_check(&os) != 0 || load(&o, &r) != 0 || compute(&o, &r) != 0)
         goto out;
     if (mlcli_outset_write(&os, r.cpath, r.res.centroids, o.dtype, o.p.k, r.X.cols) != 0 ||
-        mlcli_outset_write_rows(&os, r.lpath, r.labels, HPML_I32, r.X.rows, 1) != 0 ||
+        mlcli_outset_write_rows(&os, r.lpath, r.labels, HPML_I32, r.X.rows, 0) != 0 ||
         mlcli_outset_commit(&os) != 0)
         goto out;
     if (hpml_comm_rank(r.comm) == 0) {

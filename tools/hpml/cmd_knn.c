@@ -127,9 +127,9 @@ int cmd_knn(int argc, char **argv)
     mlcli_outset_input(&os, "--query", o.query);
     mlcli_outset_input(&os, "--labels", o.labels);
     mlcli_outset_input(&os, "--query-labels", o.qlabels);
-    mlcli_outset_add(&os, ipath, NULL);
-    mlcli_outset_add(&os, dpath, NULL);
-    mlcli_outset_add(&os, ppath, NULL);
+    mlcli_outset_add(&os, ipath, "neighbor");
+    mlcli_outset_add(&os, dpath, "distance");
+    mlcli_outset_add(&os, ppath, "prediction");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -199,7 +199,7 @@ int cmd_knn(int argc, char **argv)
 
     if (mlcli_outset_write_rows(&os, ipath, idx, HPML_I64, q->rows, o.k) ||
         mlcli_outset_write_rows(&os, dpath, dist, HPML_F64, q->rows, o.k) ||
-        mlcli_outset_write_rows(&os, ppath, pred, HPML_I64, q->rows, 1) || mlcli_outset_commit(&os))
+        mlcli_outset_write_rows(&os, ppath, pred, HPML_I64, q->rows, 0) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {

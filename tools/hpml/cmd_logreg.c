@@ -220,8 +220,8 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     mlcli_outset_model(&os, o->model, "intercept");
     mlcli_outset_model(&os, o->model, "classes");
     mlcli_outset_model(&os, o->model, "multinomial");
-    mlcli_outset_add(&os, o->pred_out, NULL);
-    mlcli_outset_add(&os, o->proba_out, NULL);
+    mlcli_outset_add(&os, o->pred_out, "prediction");
+    mlcli_outset_add(&os, o->proba_out, "p");
     if (mlcli_outset_check(&os))
         goto out;
     t0 = hpml_time();
@@ -257,7 +257,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
         rc = score(comm, &m, X.data, y, X.rows, pred, &acc, &ll);
     t_pred = hpml_time() - t0;
     if (mlcli_check(CMD, comm, rc) ||
-        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_I64, X.rows, 1) ||
+        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_I64, X.rows, 0) ||
         write_proba(&os, o->proba_out, &m, &X) || mlcli_outset_commit(&os))
         goto out;
 
@@ -337,12 +337,12 @@ int cmd_logreg(int argc, char **argv)
     mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
     mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
     mlcli_outset_inputs(&os, &o.co);
-    mlcli_outset_add(&os, o.pred_out, NULL);
-    mlcli_outset_add(&os, o.proba_out, NULL);
-    mlcli_outset_add(&os, cpath, NULL);
-    mlcli_outset_add(&os, ipath, NULL);
-    mlcli_outset_add(&os, kpath, NULL);
-    mlcli_outset_add(&os, mpath, NULL);
+    mlcli_outset_add(&os, o.pred_out, "prediction");
+    mlcli_outset_add(&os, o.proba_out, "p");
+    mlcli_outset_add(&os, cpath, "x");
+    mlcli_outset_add(&os, ipath, "intercept");
+    mlcli_outset_add(&os, kpath, "class");
+    mlcli_outset_add(&os, mpath, "multinomial");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -391,12 +391,12 @@ int cmd_logreg(int argc, char **argv)
         ppred = tpred;
     }
     multi = m->multinomial;
-    if (mlcli_outset_write_rows(&os, o.pred_out, ppred, HPML_I64, px->rows, 1) ||
+    if (mlcli_outset_write_rows(&os, o.pred_out, ppred, HPML_I64, px->rows, 0) ||
         write_proba(&os, o.proba_out, m, px) ||
         mlcli_outset_write(&os, cpath, m->coef, HPML_F64, m->n_rows, d) ||
-        mlcli_outset_write(&os, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
-        mlcli_outset_write(&os, kpath, m->classes, HPML_I64, m->n_classes, 1) ||
-        mlcli_outset_write(&os, mpath, &multi, HPML_I64, 1, 1) || mlcli_outset_commit(&os))
+        mlcli_outset_write_vec(&os, ipath, m->intercept, HPML_F64, m->n_rows) ||
+        mlcli_outset_write_vec(&os, kpath, m->classes, HPML_I64, m->n_classes) ||
+        mlcli_outset_write_vec(&os, mpath, &multi, HPML_I64, 1) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {

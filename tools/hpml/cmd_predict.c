@@ -150,7 +150,7 @@ int cmd_predict(int argc, char **argv)
     if ((err = predict_rows(m, a.data, rows, dt, mean, sd, pred)) != 0)
         goto out;
     if (os != NULL) {
-        if ((err = hpml_io_outset_write(os, o.output, pred, HPML_I32, rows, 1)) != 0 ||
+        if ((err = hpml_io_outset_write_nd(os, o.output, pred, HPML_I32, 1, &rows)) != 0 ||
             (err = hpml_io_outset_commit(os)) != 0)
             goto out;
     } else {

@@ -315,10 +315,10 @@ void mlcli_outset_inputs(mlcli_outset_t *os, const mlcli_opts_t *co)
     mlcli_outset_input(os, "--test-target", co->test_target);
 }
 
-void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header)
+void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *name)
 {
     if (os->io != NULL)
-        note(os, hpml_io_outset_add(os->io, path, csv_header));
+        note(os, hpml_io_outset_add(os->io, path, name));
 }
 
 void mlcli_outset_abort(mlcli_outset_t *os)
@@ -347,22 +347,38 @@ int mlcli_outset_check(mlcli_outset_t *os)
     return outset_agree(os, rc);
 }
 
-int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
-                       size_t rows, size_t cols)
+/* write and write_vec: an array of ndim 1 or 2. */
+static int outset_write_nd(mlcli_outset_t *os, const char *path, const void *data,
+                           hpml_dtype_t dtype, int ndim, const size_t *shape)
 {
     int rc = 0;
 
     if (path == NULL || *path == '\0')
         return 0;
     if (hpml_comm_rank(os->comm) == 0)
-        rc = os->io != NULL ? hpml_io_outset_write(os->io, path, data, dtype, rows, cols)
+        rc = os->io != NULL ? hpml_io_outset_write_nd(os->io, path, data, dtype, ndim, shape)
                             : hpml_set_error(HPML_ERR_STATE, "internal error: no output set");
     return outset_agree(os, rc);
 }
 
-int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
-                            hpml_dtype_t dtype, size_t rows, size_t cols)
+int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
+                       size_t rows, size_t cols)
 {
+    size_t shape[2] = {rows, cols};
+
+    return outset_write_nd(os, path, data, dtype, 2, shape);
+}
+
+int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *data,
+                           hpml_dtype_t dtype, size_t n)
+{
+    return outset_write_nd(os, path, data, dtype, 1, &n);
+}
+
+int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
+                            hpml_dtype_t dtype, size_t rows, size_t ncols)
+{
+    size_t cols = ncols > 0 ? ncols : 1;
     hpml_comm_t *comm = os->comm;
     int P = hpml_comm_size(comm), rc, status = CLI_EXIT_FAIL;
     size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0, at = 0;
@@ -395,7 +411,8 @@ int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *lo
         memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
         at += (size_t)cnt[q] * cols * es;
     }
-    status = mlcli_outset_write(os, path, all, dtype, total, cols);
+    status = ncols > 0 ? mlcli_outset_write(os, path, all, dtype, total, cols)
+                       : mlcli_outset_write_vec(os, path, all, dtype, total);
 out:
     if (status != 0)
         mlcli_outset_abort(os);
