@@ -144,8 +144,9 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
     strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
     if (comm->rank == 0 && out != NULL) {
         fprintf(out, "hpml-tuning 1\n");
-        fprintf(out, "# written by hpml tune (hpml %s) on %s: %d ranks, %d node(s)\n",
-                hpml_version(), date, comm->size, comm->nodes);
+        fprintf(out, "# written by hpml tune (hpml %s) on %s: %d rank%s, %d node%s\n",
+                hpml_version(), date, comm->size, comm->size == 1 ? "" : "s", comm->nodes,
+                comm->nodes == 1 ? "" : "s");
         fprintf(out, "# MPI: %.*s\n", (int)strcspn(ver, "\n"), ver);
         fprintf(out, "# collective  ranks nodes max_bytes algorithm\n");
     }
@@ -158,8 +159,9 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
             continue;
         hpml_algo_list((hpml_coll_t)c, &algos, &nalgos);
         if (comm->rank == 0 && report != NULL) {
-            fprintf(report, "# %s: µs per call, %d ranks, %d node(s)\n# %10s",
-                    hpml_coll_name((hpml_coll_t)c), comm->size, comm->nodes, "bytes");
+            fprintf(report, "# %s: µs per call, %d rank%s, %d node%s\n# %10s",
+                    hpml_coll_name((hpml_coll_t)c), comm->size, comm->size == 1 ? "" : "s",
+                    comm->nodes, comm->nodes == 1 ? "" : "s", "bytes");
             for (size_t a = 0; a < nalgos; a++)
                 fprintf(report, " %18s", hpml_algo_name(algos[a]));
             fprintf(report, "\n# %10s", "");
