@@ -90,11 +90,12 @@ void hpml_io_file_abort(hpml_io_file_t *w);
 /*
  * An output set: the files one run writes, replaced together or not at all.
  *   create; add each output with the name of what its columns hold (its CSV header), and
- *   input_ each input (what: how the user named it, "--data"); check before the run: no output an input (however spelled
- *   or linked), every output .npy or .csv, none named twice, each writable; write each
- *   (.npy, or CSV for a .csv name) complete into a temporary folder next to it; commit
- *   renames them all into place (a rename failing midway says which are replaced
- *   already); destroy removes what is not committed (call it on every way out).
+ *   input_ each input (what: how the user named it, "--data"); check before the run: no
+ *   output an input (however spelled or linked), every output .npy or .csv, none named
+ *   twice, each writable; write each (.npy, or CSV for a .csv name) complete into a
+ *   temporary folder next to it; commit renames them all into place (a rename failing
+ *   midway says which are replaced already); destroy removes what is not committed (call
+ *   it on every way out).
  * Paths are copied. Errors: HPML_ERR_* naming the path. Not collective, not thread-safe.
  */
 typedef struct hpml_io_outset hpml_io_outset_t;

@@ -204,12 +204,49 @@ static void json_num(FILE *f, const char *key, double v)
 
 void hpml_bench_print_json(FILE *f, const hpml_bench_result_t *r)
 {
-    fprintf(f, "{\"benchmark\": \"%s\", \"title\": ", r->case_name);
-    hpml_json_string(f, r->title);
     fprintf(f,
-            ", \"hpml_version\": \"%s\", \"dtype\": \"%s\", \"mpi_datatype\": \"%s\", "
-            "\"ranks\": %d, \"implementations\": [",
-            hpml_version(), hpml_dtype_name(r->dtype), r->dtype_label, r->ranks);
+            "{\"schema_version\": %d, \"command\": \"bench\", \"benchmark\": \"%s\", "
+            "\"title\": ",
+            HPML_JSON_SCHEMA_VERSION, r->case_name);
+    hpml_json_string(f, r->title);
+    fprintf(f, ", \"timestamp\": \"%s\", \"hpml_version\": \"%s\", \"hpml_commit\": ", r->timestamp,
+            hpml_version());
+    hpml_json_string(f, hpml_build_commit());
+    fprintf(f, ", \"mpi_library\": ");
+    hpml_json_string(f, r->mpi_library);
+    fprintf(f, ", \"mpi_standard\": \"%d.%d\", \"ranks\": %d, \"nodes\": %d, \"hosts\": [",
+            r->mpi_version[0], r->mpi_version[1], r->ranks, r->nhosts);
+    for (int i = 0; i < r->nhosts; i++) {
+        fprintf(f, "%s{\"host\": ", i ? ", " : "");
+        hpml_json_string(f, r->hosts[i]);
+        fprintf(f, ", \"ranks\": %d}", r->host_ranks[i]);
+    }
+    fprintf(f,
+            "], \"dtype\": \"%s\", \"mpi_datatype\": \"%s\", \"op\": ", hpml_dtype_name(r->dtype),
+            r->dtype_label);
+    if (r->op != NULL)
+        fprintf(f, "\"%s\"", r->op);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"in_place\": %s, \"root_mode\": %s, \"root\": ", r->in_place ? "true" : "false",
+            !r->rooted       ? "null"
+            : r->root_rotate ? "\"rotate\""
+                             : "\"fixed\"");
+    if (r->rooted && !r->root_rotate)
+        fprintf(f, "%d", r->root);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"iterations_requested\": ");
+    if (r->iters_opt > 0)
+        fprintf(f, "%ld", r->iters_opt);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"warmup_requested\": ");
+    if (r->warmup_opt >= 0)
+        fprintf(f, "%ld", r->warmup_opt);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"implementations\": [");
     for (int i = 0; i < r->nimpls; i++)
         fprintf(f, "%s\"%s\"", i ? ", " : "", r->impls[i].name);
     fprintf(f, "], \"note\": ");
@@ -219,8 +256,10 @@ void hpml_bench_print_json(FILE *f, const hpml_bench_result_t *r)
         for (size_t z = 0; z < r->nsizes; z++) {
             const hpml_bench_row_t *w = &r->rows[(size_t)i * r->nsizes + z];
 
-            fprintf(f, "%s\n  {\"impl\": \"%s\", \"size\": %zu, \"iterations\": %ld",
-                    i || z ? "," : "", r->impls[i].name, w->size, w->iters);
+            fprintf(f,
+                    "%s\n  {\"impl\": \"%s\", \"size\": %zu, \"iterations\": %ld, "
+                    "\"warmup\": %ld",
+                    i || z ? "," : "", r->impls[i].name, w->size, w->iters, w->warmup);
             json_num(f, "avg_us", w->avg);
             json_num(f, "min_us", w->min);
             json_num(f, "max_us", w->max);

@@ -26,7 +26,7 @@ struct hpml_io_outset {
     size_t n, nin;
     struct {
         char path[PATH_LEN];
-        char name[256]; /* what the columns hold: the CSV header's stem (csv_header_for) */
+        char name[256];    /* what the columns hold: the CSV header's stem (csv_header_for) */
         char tmp[TMP_LEN]; /* the temporary folder while written, else "" */
     } f[MAX_FILES];
     struct {

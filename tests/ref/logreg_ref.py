@@ -146,7 +146,7 @@ def check(d, ranks):
     s = json.load(open(f"{d}/np{ranks[-1]}.csv.json"))
     sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000).fit(
         X, np.load(f"{d}/y.npy").ravel())
-    if abs(np.array(s["coef"]) - sk.coef_.ravel()).max() > 1e-4:
+    if np.shape(s["coef"]) != sk.coef_.shape or abs(np.array(s["coef"]) - sk.coef_).max() > 1e-4:
         print("csv --target-col -1: coefficients differ"); bad = 1
     if not bad:
         print(f"logreg: multinomial, binary and binary-softmax models match sklearn at ranks {ranks}")

@@ -207,10 +207,10 @@ int cmd_knn(int argc, char **argv)
 
         if (o.co.json) {
             mlcli_json_head(CMD, o.co.data);
-            printf(", \"references\": %zu, \"queries\": %zu, \"cols\": %zu, \"k\": %zu, "
+            printf(", \"references\": %zu, \"queries\": %zu, \"features\": %zu, \"k\": %zu, "
                    "\"ranks\": %d, \"accuracy\": ",
                    R.total_rows, q->total_rows, R.cols, o.k, hpml_comm_size(comm));
-            mlcli_json_double_or_null(qlab != NULL, acc);
+            cli_json_num(acc, qlab != NULL);
             mlcli_json_tail(t_read, "search", t_search);
         } else {
             printf("knn: %zu queries x %zu references x %zu cols, k=%zu, %d rank%s\n",

@@ -155,7 +155,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
             printf(", \"rows\": %zu, \"features\": %zu, \"targets\": %zu, \"ranks\": %d, "
                    "\"r2\": ",
                    X.total_rows, d, t, hpml_comm_size(comm));
-            mlcli_json_double_or_null(have_y, r2);
+            cli_json_num(r2, have_y);
             mlcli_json_tail(t_read, "predict", t_pred);
         } else {
             printf("linreg: predict with %s: %zu rows x %zu features, %zu target%s, %d rank%s\n",
@@ -262,11 +262,14 @@ int cmd_linreg(int argc, char **argv)
                    "\"alpha\": %.17g, \"fit_intercept\": %s, \"coef\": ",
                    m->n_samples, d, t, hpml_comm_size(comm), o.cfg.alpha,
                    o.cfg.fit_intercept ? "true" : "false");
-            mlcli_json_doubles(m->coef, t * d);
+            if (t > 1) /* the shape of PREFIX.coef.npy: (targets, features) or (features,) */
+                mlcli_json_matrix(m->coef, t, d);
+            else
+                mlcli_json_doubles(m->coef, d);
             printf(", \"intercept\": ");
             mlcli_json_doubles(m->intercept, t);
             printf(", \"r2\": %.17g, \"r2_test\": ", r2);
-            mlcli_json_double_or_null(have_test_y, r2_test);
+            cli_json_num(r2_test, have_test_y);
             mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("linreg: %zu rows x %zu features, %zu target%s, %s, %d rank%s\n", m->n_samples,

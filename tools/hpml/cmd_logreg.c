@@ -269,11 +269,11 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
             printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", X.total_rows, d);
             for (size_t k = 0; k < m.n_classes; k++)
                 printf("%s%lld", k ? ", " : "", (long long)m.classes[k]);
-            printf("], \"model\": \"%s\", \"ranks\": %d, \"accuracy\": ",
-                   m.multinomial ? "multinomial" : "binary", hpml_comm_size(comm));
-            mlcli_json_double_or_null(have_y, acc);
+            printf("], \"multinomial\": %s, \"ranks\": %d, \"accuracy\": ",
+                   m.multinomial ? "true" : "false", hpml_comm_size(comm));
+            cli_json_num(acc, have_y);
             printf(", \"log_loss\": ");
-            mlcli_json_double_or_null(have_y, ll);
+            cli_json_num(ll, have_y);
             mlcli_json_tail(t_read, "predict", t_pred);
         } else {
             printf("logreg: predict with %s: %zu rows x %zu features, %zu classes (%s), %d "
@@ -405,16 +405,18 @@ int cmd_logreg(int argc, char **argv)
             printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", m->n_samples, d);
             for (size_t k = 0; k < m->n_classes; k++)
                 printf("%s%lld", k ? ", " : "", (long long)m->classes[k]);
-            printf("], \"model\": \"%s\", \"ranks\": %d, \"C\": %.17g, \"n_iter\": %zu, "
+            printf("], \"multinomial\": %s, \"ranks\": %d, \"C\": %.17g, \"n_iter\": %zu, "
                    "\"converged\": %s, \"objective\": %.17g, \"coef\": ",
-                   m->multinomial ? "multinomial" : "binary", hpml_comm_size(comm), o.cfg.C,
-                   m->n_iter, m->converged ? "true" : "false", m->objective);
-            mlcli_json_doubles(m->coef, m->n_rows * d);
+                   m->multinomial ? "true" : "false", hpml_comm_size(comm), o.cfg.C, m->n_iter,
+                   m->converged ? "true" : "false", m->objective);
+            mlcli_json_matrix(m->coef, m->n_rows, d);
             printf(", \"intercept\": ");
             mlcli_json_doubles(m->intercept, m->n_rows);
             printf(", \"accuracy\": %.17g, \"log_loss\": %.17g", acc, ll);
-            if (have_test_y)
-                printf(", \"test_accuracy\": %.17g, \"test_log_loss\": %.17g", tacc, tll);
+            printf(", \"test_accuracy\": ");
+            cli_json_num(tacc, have_test_y);
+            printf(", \"test_log_loss\": ");
+            cli_json_num(tll, have_test_y);
             mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("logreg: %zu rows x %zu features, %zu classes (%s), C=%g, %d rank%s\n",

@@ -187,7 +187,7 @@ int cmd_pca(int argc, char **argv)
             cum += p->explained_variance_ratio[j];
         if (o.co.json) {
             mlcli_json_head(CMD, o.co.data);
-            printf(", \"rows\": %zu, \"cols\": %zu, \"n_components\": %zu, \"ranks\": %d, "
+            printf(", \"rows\": %zu, \"features\": %zu, \"n_components\": %zu, \"ranks\": %d, "
                    "\"solver\": \"%s\", \"center\": %s, \"explained_variance\": ",
                    n, d, k, hpml_comm_size(comm),
                    o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full",

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,9 +499,20 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
     return 0;
 }
 
+void mlcli_json_matrix(const double *v, size_t rows, size_t cols)
+{
+    putchar('[');
+    for (size_t i = 0; i < rows; i++) {
+        printf("%s", i ? ", " : "");
+        mlcli_json_doubles(v + i * cols, cols);
+    }
+    putchar(']');
+}
+
 void mlcli_json_head(const char *cmd, const char *data)
 {
-    printf("{\"command\": \"%s\", \"data\": ", cmd);
+    cli_json_begin(cmd);
+    printf(", \"data\": ");
     hpml_json_string(stdout, data);
 }
 
@@ -514,15 +526,23 @@ void mlcli_print_time(double t_read, const char *what, double t)
     printf("  time         read %.3f s, %s %.3f s\n", t_read, what, t);
 }
 
-void mlcli_json_double_or_null(int have, double v)
-{
-    if (have)
-        printf("%.17g", v);
-    else
-        printf("null");
-}
-
 const char *mlcli_plural(size_t n)
 {
     return n == 1 ? "" : "s";
+}
+
+int mlcli_input_mismatch(double zmean)
+{
+    return !(fabs(zmean) <= 3.0);
+}
+
+void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd)
+{
+    if (!mlcli_input_mismatch(zmean))
+        return;
+    fprintf(stderr,
+            "%s %s: warning: %s does not look like the training data: its mean after the "
+            "model's normalisation is %.3g, not near 0 (training pixels: mean %.3g, std "
+            "%.3g); were its values scaled another way (0..255 for 0..1)?\n",
+            cli_prog, cmd, file, zmean, (double)mean, (double)sd);
 }

@@ -224,6 +224,8 @@ void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, i
 
 /* Print `n` doubles as a JSON array / as a plain space-separated list. */
 void mlcli_json_doubles(const double *v, size_t n);
+/* A rows x cols matrix as a list of rows, [[...], [...]], as np.array() reads it. */
+void mlcli_json_matrix(const double *v, size_t rows, size_t cols);
 void mlcli_print_doubles(const double *v, size_t n, size_t max);
 
 /* 1 on rank 0 when stderr is a terminal or verbose is set. */
@@ -235,13 +237,22 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
                  int64_t **out);
 
 /* Summary pieces every command prints the same way (rank 0, stdout):
- * `{"command": "<cmd>", "data": "<data>"` opening the JSON object; its closing
- * `, "read_seconds": R, "<what>_seconds": T}` line; the text summary's time line; a JSON
- * number or null; and the plural "s" for a count. */
+ * `{"schema_version": N, "command": "<cmd>", "data": "<data>"` opening the JSON object
+ * (cli_json_begin); its closing `, "read_seconds": R, "<what>_seconds": T}` line; the text
+ * summary's time line; and the plural "s" for a count. */
 void mlcli_json_head(const char *cmd, const char *data);
 void mlcli_json_tail(double t_read, const char *what, double t);
 void mlcli_print_time(double t_read, const char *what, double t);
-void mlcli_json_double_or_null(int have, double v);
 const char *mlcli_plural(size_t n);
+
+/*
+ * Inputs unlike the training data: after the model's normalisation ((x - mean) / std,
+ * mean and std of the training pixels) the training data has mean 0, so a mean of the
+ * normalised inputs beyond +-3 means another scale (float pixels 0..255 given to a model
+ * trained on 0..1 reach ~200). mismatch: that test; warn: rank 0's one-line warning on
+ * stderr naming the file, when the test holds. Not collective.
+ */
+int mlcli_input_mismatch(double zmean);
+void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd);
 
 #endif
