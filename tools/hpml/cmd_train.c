@@ -302,7 +302,7 @@ static const opt_t options[] = {
      .off = OFF(model),
      .arg = "SPEC",
      .help = "layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
-             "or a preset: mlp, lenet, cnn (default mlp)"},
+             "or a preset: mlp, lenet, cnn, small-cnn (default mlp)"},
     {.kind = OPT_SECTION, .help = "Data (default: Fashion-MNIST in " HPML_NN_DEFAULT_DATA "):"},
     {.name = "data",
      .kind = OPT_STRING,
