@@ -9,7 +9,8 @@
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS=npy,csv]   libFuzzer on every file loader
 #                                  (tests/fuzz/fuzz.mk, docs/fuzzing.md)
 #   make WERROR=1                  warnings are errors (CI)
-#   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall
+#   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall   (per MPI: see below)
+#   make examples                  build examples/*.c against build/$(MPI)
 #   make format-check / make format
 #   make vec-report                show which loops of the reduction kernels vectorise
 #
@@ -84,7 +85,7 @@ SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:
 
-.PHONY: all lib tests test test-san demo deps install uninstall clean format format-check vec-report
+.PHONY: all lib tests test test-san demo deps install uninstall examples clean format format-check vec-report
 all: lib $(HPML) tests
 
 lib: $(LIBA) $(LIBSO) $(O)/hpml.pc
@@ -108,12 +109,47 @@ $(HPML): $(TOOL_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
 
+# Installed names carry the MPI, so that the Open MPI and MPICH builds can be installed
+# side by side: libhpml-$(MPI).{a,so}, hpml-$(MPI).pc, bin/hpml-$(MPI). The default MPI's
+# install also owns the plain names (hpml.pc, libhpml.{a,so}, bin/hpml) as symlinks.
+DEFAULT_MPI := openmpi
+FLAVOR := hpml-$(MPI)
+MPI_PC_openmpi := ompi-c
+MPI_PC_mpich := mpich
+LIBSO_INST := $(O)/install/lib$(FLAVOR).so.$(VERSION)
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+             -e 's|@MPI@|$(MPI)|g' -e 's|@MPI_PC@|$(MPI_PC_$(MPI))|g' \
              -e 's|@BLAS_LIBS@|$(BLAS_LIBS)|g' hpml.pc.in
+
+# The commit the library is built from (hpml_build_commit; "-dirty" with uncommitted
+# changes, "unknown" outside git), in a header rewritten only when it changes.
+COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+            { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; } || echo unknown)
+$(O)/gen/hpml_commit.h: FORCE
+	@mkdir -p $(@D)
+	@echo '#define HPML_BUILD_COMMIT "$(COMMIT)"' | cmp -s - $@ || \
+	    echo '#define HPML_BUILD_COMMIT "$(COMMIT)"' > $@
+$(O)/src/core/version.o: $(O)/gen/hpml_commit.h
+$(O)/src/core/version.o: CPPFLAGS += -I$(O)/gen
+.PHONY: FORCE
+FORCE:
 
 $(O)/hpml.pc: hpml.pc.in Makefile
 	@mkdir -p $(@D)
 	$(PC_SED) > $@
+
+# The installed shared library, linked again with its own soname.
+$(LIBSO_INST): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,lib$(FLAVOR).so.$(SOMAJOR) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# examples/*.c, built against this build tree as a user would against an install:
+# `cc prog.c $$(pkg-config --cflags --libs hpml)` (tests/cli/install.sh does that).
+EXAMPLES := $(patsubst examples/%.c,$(O)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+$(O)/examples/%: examples/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 tests: $(UNIT_BINS) $(MPIT_BINS) $(SHIMS)
 
@@ -148,23 +184,36 @@ demo: deps
 	$(MAKE) -j$(NPROC) MPI=$(MPI) all
 	scripts/demo.sh $(MPI)
 
-install: lib $(HPML)
+install: lib $(HPML) $(LIBSO_INST)
 	install -d $(DESTDIR)$(PREFIX)/include/hpml $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	           $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/hpml/*.h $(DESTDIR)$(PREFIX)/include/hpml/
-	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libhpml.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR)
-	ln -sf libhpml.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libhpml.so
-	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
-	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).a
+	install -m 755 $(LIBSO_INST) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf lib$(FLAVOR).so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so.$(SOMAJOR)
+	ln -sf lib$(FLAVOR).so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so
+	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(FLAVOR).pc
+	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/$(FLAVOR)
+ifeq ($(MPI),$(DEFAULT_MPI))
+	ln -sf lib$(FLAVOR).so $(DESTDIR)$(PREFIX)/lib/libhpml.so
+	ln -sf lib$(FLAVOR).a $(DESTDIR)$(PREFIX)/lib/libhpml.a
+	ln -sf $(FLAVOR).pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
+	ln -sf $(FLAVOR) $(DESTDIR)$(PREFIX)/bin/hpml
+endif
 
+# Removes this MPI's files (and the plain names with the default MPI's); the headers go
+# with the last flavour.
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/include/hpml
-	rm -f $(DESTDIR)$(PREFIX)/lib/libhpml.a $(DESTDIR)$(PREFIX)/lib/libhpml.so \
-	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR) \
-	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(VERSION) \
+	rm -f $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).a $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so \
+	      $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so.$(SOMAJOR) \
+	      $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so.$(VERSION) \
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(FLAVOR).pc $(DESTDIR)$(PREFIX)/bin/$(FLAVOR)
+ifeq ($(MPI),$(DEFAULT_MPI))
+	rm -f $(DESTDIR)$(PREFIX)/lib/libhpml.so $(DESTDIR)$(PREFIX)/lib/libhpml.a \
 	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
+endif
+	if ! ls $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml-*.pc >/dev/null 2>&1; then \
+	    rm -rf $(DESTDIR)$(PREFIX)/include/hpml; fi
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:

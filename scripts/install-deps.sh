@@ -17,7 +17,7 @@ case "${1:-}" in
         libopenblas-dev liblapacke-dev
         libcmocka-dev zlib1g-dev
         dataset-fashion-mnist
-        python3 python3-numpy python3-sklearn
+        python3 python3-numpy python3-sklearn python3-jsonschema
         gnuplot-nox
         clang-format
     )

@@ -75,6 +75,7 @@ typedef struct hpml_bench_row {
     int valid;                              /* -1 not checked, 0 failed, 1 passed */
     long bad;                               /* wrong elements summed over ranks */
     char note[160];                         /* first wrong element, when validation failed */
+    long warmup;                            /* untimed iterations before the timed ones */
 } hpml_bench_row_t;
 
 typedef struct hpml_bench_result {
@@ -92,6 +93,19 @@ typedef struct hpml_bench_result {
     size_t nsizes;
     hpml_bench_row_t *rows; /* rows[impl * nsizes + size_index] */
     char note[200];         /* e.g. "hpml has no alltoall algorithm: mpi only" */
+    /* Provenance, so that a record says what was measured where and when. */
+    const char *op;        /* the reduction ("sum"), NULL for cases that do not reduce */
+    int in_place;          /* -l */
+    int rooted;            /* the case has a root (-k applies) */
+    int root_rotate, root; /* -k rotate, or -k fixed:root */
+    long iters_opt;        /* -i as given (0: OMB's default by size; rows hold the count) */
+    long warmup_opt;       /* -x as given (-1: OMB's default by size) */
+    char mpi_library[256]; /* MPI_Get_library_version's first line */
+    int mpi_version[2];    /* MPI_Get_version: standard major, minor */
+    int nhosts;            /* distinct processor names, in rank order of first appearance */
+    char (*hosts)[MPI_MAX_PROCESSOR_NAME];
+    int *host_ranks;    /* ranks on each host */
+    char timestamp[32]; /* when the run started, UTC, ISO 8601 ("2026-01-31T12:00:00Z") */
 } hpml_bench_result_t;
 
 enum {

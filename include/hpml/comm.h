@@ -151,12 +151,14 @@ typedef struct hpml_tune_options {
     unsigned colls;   /* bit (1u << hpml_coll_t) per collective to tune (0: all) */
 } hpml_tune_options_t;
 
-/* Time every algorithm of every selected collective (f32, sum) at each size on this
- * communicator and write a tuning file for HPML_TUNING_FILE to `out`, choosing the
- * algorithm with the fastest sample per size (the sample least disturbed by other load);
- * with `report` non-NULL also a table of median and fastest µs per algorithm. Only rank 0 writes
- * (other ranks may pass NULL). Collective; takes seconds to minutes. Returns 0 or a negative
- * HPML_ERR_*. */
+/* Time every algorithm of every selected collective (f32, sum) at each size (min_bytes
+ * growing by 4x, and max_bytes itself) on this communicator and write a tuning file for
+ * HPML_TUNING_FILE to `out`: per size the algorithm in force (hpml_algo_selected) is kept
+ * unless another one's fastest sample (the sample least disturbed by other load) beats it
+ * by more than the noise, max(5%, the two algorithms' median-to-fastest spreads); the
+ * multi-node hier is not tried on one node. With `report` non-NULL also a table of median
+ * and fastest µs per algorithm and the choice. Only rank 0 writes (other ranks may pass
+ * NULL). Collective; takes seconds to minutes. Returns 0 or a negative HPML_ERR_*. */
 int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE *report);
 
 /* Median seconds per call (maximum over ranks) of `algo` for `coll` with `bytes` of f32

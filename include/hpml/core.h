@@ -22,8 +22,15 @@ extern "C" {
 #define HPML_VERSION_PATCH  0
 #define HPML_VERSION_STRING "0.1.0"
 
+/* The version of the --json records the hpml commands print (docs/json.md); it grows
+ * when a key changes meaning or disappears, not when one is added. */
+#define HPML_JSON_SCHEMA_VERSION 1
+
 /* The version of the library actually linked (may differ from the header's). */
 const char *hpml_version(void);
+/* The git commit the library was built from (12 hex digits, "-dirty" when the tree had
+ * uncommitted changes; "unknown" when built outside git). */
+const char *hpml_build_commit(void);
 
 /* ---- errors ------------------------------------------------------------------- */
 

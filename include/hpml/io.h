@@ -89,22 +89,30 @@ void hpml_io_file_abort(hpml_io_file_t *w);
 
 /*
  * An output set: the files one run writes, replaced together or not at all.
- *   create; add each output (CSV header or NULL) and input_ each input (what: how the
- *   user named it, "--data"); check before the run: no output an input (however spelled
- *   or linked), every output .npy or .csv, none named twice, each writable; write each
- *   (.npy, or CSV for a .csv name) complete into a temporary folder next to it; commit
- *   renames them all into place (a rename failing midway says which are replaced
- *   already); destroy removes what is not committed (call it on every way out).
+ *   create; add each output with the name of what its columns hold (its CSV header), and
+ *   input_ each input (what: how the user named it, "--data"); check before the run: no
+ *   output an input (however spelled or linked), every output .npy or .csv, none named
+ *   twice, each writable; write each (.npy, or CSV for a .csv name) complete into a
+ *   temporary folder next to it; commit renames them all into place (a rename failing
+ *   midway says which are replaced already); destroy removes what is not committed (call
+ *   it on every way out).
  * Paths are copied. Errors: HPML_ERR_* naming the path. Not collective, not thread-safe.
  */
 typedef struct hpml_io_outset hpml_io_outset_t;
 int hpml_io_outset_create(hpml_io_outset_t **out);
 void hpml_io_outset_destroy(hpml_io_outset_t *os);
-int hpml_io_outset_add(hpml_io_outset_t *os, const char *path, const char *csv_header);
+int hpml_io_outset_add(hpml_io_outset_t *os, const char *path, const char *name);
 int hpml_io_outset_input(hpml_io_outset_t *os, const char *what, const char *path);
 int hpml_io_outset_check(const hpml_io_outset_t *os);
 int hpml_io_outset_write(hpml_io_outset_t *os, const char *path, const void *data,
                          hpml_dtype_t dtype, size_t rows, size_t cols);
+/* The same for an array of any shape (ndim 0..32, C order): a vector is {n}, a scalar
+ * ndim 0. .npy keeps the shape; CSV has shape[0] rows (1 for a scalar), the rest flattened.
+ * Every CSV output starts with one header line: a name containing a comma is the whole
+ * line; otherwise a vector, a scalar or a one-column matrix is headed by the name, the
+ * columns of a wider matrix by the name and the column's index ("x0,x1,x2"). */
+int hpml_io_outset_write_nd(hpml_io_outset_t *os, const char *path, const void *data,
+                            hpml_dtype_t dtype, int ndim, const size_t *shape);
 int hpml_io_outset_commit(hpml_io_outset_t *os);
 
 /* Free the data of an array (the struct itself is the caller's); NULL-safe. */

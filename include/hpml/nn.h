@@ -297,6 +297,12 @@ typedef struct hpml_epoch_report {
     double elapsed;        /* since training started (excluding evaluation) */
     double lr;
     int last; /* 1 for the final report */
+    /* A run resumed from a checkpoint (cfg->resume): the global step and the 1-based
+     * epoch it continued from, and the steps it has taken itself (run_steps = steps for
+     * a fresh start, and resumed_step -1). */
+    long resumed_step;
+    int resumed_epoch;
+    long run_steps;
 } hpml_epoch_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when

@@ -41,6 +41,7 @@ typedef struct bench_case {
     int hpml_plain;          /* 1: hpml has one implementation (barrier, iallreduce, ...) */
     const char *no_in_place; /* hpml's has no in-place form: why, for -l's error; or NULL */
     int rooted;              /* uses -k */
+    const char *op;          /* the reduction it times ("sum"), NULL when it does not reduce */
     int even_ranks;          /* needs an even number of ranks (pairs) */
     /* Bytes moved per operation for algbw: size times this (1, or p for per-rank
      * blocks); busbw = algbw times bus_factor(p). 0 factor: no busbw column. */

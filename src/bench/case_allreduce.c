@@ -47,6 +47,7 @@ const bench_case_t hpml__bench_allreduce = {
     .name = "allreduce",
     .title = "Allreduce Latency Test",
     .kind = HPML_BENCH_KIND_COLL,
+    .op = "sum",
     .hpml_coll = HPML_COLL_ALLREDUCE,
     .total_mult = hpml__bench_one,
     .bus_factor = bus,

@@ -45,6 +45,7 @@ const bench_case_t hpml__bench_iallreduce = {
     .name = "iallreduce",
     .title = "Non-blocking Allreduce Latency Test",
     .kind = HPML_BENCH_KIND_NBC,
+    .op = "sum",
     .hpml_coll = -1,
     .hpml_plain = 1,
     .total_mult = hpml__bench_one,

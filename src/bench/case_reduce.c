@@ -48,6 +48,7 @@ const bench_case_t hpml__bench_reduce = {
     .name = "reduce",
     .title = "Reduce Latency Test",
     .kind = HPML_BENCH_KIND_COLL,
+    .op = "sum",
     .hpml_coll = HPML_COLL_REDUCE,
     .rooted = 1,
     .total_mult = hpml__bench_one,

@@ -50,6 +50,7 @@ const bench_case_t hpml__bench_reduce_scatter = {
     .name = "reduce_scatter",
     .title = "Reduce_scatter Latency Test",
     .kind = HPML_BENCH_KIND_COLL,
+    .op = "sum",
     .hpml_coll = HPML_COLL_REDUCE_SCATTER,
     .total_mult = hpml__bench_one,
     .bus_factor = hpml__bench_ring_factor,

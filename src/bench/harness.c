@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/bench_internal.h"
 #include "core/settings_internal.h"
@@ -520,6 +521,7 @@ static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts
     c->count = size / c->esize;
     iterations(bc, o, size, &iters, &skip);
     row->iters = iters;
+    row->warmup = skip;
     row->bw = row->msg_rate = row->algbw = row->busbw = NAN;
     row->overall = row->compute = row->pure = row->overlap = NAN;
     row->valid = -1;
@@ -613,6 +615,58 @@ static int check_opts(const bench_case_t *bc, const hpml_bench_opts_t *o, int p)
     return 0;
 }
 
+/* The record's provenance: options that shape the numbers, the MPI library, the hosts
+ * (one allgather of the processor names over comm) and the start time. */
+static int provenance(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
+                      hpml_bench_result_t *r)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], me[MPI_MAX_PROCESSOR_NAME] = "", *all = NULL;
+    const size_t w = MPI_MAX_PROCESSOR_NAME;
+    int len = 0, rc = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    r->op = bc->op;
+    r->in_place = o->in_place;
+    r->rooted = bc->rooted;
+    r->root_rotate = o->root_rotate;
+    r->root = o->root;
+    r->iters_opt = o->iters;
+    r->warmup_opt = o->warmup;
+    MPI_Get_version(&r->mpi_version[0], &r->mpi_version[1]);
+    if (MPI_Get_library_version(lib, &len) == MPI_SUCCESS) {
+        lib[len > 0 && len < (int)sizeof(lib) ? len : (int)sizeof(lib) - 1] = '\0';
+        lib[strcspn(lib, "\r\n")] = '\0';
+        snprintf(r->mpi_library, sizeof(r->mpi_library), "%.*s", (int)sizeof(r->mpi_library) - 1,
+                 lib);
+    }
+    if (gmtime_r(&now, &tm) != NULL)
+        strftime(r->timestamp, sizeof(r->timestamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    MPI_Get_processor_name(me, &len);
+    all = calloc((size_t)c->size, w);
+    r->hosts = calloc((size_t)c->size, sizeof(*r->hosts));
+    r->host_ranks = calloc((size_t)c->size, sizeof(*r->host_ranks));
+    if (all == NULL || r->hosts == NULL || r->host_ranks == NULL)
+        rc = HPML_ERR_NOMEM;
+    /* Every rank takes part even when its allocation failed: the others are waiting. */
+    if (MPI_Allgather(me, (int)w, MPI_CHAR, all != NULL ? all : me, all != NULL ? (int)w : 0,
+                      MPI_CHAR, c->comm) != MPI_SUCCESS &&
+        rc == 0)
+        rc = HPML_ERR_MPI;
+    for (int q = 0; rc == 0 && q < c->size; q++) {
+        const char *h = all + (size_t)q * w;
+        int k = 0;
+
+        while (k < r->nhosts && strcmp(r->hosts[k], h) != 0)
+            k++;
+        if (k == r->nhosts)
+            snprintf(r->hosts[r->nhosts++], w, "%s", h);
+        r->host_ranks[k]++;
+    }
+    free(all);
+    return rc;
+}
+
 int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_t **out)
 {
     const bench_case_t *bc = hpml__bench_case_find(o->case_name);
@@ -686,6 +740,8 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     r->nimpls = o->nimpls;
     memcpy(r->impls, o->impls, sizeof(r->impls));
     r->nsizes = nsizes;
+    if ((rc = provenance(&c, bc, o, r)) != 0)
+        goto out;
     r->rows = calloc(nsizes * (size_t)o->nimpls + 1, sizeof(*r->rows));
     c.sbuf = hpml_malloc(maxbuf);
     c.rbuf = hpml_malloc(maxbuf);
@@ -744,6 +800,8 @@ void hpml_bench_result_free(hpml_bench_result_t *r)
     if (r == NULL)
         return;
     free(r->rows);
+    free(r->hosts);
+    free(r->host_ranks);
     free(r);
 }
 

@@ -538,9 +538,9 @@ int hpml_select_describe(hpml_comm_t *comm, FILE *f, int json)
         hpml_json_string(f, s && s->path ? s->path : "built-in");
         fprintf(f, ", \"ranks\": %d, \"nodes\": %d, \"collectives\": {", comm->size, comm->nodes);
     } else {
-        fprintf(f, "selection table (%s) for %d ranks on %d node%s:\n",
-                s && s->path ? s->path : "built-in", comm->size, comm->nodes,
-                comm->nodes == 1 ? "" : "s");
+        fprintf(f, "selection table (%s) for %d rank%s on %d node%s:\n",
+                s && s->path ? s->path : "built-in", comm->size, comm->size == 1 ? "" : "s",
+                comm->nodes, comm->nodes == 1 ? "" : "s");
     }
     for (int c = 0; c < HPML_COLL_COUNT; c++) {
         int forced = s && s->forced[c] != HPML_ALGO_AUTO;

@@ -1,9 +1,12 @@
 /*
  * The measurement behind `hpml tune`: every algorithm of each collective is timed at
- * sizes growing by 4x (batches of back-to-back calls, maximum over ranks; the table shows
- * the median and the fastest sample), the algorithm with the fastest sample per size wins
- * (the fastest sample is the one least disturbed by other load on a shared machine), and runs of
- * sizes with the same winner become one rule of the tuning file (boundary halfway, in log scale, to
+ * sizes growing by 4x up to --max itself (batches of back-to-back calls, maximum over
+ * ranks; the table shows the median and the fastest sample). The fastest sample is the one
+ * least disturbed by other load on a shared machine, but a fastest sample is itself noisy:
+ * the algorithm in force (the selection table's) is kept unless another one's fastest
+ * sample is faster by more than the noise, max(5%, the two algorithms' median-to-fastest
+ * spreads). Multi-node algorithms (hier) are not candidates on one node. Runs of sizes with
+ * the same winner become one rule of the tuning file (boundary halfway, in log scale, to
  * the next size measured).
  */
 #include <stdio.h>
@@ -138,14 +141,17 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
     if (o.min_bytes > o.max_bytes)
         return hpml_set_error(HPML_ERR_INVAL, "hpml_tune: min_bytes %zu > max_bytes %zu",
                               o.min_bytes, o.max_bytes);
-    for (size_t b = o.min_bytes; b <= o.max_bytes && nsizes < 40; b *= 4)
+    for (size_t b = o.min_bytes; b <= o.max_bytes && nsizes < 39; b *= 4)
         sizes[nsizes++] = b;
+    if (sizes[nsizes - 1] < o.max_bytes) /* --max is measured, not only approached */
+        sizes[nsizes++] = o.max_bytes;
     MPI_Get_library_version(ver, &len);
     strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
     if (comm->rank == 0 && out != NULL) {
         fprintf(out, "hpml-tuning 1\n");
-        fprintf(out, "# written by hpml tune (hpml %s) on %s: %d ranks, %d node(s)\n",
-                hpml_version(), date, comm->size, comm->nodes);
+        fprintf(out, "# written by hpml tune (hpml %s) on %s: %d rank%s, %d node%s\n",
+                hpml_version(), date, comm->size, comm->size == 1 ? "" : "s", comm->nodes,
+                comm->nodes == 1 ? "" : "s");
         fprintf(out, "# MPI: %.*s\n", (int)strcspn(ver, "\n"), ver);
         fprintf(out, "# collective  ranks nodes max_bytes algorithm\n");
     }
@@ -158,8 +164,9 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
             continue;
         hpml_algo_list((hpml_coll_t)c, &algos, &nalgos);
         if (comm->rank == 0 && report != NULL) {
-            fprintf(report, "# %s: µs per call, %d ranks, %d node(s)\n# %10s",
-                    hpml_coll_name((hpml_coll_t)c), comm->size, comm->nodes, "bytes");
+            fprintf(report, "# %s: µs per call, %d rank%s, %d node%s\n# %10s",
+                    hpml_coll_name((hpml_coll_t)c), comm->size, comm->size == 1 ? "" : "s",
+                    comm->nodes, comm->nodes == 1 ? "" : "s", "bytes");
             for (size_t a = 0; a < nalgos; a++)
                 fprintf(report, " %18s", hpml_algo_name(algos[a]));
             fprintf(report, "\n# %10s", "");
@@ -168,23 +175,34 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
             fprintf(report, "  best\n");
         }
         for (size_t k = 0; k < nsizes; k++) {
-            double tbest = 0;
+            hpml_algo_t cur = hpml_algo_selected(comm, (hpml_coll_t)c, sizes[k]), fast = cur;
+            double tf = 0, sf = 0, tc = 0, sc = 0, noise;
 
-            best[k] = HPML_ALGO_MPI;
             if (comm->rank == 0 && report != NULL)
                 fprintf(report, "  %10zu", sizes[k]);
             for (size_t a = 0; a < nalgos; a++) {
                 double med = 0, t = 0;
-                int r = measure(comm, (hpml_coll_t)c, algos[a], sizes[k], o.samples, &med, &t);
+                int r;
 
+                if (algos[a] == HPML_ALGO_HIER && comm->nodes == 1) {
+                    if (comm->rank == 0 && report != NULL)
+                        fprintf(report, " %18s", "(one node)");
+                    continue;
+                }
+                r = measure(comm, (hpml_coll_t)c, algos[a], sizes[k], o.samples, &med, &t);
                 if (r == HPML_ERR_NOMEM || r == HPML_ERR_MPI) {
                     rc = r;
                     goto out;
                 }
                 /* An algorithm that fails here (unsupported layout) is simply not chosen. */
-                if (r == 0 && (a == 0 || t < tbest || tbest == 0)) {
-                    tbest = t;
-                    best[k] = algos[a];
+                if (r == 0 && (tf == 0 || t < tf)) {
+                    tf = t;
+                    sf = med > 0 ? (med - t) / med : 0;
+                    fast = algos[a];
+                }
+                if (r == 0 && algos[a] == cur) {
+                    tc = t;
+                    sc = med > 0 ? (med - t) / med : 0;
                 }
                 if (comm->rank == 0 && report != NULL) {
                     if (r == 0)
@@ -193,8 +211,21 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
                         fprintf(report, " %18s", "n/a");
                 }
             }
+            /* Keep the algorithm in force unless the fastest beats it by more than the
+             * noise; one that was not measured (failed here) is replaced. */
+            noise = sf + sc > 0.05 ? sf + sc : 0.05;
+            best[k] = tc > 0 && fast != cur && tf > tc * (1 - noise) ? cur : fast;
             if (comm->rank == 0 && report != NULL) {
-                fprintf(report, "  %s\n", hpml_algo_name(best[k]));
+                if (best[k] != fast)
+                    fprintf(report, "  %s (kept: %s only %.0f%% faster, noise %.0f%%)\n",
+                            hpml_algo_name(best[k]), hpml_algo_name(fast), 100 * (1 - tf / tc),
+                            100 * noise);
+                else if (fast != cur && tc > 0)
+                    fprintf(report, "  %s (%.0f%% faster than %s, noise %.0f%%)\n",
+                            hpml_algo_name(best[k]), 100 * (1 - tf / tc), hpml_algo_name(cur),
+                            100 * noise);
+                else
+                    fprintf(report, "  %s\n", hpml_algo_name(best[k]));
                 fflush(report);
             }
         }
@@ -204,8 +235,8 @@ int hpml_tune(hpml_comm_t *comm, const hpml_tune_options_t *opt, FILE *out, FILE
                     continue;
                 fprintf(out, "%-14s %d %d ", hpml_coll_name((hpml_coll_t)c), comm->size,
                         comm->nodes);
-                if (k + 1 < nsizes)
-                    fprintf(out, "%zu", sizes[k] * 2);
+                if (k + 1 < nsizes) /* halfway in log scale: 2x below the next 4x size */
+                    fprintf(out, "%zu", sizes[k + 1] / 2 > sizes[k] ? sizes[k + 1] / 2 : sizes[k]);
                 else
                     fprintf(out, "inf");
                 fprintf(out, " %s\n", hpml_algo_name(best[k]));

@@ -6,11 +6,6 @@
 
 static _Thread_local char last_error[512];
 
-const char *hpml_version(void)
-{
-    return HPML_VERSION_STRING;
-}
-
 const char *hpml_strerror(int err)
 {
     switch (err) {

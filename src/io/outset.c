@@ -26,8 +26,7 @@ struct hpml_io_outset {
     size_t n, nin;
     struct {
         char path[PATH_LEN];
-        char header[256]; /* CSV header line, or "" */
-        int has_header;
+        char name[256];    /* what the columns hold: the CSV header's stem (csv_header_for) */
         char tmp[TMP_LEN]; /* the temporary folder while written, else "" */
     } f[MAX_FILES];
     struct {
@@ -107,16 +106,18 @@ int hpml_io_outset_input(hpml_io_outset_t *os, const char *what, const char *pat
     return 0;
 }
 
-int hpml_io_outset_add(hpml_io_outset_t *os, const char *path, const char *csv_header)
+int hpml_io_outset_add(hpml_io_outset_t *os, const char *path, const char *name)
 {
     if (path == NULL || path[0] == '\0')
         return 0;
+    if (name == NULL || name[0] == '\0' || strpbrk(name, "\n\r") != NULL ||
+        strlen(name) >= sizeof(os->f[0].name))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: an output needs a one-line column name", path);
     if (os->n == MAX_FILES)
         return hpml_set_error(HPML_ERR_INVAL, "more than %d files in an output set", MAX_FILES);
     if ((size_t)snprintf(os->f[os->n].path, PATH_LEN, "%s", path) >= PATH_LEN)
         return hpml_set_error(HPML_ERR_INVAL, "%.64s...: path too long", path);
-    os->f[os->n].has_header = csv_header != NULL;
-    snprintf(os->f[os->n].header, sizeof(os->f[0].header), "%s", csv_header ? csv_header : "");
+    snprintf(os->f[os->n].name, sizeof(os->f[0].name), "%s", name);
     os->f[os->n].tmp[0] = '\0';
     os->n++;
     return 0;
@@ -194,16 +195,49 @@ static int restate(int rc, const char *path, const char *file, const char *tmpdi
     return hpml_set_error(rc, "%s", msg);
 }
 
+/* The header line of a CSV output (malloc'd, NULL when out of memory): a name with a comma
+ * is the whole header; otherwise a vector or one column is headed by the name, and the
+ * columns of a matrix by the name and their index (x0,x1,...). */
+static char *csv_header_for(const char *name, int ndim, size_t cols)
+{
+    size_t len = strlen(name), at = 0, need;
+    char *h;
+
+    if (strchr(name, ',') != NULL || ndim < 2 || cols == 1)
+        return strdup(name);
+    need = cols * (len + 22) + 1;
+    if ((h = malloc(need)) == NULL)
+        return NULL;
+    for (size_t j = 0; j < cols; j++)
+        at += (size_t)snprintf(h + at, need - at, "%s%s%zu", j > 0 ? "," : "", name, j);
+    return h;
+}
+
 int hpml_io_outset_write(hpml_io_outset_t *os, const char *path, const void *data,
                          hpml_dtype_t dtype, size_t rows, size_t cols)
 {
-    char file[TMP_LEN + sizeof(OUT_NAME) + 1];
+    size_t shape[2] = {rows, cols};
+
+    return hpml_io_outset_write_nd(os, path, data, dtype, 2, shape);
+}
+
+int hpml_io_outset_write_nd(hpml_io_outset_t *os, const char *path, const void *data,
+                            hpml_dtype_t dtype, int ndim, const size_t *shape)
+{
+    char file[TMP_LEN + sizeof(OUT_NAME) + 1], *header = NULL;
     struct stat st;
-    size_t i;
+    size_t i, rows = 1, cols = 1;
     int rc;
 
     if (path == NULL || path[0] == '\0')
         return 0;
+    if (ndim < 0 || ndim > HPML_IO_MAX_DIMS || (ndim > 0 && shape == NULL))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: bad shape", path);
+    /* CSV: rows along the first axis, everything else flattened into the columns. */
+    if (ndim > 0)
+        rows = shape[0];
+    for (int k = 1; k < ndim; k++)
+        cols *= shape[k];
     for (i = 0; i < os->n && strcmp(os->f[i].path, path) != 0; i++)
         ;
     if (i == os->n || os->f[i].tmp[0] != '\0')
@@ -215,11 +249,14 @@ int hpml_io_outset_write(hpml_io_outset_t *os, const char *path, const void *dat
         return hpml_set_error(HPML_ERR_IO, "%s: cannot create a file there: %s", path,
                               strerror(errno));
     snprintf(file, sizeof(file), "%s/" OUT_NAME, os->f[i].tmp);
-    if (ends_with(path, ".csv"))
-        rc = hpml_csv_write(file, data, dtype, rows, cols,
-                            os->f[i].has_header ? os->f[i].header : NULL);
-    else
-        rc = hpml_npy_write(file, data, dtype, rows, cols);
+    if (ends_with(path, ".csv")) {
+        if ((header = csv_header_for(os->f[i].name, ndim, cols)) == NULL)
+            return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory for its header", path);
+        rc = hpml_csv_write(file, data, dtype, rows, cols, header);
+        free(header);
+    } else {
+        rc = hpml_npy_write_nd(file, data, dtype, ndim, shape);
+    }
     if (rc != 0)
         return restate(rc, path, file, os->f[i].tmp);
     /* As the io writers do: a replaced file keeps its mode (a new one has 0644). */

@@ -26,6 +26,8 @@ typedef struct {
     long steps_per_epoch, total_steps;
     double t_start;    /* when training started, less the evaluations */
     double resumed_at; /* samples of the epoch seen before a resume */
+    long start_step;   /* global step at the start of this run (a resume's checkpoint) */
+    int start_epoch;   /* its 0-based epoch */
     hpml_report_fn report;
     hpml_progress_fn progress;
     void *ctx;
@@ -151,6 +153,8 @@ static int open_run(run_t *r, hpml_comm_t *comm)
     if (!(r->perm = malloc(N * sizeof(uint32_t))))
         return HPML_ERR_NOMEM;
     r->resumed_at = r->t->st.seen;
+    r->start_step = (long)r->t->st.global_step;
+    r->start_epoch = (int)r->t->st.epoch;
     r->steps_per_epoch = (long)((train->total + r->B - 1) / r->B);
     r->total_steps = r->steps_per_epoch * r->cfg->epochs;
     r->t_start = hpml_time() - r->t->st.train_time;
@@ -284,6 +288,9 @@ static int end_epoch(run_t *r, double t_epoch, int stop)
         hpml_opt_lr(&r->cfg->opt, (long)st->global_step - 1, r->total_steps, r->steps_per_epoch);
     rep.elapsed = hpml_time() - r->t_start;
     rep.test_loss = rep.test_acc = -1;
+    rep.resumed_step = r->cfg->resume ? r->start_step : -1;
+    rep.resumed_epoch = r->cfg->resume ? r->start_epoch + 1 : 0;
+    rep.run_steps = (long)st->global_step - r->start_step;
     if ((err = hpml__trainer_gather(t)) != 0 ||
         (r->test && (err = hpml_evaluate(t->comm, t->m, r->test, r->cfg->eval_batch, &rep.test_loss,
                                          &rep.test_acc)) != 0))

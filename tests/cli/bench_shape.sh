@@ -50,18 +50,40 @@ grep -qE '^# +Avg Latency\(us\)' "$out" || fail "barrier header: $(head -5 "$out
 bench 2 reduce -m 16 -i 5 -x 1 -T all
 [ "$(grep -c '^# Datatype: MPI_\(CHAR\|INT\|FLOAT\)\.$' "$out")" -eq 3 ] || fail "-T all: $(grep Datatype "$out")"
 
-# --impl all: one column per implementation, native MPI first.
-bench 2 allreduce -m 64 -i 5 -x 1 --impl all -T f32
-hdr=$(grep '^# Size' "$out")
-for im in mpi hpml hpml:ring hpml:recursive_doubling hpml:rabenseifner; do
-    echo "$hdr" | grep -q " $im Avg Latency(us)" || fail "--impl all lacks $im: $hdr"
-done
+# --impl all: a table per statistic, one column per implementation (native MPI first,
+# short names spelled out in a legend), a speed-up column (mpi over the fastest hpml
+# one, to 2 decimals), every line within 100 columns.
+bench 2 allreduce -m 64 -i 5 -x 1 --impl all -T f32 -f
+hdr=$(grep -m1 '^# Size' "$out")
+echo "$hdr" | grep -qE '^# Size +mpi +hpml +rec_dbl +ring +rabenseif +red_bcast +shm +hier +speed-up$' ||
+    fail "--impl all header: $hdr"
+grep -q 'rec_dbl = hpml:recursive_doubling' "$out" || fail "--impl all: no legend: $(head -6 "$out")"
 grep -q 'Implementations: mpi hpml' "$out" || fail "implementations line"
+[ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$out")" -le 100 ] ||
+    fail "--impl all wider than 100 columns: $(awk 'length($0) > 100' "$out" | head -2)"
+for st in "Avg Latency(us)" "Min Latency(us)" "Iterations" "MaxRank Lat(us)"; do
+    grep -q "^# $st" "$out" || fail "--impl all -f: no table of $st"
+done
+python3 - "$out" <<'EOF2' || fail "--impl all: speed-up column is not mpi / fastest hpml"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+i = next(k for k, l in enumerate(lines) if l.startswith("# Avg Latency"))
+# The last row (64 bytes): the speed-up of the unrounded times lies within what the
+# printed (2-decimal) times allow.
+j = i + 2
+while j + 1 < len(lines) and not lines[j + 1].startswith("#"):
+    j += 1
+row = lines[j].split()
+vals = [float(v) for v in row[1:-1]]
+lo = (vals[0] - 0.005) / (min(vals[1:]) + 0.005) - 0.005
+hi = (vals[0] + 0.005) / (min(vals[1:]) - 0.005) + 0.005
+assert lo <= float(row[-1].rstrip("x")) <= hi, (row, lo, hi)
+EOF2
 # One hpml implementation without an algorithm choice (alltoall: hpml_alltoallv): all
 # means mpi and hpml, side by side, with no note.
 bench 2 alltoall -m 64 -i 5 -x 1 --impl all
 hdr=$(grep '^# Size' "$out")
-echo "$hdr" | grep -qE ' mpi Avg Latency\(us\) +hpml Avg Latency\(us\)$' || fail "alltoall --impl all: $hdr"
+echo "$hdr" | grep -qE '^# Size +mpi +hpml +speed-up$' || fail "alltoall --impl all: $hdr"
 grep -q '^# Ranks: 2\. Implementations: mpi hpml\.$' "$out" || fail "alltoall implementations: $(head -4 "$out")"
 ! grep -q '^# Note:' "$out" || fail "alltoall note: $(grep '^# Note:' "$out")"
 # Collectives hpml has no implementation of: mpi only, and the output says so.

@@ -85,6 +85,29 @@ run 1 predict -f "$m" -i "$tmp/im.npy" --limit 7
 run 1 predict -f "$m" -i "$tmp/im.npy" --limit 7 -o "$tmp/pred.CSV"
 [ $rc -eq 0 ] && [ "$(grep -cE '^[0-9]$' "$tmp/pred.CSV")" = 7 ] ||
     bad "predict -o pred.CSV: exit $rc, not 7 CSV lines: $(head -c 60 "$tmp/pred.CSV" | od -c | head -2)"
+# --top-k and --proba: probabilities that sum to 1 per row, the top-k classes in order of
+# them, the first the plain prediction; the same rows as pixels 0..255 in floats warn on
+# eval and predict (the model was trained on 0..1), the 0..1 rows do not.
+run 1 predict -f "$m" -i "$tmp/im.npy" -o "$tmp/top.npy" --top-k 3 --proba "$tmp/p.npy"
+[ $rc -eq 0 ] && ! grep -q warning "$tmp/err" || bad "predict --top-k: exit $rc: $(cat "$tmp/err")"
+run 1 predict -f "$m" -i "$tmp/im.npy" -o "$tmp/top1.npy"
+$PY - "$tmp" <<'EOF2' || bad "predict --top-k/--proba disagree with the labels"
+import sys, numpy as np
+d = sys.argv[1]
+top, p, one = np.load(d + "/top.npy"), np.load(d + "/p.npy"), np.load(d + "/top1.npy")
+assert top.shape == (30, 3) and p.shape == (30, 10) and one.shape == (30,), (top.shape, p.shape)
+assert np.allclose(p.sum(1), 1, atol=1e-5) and (p >= 0).all()
+assert (top[:, 0] == one).all() and (top == np.argsort(-p, axis=1, kind="stable")[:, :3]).all()
+EOF2
+$PY -c "import numpy as np, sys; np.save(sys.argv[1] + '/im255.npy', np.load(sys.argv[1] + '/im.npy') * 255)" "$tmp"
+run 2 eval -f "$m" --images "$tmp/im255.npy" --labels "$tmp/lab.npy" --json
+[ $rc -eq 0 ] && grep -q "warning: .*im255.npy does not look like the training data" "$tmp/err" &&
+    grep -q '"input_range_warning": true' "$tmp/out" || bad "eval of 0..255 floats: no warning: $(cat "$tmp/err")"
+run 1 predict -f "$m" -i "$tmp/im255.npy" -o "$tmp/p255.npy"
+[ $rc -eq 0 ] && grep -q "warning: .*im255.npy does not look" "$tmp/err" || bad "predict of 0..255 floats: no warning"
+run 2 eval -f "$m" --images "$tmp/im.npy" --labels "$tmp/lab.npy"
+! grep -q warning "$tmp/err" || bad "eval of 0..1 images warns: $(cat "$tmp/err")"
+expect 1 1 "--top-k 11: the model has only 10 classes" predict -f "$m" -i "$tmp/im.npy" --top-k 11
 # A failed predict leaves an existing output as it was.
 echo keep >"$tmp/keep.csv"
 run 1 predict -f "$tmp/nope.hpml" -i "$tmp/im.npy" -o "$tmp/keep.csv"

@@ -16,7 +16,7 @@ $MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 4 --bat
     >"$tmp/out.json"
 t1=$(date +%s)
 cat "$tmp/out.json"
-acc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_acc"])' "$tmp/out.json")
+acc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_accuracy"])' "$tmp/out.json")
 echo "test accuracy $acc in $((t1 - t0)) s"
 python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.78 else 1)" || { echo "accuracy $acc < 0.78"; exit 1; }
 # 32 samples per rank, a first dense layer of 784 inputs: auto picks the hybrid layout,
@@ -31,7 +31,7 @@ $MPIRUN -np 2 "$HPML" eval --model-file "$tmp/m.hpml" --limit 2000 --json >"$tmp
 cat "$tmp/eval.json"
 python3 - "$tmp/out.json" "$tmp/eval.json" <<'PY'
 import json, sys
-a = json.load(open(sys.argv[1]))["test_acc"]; b = json.load(open(sys.argv[2]))["accuracy"]
+a = json.load(open(sys.argv[1]))["test_accuracy"]; b = json.load(open(sys.argv[2]))["accuracy"]
 sys.exit(0 if abs(a - b) < 1e-9 else f"train reported {a}, eval {b}")
 PY
 # predict: 20 labels, one per line, all in 0..9
@@ -43,7 +43,7 @@ grep -qvE '^[0-9]$' "$tmp/pred.txt" && { echo "bad prediction line"; exit 1; }
 $MPIRUN -np 2 "$HPML" train --model "dense 128 relu | dense 10" --epochs 2 --batch 64 \
     --train-limit 6000 --test-limit 1000 --shard-data --json --no-progress >"$tmp/shard.json"
 cat "$tmp/shard.json"
-python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["test_acc"] >= 0.7 and j["parallel"] == "data" else f"sharded: {j}")' "$tmp/shard.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["test_accuracy"] >= 0.7 and j["parallel"] == "data" else f"sharded: {j}")' "$tmp/shard.json"
 # Two layers split on one node exchange through shared memory (the info log says so);
 # with every rank its own node (HPML_RANKS_PER_NODE=1) through messages: the same model
 for rpn in 0 1; do

@@ -3,7 +3,8 @@
 # checkpoint saves a model byte-identical to the uninterrupted run (dropout included) and
 # reports the same loss and accuracy for every epoch, at 1, 2 and 3 ranks; a corrupt or
 # truncated checkpoint, or one of another run (training-set size), is a clear error (one
-# line, exit 1, no MPI_Abort), not a crash.
+# line, exit 1, no MPI_Abort), not a crash. The resumed run says where it continued and
+# counts only its own steps; resuming a finished run says there is nothing left to do.
 # hpml-test: timeout=240
 set -eu
 : "${HPML:?}" "${MPIRUN:?}"
@@ -28,7 +29,17 @@ for np in 1 2 3; do
     if ! diff <(report "$tmp/full.txt") <(report "$tmp/resumed.txt"); then
         echo "np=$np: the resumed run reports another loss or accuracy"; exit 1
     fi
-    echo "resume np=$np: bit-identical model, the same report"
+    # It says what it resumed and counts this run's 14 of the 24 steps; a resume of the
+    # finished run has nothing left to do and says so.
+    grep -q "^# resumed from epoch 1, step 10$" "$tmp/resumed.txt" &&
+        grep -q "^# trained 14 steps in .* (after the 10 resumed from)" "$tmp/resumed.txt" ||
+        { cat "$tmp/resumed.txt"; echo "np=$np: the resume does not say what it resumed"; exit 1; }
+    if [ $np = 1 ]; then
+        $MPIRUN -np 1 "$HPML" train "${args[@]}" --checkpoint "$tmp/ck" --resume >"$tmp/again.txt"
+        grep -q "nothing left to train" "$tmp/again.txt" && ! grep -qE '^ +[0-9]' "$tmp/again.txt" ||
+            { cat "$tmp/again.txt"; echo "a resume of a finished run does not say so"; exit 1; }
+    fi
+    echo "resume np=$np: bit-identical model, the same report, says what it resumed"
 done
 
 # A checkpoint of another run: here another training-set size.

@@ -2,7 +2,8 @@
 # `hpml tune` on 2 ranks (small sizes, few samples): prints a timing table, writes a
 # tuning file that hpml's loader accepts (every rule well formed, one open-ended rule per
 # tuned collective), renames it into place only when complete, with no temporary file
-# during the run; usage errors exit 2.
+# during the run; -o - puts the table on stderr; --max is measured; hier is not tried on
+# one node; usage errors exit 2.
 # (Loading tuning files, good and malformed, is tested in tests/mpi/test_comm_select.c.)
 # Env (from tests/run.sh): HPML, MPIRUN, MPI.
 # hpml-test: timeout=300
@@ -28,6 +29,15 @@ check '! grep -vqE "^(allreduce|bcast) +2 1 ([0-9]+|inf) [a-z_]+$" <<<"$rules"' 
 check '[ "$(grep -c " inf " <<<"$rules")" = 2 ]' "expected one open-ended rule per collective"
 check '! grep -q "^reduce " <<<"$rules"' "untuned collective written"
 
+# -o -: the tuning file on stdout, the table on stderr; --max itself is measured (3000 is
+# not 8 x 4^k); on one node the multi-node hier algorithm is never tried nor chosen.
+$MPIRUN -np 2 "$HPML" tune --max 3000 --samples 3 --coll allreduce -o - >"$dir/so" 2>"$dir/se" ||
+    { echo "FAIL: hpml tune -o - exited $?"; fail=1; }
+check 'head -1 "$dir/so" | grep -qx "hpml-tuning 1"' "-o -: no tuning file on stdout"
+check 'grep -q "^# allreduce" "$dir/se" && ! grep -q "^# allreduce:" "$dir/so"' \
+    "-o -: the table is not on stderr (or is mixed into the file)"
+check 'grep -qE "^ +3000 " "$dir/se"' "--max 3000 was not measured"
+check 'grep -q "(one node)" "$dir/se" && ! grep -q " hier$" "$dir/so"' "hier tried or chosen on one node"
 # Usage errors: exit status 2 with a one-line message. --max below the default --min and
 # --min above the default --max are usage errors too, not a failed run.
 for args in "--coll nope" "--max 12Q" "--samples 0" "--min 1M --max 4K" "extra" "--max 4" \

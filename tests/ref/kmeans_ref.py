@@ -16,6 +16,7 @@ import sys
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
 
 # case: (dtype, rows, cols, k); rows chosen not to divide by 2 or 3
 CASES = {
@@ -57,7 +58,7 @@ def check(d, case, prefix, js):
     km = KMeans(n_clusters=k, init=C0, n_init=1, max_iter=300, tol=1e-4,
                 algorithm="lloyd").fit(X)
     C = np.load(f"{prefix}.centroids.npy")
-    L = np.load(f"{prefix}.labels.npy").ravel()
+    L = np.load(f"{prefix}.labels.npy")
     s = json.load(open(js))
     f32 = dt == "float32"
     rtol = 2e-4 if f32 else 1e-9
@@ -76,6 +77,9 @@ def check(d, case, prefix, js):
         fail("centroids or inertia differ from scikit-learn")
     if bad > (2 if f32 else 0):
         fail(f"{bad} labels differ from scikit-learn")
+    # The labels go straight into scikit-learn's metrics, which need a 1-D array.
+    if not f32 and adjusted_rand_score(km.labels_, L) != 1.0:
+        fail("adjusted_rand_score against scikit-learn's labels is not 1")
     if not f32 and s["n_iter"] != km.n_iter_:
         fail("iteration count differs from scikit-learn")
     if f32 and abs(s["n_iter"] - km.n_iter_) > 1:
@@ -89,7 +93,7 @@ def props(d, case, prefix, js):
     inertia consistent with labels and centroids."""
     X = np.load(f"{d}/{case}.X.npy").astype(np.float64)
     C = np.load(f"{prefix}.centroids.npy").astype(np.float64)
-    L = np.load(f"{prefix}.labels.npy").ravel()
+    L = np.load(f"{prefix}.labels.npy")
     s = json.load(open(js))
     D = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
     near = D.argmin(axis=1)

@@ -39,12 +39,12 @@ def check(d, ranks):
     for n in ranks:
         p = f"{d}/np{n}"
         i, dd = np.load(f"{p}.indices.npy"), np.load(f"{p}.distances.npy")
-        pr = np.load(f"{p}.predictions.npy").ravel()
+        pr = np.load(f"{p}.predictions.npy")
         if i.shape != ind.shape or not (i == ind).all():
             print(f"np={n}: indices differ from sklearn"); bad = 1
         if not np.allclose(dd, dist, rtol=1e-12, atol=1e-13):
             print(f"np={n}: distances differ by {abs(dd - dist).max()}"); bad = 1
-        if not (pr == pred).all():
+        if pr.shape != pred.shape or not (pr == pred).all():
             print(f"np={n}: predictions differ from sklearn"); bad = 1
         a = float(open(f"{p}.acc").read())
         if abs(a - acc) > 1e-12:

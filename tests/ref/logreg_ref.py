@@ -100,9 +100,9 @@ def check(d, ranks):
             p = f"{d}/np{n}.{name}"
             s = json.load(open(f"{p}.json"))
             coef = np.load(f"{p}.coef.npy")
-            icpt = np.load(f"{p}.intercept.npy").ravel()
-            classes = np.load(f"{p}.classes.npy").ravel()
-            if not (classes == sk.classes_).all():
+            icpt = np.load(f"{p}.intercept.npy")
+            classes = np.load(f"{p}.classes.npy")
+            if classes.shape != sk.classes_.shape or not (classes == sk.classes_).all():
                 print(f"{p}: classes {classes} != {sk.classes_}"); bad = 1; continue
             err = max(abs(coef - w_opt).max(), abs(icpt - b_opt).max())
             if err > 1e-7:
@@ -116,7 +116,9 @@ def check(d, ranks):
             if not s["converged"]:
                 print(f"{p}: not converged"); bad = 1
             # Predictions: equal to sklearn's except within 1e-6 of a decision boundary.
-            pred = np.load(f"{p}.pred.npy").ravel()
+            pred = np.load(f"{p}.pred.npy")
+            if pred.shape != y.shape:
+                print(f"{p}: predictions have shape {pred.shape}, not {y.shape}"); bad = 1; continue
             dec = sk.decision_function(X)
             margin = np.abs(dec) if dec.ndim == 1 else np.abs(np.diff(np.sort(dec, 1)[:, -2:], axis=1)).ravel()
             if ((pred != sk.predict(X)) & (margin > 1e-6)).any():
@@ -144,7 +146,7 @@ def check(d, ranks):
     s = json.load(open(f"{d}/np{ranks[-1]}.csv.json"))
     sk = LogisticRegression(C=C, solver="lbfgs", tol=1e-10, max_iter=10000).fit(
         X, np.load(f"{d}/y.npy").ravel())
-    if abs(np.array(s["coef"]) - sk.coef_.ravel()).max() > 1e-4:
+    if np.shape(s["coef"]) != sk.coef_.shape or abs(np.array(s["coef"]) - sk.coef_).max() > 1e-4:
         print("csv --target-col -1: coefficients differ"); bad = 1
     if not bad:
         print(f"logreg: multinomial, binary and binary-softmax models match sklearn at ranks {ranks}")

@@ -786,3 +786,25 @@ int cli_check_prefix(const char *cmd, const char *opt, const char *value)
                                opt, value, value, value[n - 1] == '/' ? "" : "/");
     return 0;
 }
+
+void cli_json_begin(const char *cmd)
+{
+    printf("{\"schema_version\": %d, \"command\": ", HPML_JSON_SCHEMA_VERSION);
+    hpml_json_string(stdout, cmd);
+}
+
+void cli_json_num(double v, int have)
+{
+    if (have && isfinite(v))
+        printf("%.17g", v);
+    else
+        printf("null");
+}
+
+void cli_json_str_or_null(const char *s)
+{
+    if (s != NULL)
+        hpml_json_string(stdout, s);
+    else
+        printf("null");
+}

@@ -115,6 +115,15 @@ int cli_clobbers(const char *out, const cli_path_t *in, size_t n, char *why, siz
  * saying so. */
 int cli_check_prefix(const char *cmd, const char *opt, const char *value);
 
+/* --json records (docs/json.md, docs/hpml.schema.json): one object per run on stdout,
+ * opened by cli_json_begin as {"schema_version": N, "command": "<cmd>"; the caller adds
+ * ", \"key\": value" pairs and the closing brace. cli_json_num prints a number with
+ * 17 significant digits, or null when have is 0 (not reached, not measured). */
+void cli_json_begin(const char *cmd);
+void cli_json_num(double v, int have);
+/* A JSON string, or null for NULL. */
+void cli_json_str_or_null(const char *s);
+
 /* The command to use in messages: "hpml" (argv[0] basename). */
 extern const char *cli_prog;
 

@@ -81,7 +81,7 @@ int cmd_eval(int argc, char **argv)
     hpml_model_t *m = NULL;
     hpml_comm_t *comm = NULL;
     hpml_dataset_t d = {0};
-    double loss = 0, acc = 0;
+    double loss = 0, acc = 0, zmean = 0;
 
     if ((rc = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
@@ -122,6 +122,20 @@ int cmd_eval(int argc, char **argv)
     rc = hpml_dataset_load(dp.test_images, dp.test_labels, b0, b1, -1.0f, mean, sd, &d);
     if (mlcli_check(CMD, comm, rc))
         goto out;
+    /* The inputs' mean after the model's normalisation, over every rank's rows. */
+    {
+        const size_t in = hpml_model_input_size(m);
+        double z[2] = {0, (double)(d.n * in)};
+
+        for (size_t i = 0; i < d.n * in; i++)
+            z[0] += d.x[i];
+        rc = hpml_allreduce(HPML_IN_PLACE, z, 2, HPML_F64, HPML_SUM, comm);
+        if (mlcli_check(CMD, comm, rc))
+            goto out;
+        zmean = z[1] > 0 ? z[0] / z[1] : 0.0;
+        if (cli_rank() == 0)
+            mlcli_warn_input(CMD, dp.test_images, zmean, mean, sd);
+    }
     /* Labels the model has no output for, checked here: hpml_evaluate would fail on the
      * ranks holding them only, before its allreduce. */
     outs = hpml_model_output_size(m);
@@ -136,9 +150,13 @@ int cmd_eval(int argc, char **argv)
     }
     if (cli_rank() == 0) {
         if (json) {
-            printf("{\"model\": ");
+            cli_json_begin(CMD);
+            printf(", \"model\": ");
             hpml_json_string(stdout, hpml_model_spec(m));
-            printf(", \"rows\": %zu, \"loss\": %.6f, \"accuracy\": %.6f}\n", rows, loss, acc);
+            printf(", \"ranks\": %d, \"rows\": %zu, \"loss\": %.6f, \"accuracy\": %.6f, "
+                   "\"input_mean_normalised\": %.6g, \"input_range_warning\": %s}\n",
+                   cli_size(), rows, loss, acc, zmean,
+                   mlcli_input_mismatch(zmean) ? "true" : "false");
         } else {
             printf("# model %s: %s\n", file, hpml_model_spec(m));
             printf("rows %zu  loss %.4f  accuracy %.2f%%\n", rows, loss, 100 * acc);

@@ -103,8 +103,11 @@ static void print_text(const hpml_sysinfo_t *si, const char *cpu)
 
 static void print_json(const hpml_sysinfo_t *si, const char *cpu)
 {
-    printf("{\n  \"hpml\": {\"version\": ");
+    cli_json_begin("info");
+    printf(", \"ranks\": %d,\n  \"hpml\": {\"version\": ", si->ranks);
     hpml_json_string(stdout, hpml_version());
+    printf(", \"commit\": ");
+    hpml_json_string(stdout, hpml_build_commit());
     printf(", \"mpi\": ");
     hpml_json_string(stdout, HPML_BUILD_MPI);
     printf(", \"cc\": ");

@@ -337,10 +337,10 @@ static void print_json(const opts_t *o, const run_t *r)
     const hpml_kmeans_result_t *res = &r->res;
     double per_iter = res->total_iter ? res->iter_seconds / res->total_iter : 0.0;
 
-    printf("{\"command\": \"kmeans\", \"mode\": \"%s\", \"data\": ",
-           o->predict ? "predict" : "fit");
+    cli_json_begin(CMD);
+    printf(", \"mode\": \"%s\", \"data\": ", o->predict ? "predict" : "fit");
     hpml_json_string(stdout, o->data);
-    printf(", \"rows\": %zu, \"cols\": %zu, \"k\": %zu, \"ranks\": %d, \"dtype\": \"%s\", "
+    printf(", \"rows\": %zu, \"features\": %zu, \"k\": %zu, \"ranks\": %d, \"dtype\": \"%s\", "
            "\"init\": ",
            r->X.total_rows, r->X.cols, o->p.k, hpml_comm_size(r->comm), hpml_dtype_name(o->dtype));
     hpml_json_string(stdout, init_words(o));
@@ -350,7 +350,7 @@ static void print_json(const opts_t *o, const run_t *r)
                "\"n_init\": %d, \"best_run\": %d, \"total_iter\": %d, "
                "\"relocated\": %zu, \"empty_clusters\": %zu, \"init_seconds\": %.6f, "
                "\"lloyd_seconds\": %.6f, \"iterations\": %d, "
-               "\"lloyd_iter_seconds\": %.6f, \"seconds_per_iter\": %.6f",
+               "\"lloyd_iter_seconds\": %.6f, \"per_iter_seconds\": %.6f",
                res->n_iter, res->converged ? "true" : "false", res->strict ? "true" : "false",
                runs_made(o), res->best_run, res->total_iter, res->relocated, res->empty,
                res->init_seconds, res->lloyd_seconds, res->total_iter, res->iter_seconds, per_iter);
@@ -413,12 +413,12 @@ int cmd_kmeans(int argc, char **argv)
     mlcli_outset_input(&os, "--data", o.data);
     mlcli_outset_input(&os, "--init", o.init_file);
     mlcli_outset_input(&os, "--predict", o.predict);
-    mlcli_outset_add(&os, r.cpath, NULL);
+    mlcli_outset_add(&os, r.cpath, "x");
     mlcli_outset_add(&os, r.lpath, "label");
     if (mlcli_outset_check(&os) != 0 || load(&o, &r) != 0 || compute(&o, &r) != 0)
         goto out;
     if (mlcli_outset_write(&os, r.cpath, r.res.centroids, o.dtype, o.p.k, r.X.cols) != 0 ||
-        mlcli_outset_write_rows(&os, r.lpath, r.labels, HPML_I32, r.X.rows, 1) != 0 ||
+        mlcli_outset_write_rows(&os, r.lpath, r.labels, HPML_I32, r.X.rows, 0) != 0 ||
         mlcli_outset_commit(&os) != 0)
         goto out;
     if (hpml_comm_rank(r.comm) == 0) {

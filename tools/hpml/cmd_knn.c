@@ -127,9 +127,9 @@ int cmd_knn(int argc, char **argv)
     mlcli_outset_input(&os, "--query", o.query);
     mlcli_outset_input(&os, "--labels", o.labels);
     mlcli_outset_input(&os, "--query-labels", o.qlabels);
-    mlcli_outset_add(&os, ipath, NULL);
-    mlcli_outset_add(&os, dpath, NULL);
-    mlcli_outset_add(&os, ppath, NULL);
+    mlcli_outset_add(&os, ipath, "neighbor");
+    mlcli_outset_add(&os, dpath, "distance");
+    mlcli_outset_add(&os, ppath, "prediction");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -199,7 +199,7 @@ int cmd_knn(int argc, char **argv)
 
     if (mlcli_outset_write_rows(&os, ipath, idx, HPML_I64, q->rows, o.k) ||
         mlcli_outset_write_rows(&os, dpath, dist, HPML_F64, q->rows, o.k) ||
-        mlcli_outset_write_rows(&os, ppath, pred, HPML_I64, q->rows, 1) || mlcli_outset_commit(&os))
+        mlcli_outset_write_rows(&os, ppath, pred, HPML_I64, q->rows, 0) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -207,10 +207,10 @@ int cmd_knn(int argc, char **argv)
 
         if (o.co.json) {
             mlcli_json_head(CMD, o.co.data);
-            printf(", \"references\": %zu, \"queries\": %zu, \"cols\": %zu, \"k\": %zu, "
+            printf(", \"references\": %zu, \"queries\": %zu, \"features\": %zu, \"k\": %zu, "
                    "\"ranks\": %d, \"accuracy\": ",
                    R.total_rows, q->total_rows, R.cols, o.k, hpml_comm_size(comm));
-            mlcli_json_double_or_null(qlab != NULL, acc);
+            cli_json_num(acc, qlab != NULL);
             mlcli_json_tail(t_read, "search", t_search);
         } else {
             printf("knn: %zu queries x %zu references x %zu cols, k=%zu, %d rank%s\n",

@@ -41,7 +41,8 @@ static const opt_t options[] = {
      .off = OFF(pred_out),
      .arg = "FILE",
      .help = "write the predictions (.npy or .csv)"},
-    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the coefficients (targets x features) there;\n"
+    MLCLI_OPT_OUT(opts_t, "PATH.npy: write the coefficients (targets x features; one target:\n"
+                          "features) there; "
                           "otherwise PATH.coef.npy and PATH.intercept.npy (the model for\n"
                           "--predict PATH)"),
     {.name = "predict",
@@ -108,19 +109,21 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     mlcli_outset_inputs(&os, &o->co);
     mlcli_outset_model(&os, o->model, "coef");
     mlcli_outset_model(&os, o->model, "intercept");
-    mlcli_outset_add(&os, o->pred_out, NULL);
+    mlcli_outset_add(&os, o->pred_out, "prediction");
     if (mlcli_outset_check(&os))
         goto out;
     t0 = hpml_time();
     if (mlcli_read_model(CMD, comm, o->model, "coef", HPML_F64, cpath, sizeof(cpath), &C) ||
         mlcli_read_model(CMD, comm, o->model, "intercept", HPML_F64, ipath, sizeof(ipath), &I))
         goto out;
-    t = C.rows;
-    d = C.cols;
-    if (mlcli_agree(
-            CMD, comm, I.rows != t || I.cols != 1,
-            "model file %s holds %zu x %zu values but %s has %zu target%s: expected %zu x 1", ipath,
-            I.rows, I.cols, cpath, t, mlcli_plural(t), t))
+    /* One intercept per target; coef is (targets, features), or (features,) for one
+     * target as the fit writes it (a 1-D file reads as one column). */
+    t = I.rows;
+    d = C.rows == t ? C.cols : C.rows;
+    if (mlcli_agree(CMD, comm, I.cols != 1 || !(C.rows == t || (t == 1 && C.cols == 1)),
+                    "model files %s and %s do not hold one model: %zu x %zu coefficients, %zu x "
+                    "%zu intercepts (expected one intercept per row of coefficients)",
+                    cpath, ipath, C.rows, C.cols, I.rows, I.cols))
         goto out;
     m.n_features = d;
     m.n_targets = t;
@@ -140,7 +143,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
         rc = hpml_r2_score(comm, Y.data, pred, X.rows, t, &r2);
     t_pred = hpml_time() - t0;
     if (mlcli_check(CMD, comm, rc) ||
-        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_F64, X.rows, t) ||
+        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_F64, X.rows, t > 1 ? t : 0) ||
         mlcli_outset_commit(&os))
         goto out;
 
@@ -152,7 +155,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
             printf(", \"rows\": %zu, \"features\": %zu, \"targets\": %zu, \"ranks\": %d, "
                    "\"r2\": ",
                    X.total_rows, d, t, hpml_comm_size(comm));
-            mlcli_json_double_or_null(have_y, r2);
+            cli_json_num(r2, have_y);
             mlcli_json_tail(t_read, "predict", t_pred);
         } else {
             printf("linreg: predict with %s: %zu rows x %zu features, %zu target%s, %d rank%s\n",
@@ -203,9 +206,9 @@ int cmd_linreg(int argc, char **argv)
     mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
     mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
     mlcli_outset_inputs(&os, &o.co);
-    mlcli_outset_add(&os, o.pred_out, NULL);
-    mlcli_outset_add(&os, cpath, NULL);
-    mlcli_outset_add(&os, ipath, NULL);
+    mlcli_outset_add(&os, o.pred_out, "prediction");
+    mlcli_outset_add(&os, cpath, "x");
+    mlcli_outset_add(&os, ipath, "intercept");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -246,9 +249,10 @@ int cmd_linreg(int argc, char **argv)
             goto out;
     }
     if (mlcli_outset_write_rows(&os, o.pred_out, tpred ? tpred : pred, HPML_F64,
-                                tpred ? TX.rows : X.rows, t) ||
-        mlcli_outset_write(&os, cpath, m->coef, HPML_F64, t, d) ||
-        mlcli_outset_write(&os, ipath, m->intercept, HPML_F64, t, 1) || mlcli_outset_commit(&os))
+                                tpred ? TX.rows : X.rows, t > 1 ? t : 0) ||
+        (t > 1 ? mlcli_outset_write(&os, cpath, m->coef, HPML_F64, t, d)
+               : mlcli_outset_write_vec(&os, cpath, m->coef, HPML_F64, d)) ||
+        mlcli_outset_write_vec(&os, ipath, m->intercept, HPML_F64, t) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -258,11 +262,14 @@ int cmd_linreg(int argc, char **argv)
                    "\"alpha\": %.17g, \"fit_intercept\": %s, \"coef\": ",
                    m->n_samples, d, t, hpml_comm_size(comm), o.cfg.alpha,
                    o.cfg.fit_intercept ? "true" : "false");
-            mlcli_json_doubles(m->coef, t * d);
+            if (t > 1) /* the shape of PREFIX.coef.npy: (targets, features) or (features,) */
+                mlcli_json_matrix(m->coef, t, d);
+            else
+                mlcli_json_doubles(m->coef, d);
             printf(", \"intercept\": ");
             mlcli_json_doubles(m->intercept, t);
             printf(", \"r2\": %.17g, \"r2_test\": ", r2);
-            mlcli_json_double_or_null(have_test_y, r2_test);
+            cli_json_num(r2_test, have_test_y);
             mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("linreg: %zu rows x %zu features, %zu target%s, %s, %d rank%s\n", m->n_samples,

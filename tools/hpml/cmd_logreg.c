@@ -220,8 +220,8 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
     mlcli_outset_model(&os, o->model, "intercept");
     mlcli_outset_model(&os, o->model, "classes");
     mlcli_outset_model(&os, o->model, "multinomial");
-    mlcli_outset_add(&os, o->pred_out, NULL);
-    mlcli_outset_add(&os, o->proba_out, NULL);
+    mlcli_outset_add(&os, o->pred_out, "prediction");
+    mlcli_outset_add(&os, o->proba_out, "p");
     if (mlcli_outset_check(&os))
         goto out;
     t0 = hpml_time();
@@ -257,7 +257,7 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
         rc = score(comm, &m, X.data, y, X.rows, pred, &acc, &ll);
     t_pred = hpml_time() - t0;
     if (mlcli_check(CMD, comm, rc) ||
-        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_I64, X.rows, 1) ||
+        mlcli_outset_write_rows(&os, o->pred_out, pred, HPML_I64, X.rows, 0) ||
         write_proba(&os, o->proba_out, &m, &X) || mlcli_outset_commit(&os))
         goto out;
 
@@ -269,11 +269,11 @@ static int run_predict(const opts_t *o, hpml_comm_t *comm)
             printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", X.total_rows, d);
             for (size_t k = 0; k < m.n_classes; k++)
                 printf("%s%lld", k ? ", " : "", (long long)m.classes[k]);
-            printf("], \"model\": \"%s\", \"ranks\": %d, \"accuracy\": ",
-                   m.multinomial ? "multinomial" : "binary", hpml_comm_size(comm));
-            mlcli_json_double_or_null(have_y, acc);
+            printf("], \"multinomial\": %s, \"ranks\": %d, \"accuracy\": ",
+                   m.multinomial ? "true" : "false", hpml_comm_size(comm));
+            cli_json_num(acc, have_y);
             printf(", \"log_loss\": ");
-            mlcli_json_double_or_null(have_y, ll);
+            cli_json_num(ll, have_y);
             mlcli_json_tail(t_read, "predict", t_pred);
         } else {
             printf("logreg: predict with %s: %zu rows x %zu features, %zu classes (%s), %d "
@@ -337,12 +337,12 @@ int cmd_logreg(int argc, char **argv)
     mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
     mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
     mlcli_outset_inputs(&os, &o.co);
-    mlcli_outset_add(&os, o.pred_out, NULL);
-    mlcli_outset_add(&os, o.proba_out, NULL);
-    mlcli_outset_add(&os, cpath, NULL);
-    mlcli_outset_add(&os, ipath, NULL);
-    mlcli_outset_add(&os, kpath, NULL);
-    mlcli_outset_add(&os, mpath, NULL);
+    mlcli_outset_add(&os, o.pred_out, "prediction");
+    mlcli_outset_add(&os, o.proba_out, "p");
+    mlcli_outset_add(&os, cpath, "x");
+    mlcli_outset_add(&os, ipath, "intercept");
+    mlcli_outset_add(&os, kpath, "class");
+    mlcli_outset_add(&os, mpath, "multinomial");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -391,12 +391,12 @@ int cmd_logreg(int argc, char **argv)
         ppred = tpred;
     }
     multi = m->multinomial;
-    if (mlcli_outset_write_rows(&os, o.pred_out, ppred, HPML_I64, px->rows, 1) ||
+    if (mlcli_outset_write_rows(&os, o.pred_out, ppred, HPML_I64, px->rows, 0) ||
         write_proba(&os, o.proba_out, m, px) ||
         mlcli_outset_write(&os, cpath, m->coef, HPML_F64, m->n_rows, d) ||
-        mlcli_outset_write(&os, ipath, m->intercept, HPML_F64, m->n_rows, 1) ||
-        mlcli_outset_write(&os, kpath, m->classes, HPML_I64, m->n_classes, 1) ||
-        mlcli_outset_write(&os, mpath, &multi, HPML_I64, 1, 1) || mlcli_outset_commit(&os))
+        mlcli_outset_write_vec(&os, ipath, m->intercept, HPML_F64, m->n_rows) ||
+        mlcli_outset_write_vec(&os, kpath, m->classes, HPML_I64, m->n_classes) ||
+        mlcli_outset_write_vec(&os, mpath, &multi, HPML_I64, 1) || mlcli_outset_commit(&os))
         goto out;
 
     if (hpml_comm_rank(comm) == 0) {
@@ -405,16 +405,18 @@ int cmd_logreg(int argc, char **argv)
             printf(", \"rows\": %zu, \"features\": %zu, \"classes\": [", m->n_samples, d);
             for (size_t k = 0; k < m->n_classes; k++)
                 printf("%s%lld", k ? ", " : "", (long long)m->classes[k]);
-            printf("], \"model\": \"%s\", \"ranks\": %d, \"C\": %.17g, \"n_iter\": %zu, "
+            printf("], \"multinomial\": %s, \"ranks\": %d, \"C\": %.17g, \"n_iter\": %zu, "
                    "\"converged\": %s, \"objective\": %.17g, \"coef\": ",
-                   m->multinomial ? "multinomial" : "binary", hpml_comm_size(comm), o.cfg.C,
-                   m->n_iter, m->converged ? "true" : "false", m->objective);
-            mlcli_json_doubles(m->coef, m->n_rows * d);
+                   m->multinomial ? "true" : "false", hpml_comm_size(comm), o.cfg.C, m->n_iter,
+                   m->converged ? "true" : "false", m->objective);
+            mlcli_json_matrix(m->coef, m->n_rows, d);
             printf(", \"intercept\": ");
             mlcli_json_doubles(m->intercept, m->n_rows);
             printf(", \"accuracy\": %.17g, \"log_loss\": %.17g", acc, ll);
-            if (have_test_y)
-                printf(", \"test_accuracy\": %.17g, \"test_log_loss\": %.17g", tacc, tll);
+            printf(", \"test_accuracy\": ");
+            cli_json_num(tacc, have_test_y);
+            printf(", \"test_log_loss\": ");
+            cli_json_num(tll, have_test_y);
             mlcli_json_tail(t_read, "fit", t_fit);
         } else {
             printf("logreg: %zu rows x %zu features, %zu classes (%s), C=%g, %d rank%s\n",

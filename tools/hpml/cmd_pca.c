@@ -114,6 +114,9 @@ int cmd_pca(int argc, char **argv)
 {
     static const char *names[] = {"components", "explained_variance", "explained_variance_ratio",
                                   "singular_values", "mean"};
+    /* The CSV headers: components and mean have a column per feature. */
+    static const char *heads[] = {"x", "explained_variance", "explained_variance_ratio",
+                                  "singular_value", "x"};
     opts_t o;
     hpml_comm_t *comm = NULL;
     hpml_array_t X = {0};
@@ -133,9 +136,9 @@ int cmd_pca(int argc, char **argv)
     mlcli_outset_inputs(&os, &o.co);
     for (int i = 0; i < 5; i++) {
         mlcli_out_path(path[i], sizeof(path[i]), o.co.out, names[i], i == 0);
-        mlcli_outset_add(&os, path[i], NULL);
+        mlcli_outset_add(&os, path[i], heads[i]);
     }
-    mlcli_outset_add(&os, o.transform_out, NULL);
+    mlcli_outset_add(&os, o.transform_out, "pc");
     if (mlcli_outset_check(&os))
         goto out;
 
@@ -162,10 +165,10 @@ int cmd_pca(int argc, char **argv)
         fprintf(stderr, "[pca] fitted in %.3f s\n", t_fit);
 
     if (mlcli_outset_write(&os, path[0], p->components, HPML_F64, k, d) ||
-        mlcli_outset_write(&os, path[1], p->explained_variance, HPML_F64, k, 1) ||
-        mlcli_outset_write(&os, path[2], p->explained_variance_ratio, HPML_F64, k, 1) ||
-        mlcli_outset_write(&os, path[3], p->singular_values, HPML_F64, k, 1) ||
-        mlcli_outset_write(&os, path[4], p->mean, HPML_F64, 1, d))
+        mlcli_outset_write_vec(&os, path[1], p->explained_variance, HPML_F64, k) ||
+        mlcli_outset_write_vec(&os, path[2], p->explained_variance_ratio, HPML_F64, k) ||
+        mlcli_outset_write_vec(&os, path[3], p->singular_values, HPML_F64, k) ||
+        mlcli_outset_write_vec(&os, path[4], p->mean, HPML_F64, d))
         goto out;
     if (o.transform_out != NULL) {
         tr = hpml_malloc((X.rows ? X.rows : 1) * k * sizeof(double));
@@ -184,7 +187,7 @@ int cmd_pca(int argc, char **argv)
             cum += p->explained_variance_ratio[j];
         if (o.co.json) {
             mlcli_json_head(CMD, o.co.data);
-            printf(", \"rows\": %zu, \"cols\": %zu, \"n_components\": %zu, \"ranks\": %d, "
+            printf(", \"rows\": %zu, \"features\": %zu, \"n_components\": %zu, \"ranks\": %d, "
                    "\"solver\": \"%s\", \"center\": %s, \"explained_variance\": ",
                    n, d, k, hpml_comm_size(comm),
                    o.cfg.solver == HPML_PCA_RANDOMIZED ? "randomized" : "full",

@@ -1,14 +1,18 @@
 /*
  * hpml predict: class predictions of a saved model (hpml train --save) for the rows of
- * an image file. Runs on rank 0 (other ranks idle): one label per line on stdout, or an
- * .npy / .csv file of int32 labels with --output.
+ * an image file. Runs on rank 0 (other ranks idle): one label per line on stdout (the k
+ * best with --top-k), or an .npy / .csv file with --output; --proba writes the class
+ * probabilities (softmax of the outputs); --json a summary record. A warning says when the
+ * inputs do not look like the training data after the model's normalisation.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli.h"
+#include "mlcli.h"
 #include "opts.h"
 #include "hpml/io.h"
 #include "hpml/nn.h"
@@ -16,8 +20,9 @@
 #define CMD "predict"
 
 typedef struct {
-    const char *file, *images, *output;
-    size_t limit;
+    const char *file, *images, *output, *proba;
+    size_t limit, top_k;
+    int json;
 } opts_t;
 
 #define OFF(field) offsetof(opts_t, field)
@@ -46,7 +51,25 @@ static const opt_t options[] = {
      .kind = OPT_STRING,
      .off = OFF(output),
      .arg = "FILE",
-     .help = "write int32 labels to FILE (.npy or .csv) instead of stdout"},
+     .help = "write the int32 labels to FILE (.npy or .csv; shape (rows,),\n"
+             "or (rows, k) with --top-k) instead of stdout"},
+    {.name = "top-k",
+     .kind = OPT_SIZE,
+     .off = OFF(top_k),
+     .arg = "K",
+     .help = "the K most probable classes of each row, most probable\n"
+             "first (default 1)",
+     .min = 1,
+     .max = 1 << 20},
+    {.name = "proba",
+     .kind = OPT_STRING,
+     .off = OFF(proba),
+     .arg = "FILE",
+     .help = "write the class probabilities (rows x classes, float32)"},
+    {.name = "json",
+     .kind = OPT_FLAG,
+     .off = OFF(json),
+     .help = "print a JSON summary (docs/json.md); labels need --output"},
     {0},
 };
 #undef OFF
@@ -65,17 +88,23 @@ static int fail(const char *msg)
     return CLI_EXIT_FAIL;
 }
 
-/* The predicted class of each of the n rows of x (raw pixels of stored type dt, scaled
- * and normalised here in place as in training) into pred. 0 or an hpml error. */
+/* For each of the n rows of x (raw pixels of stored type dt, scaled and normalised here
+ * in place as in training): the k most probable classes into top (n x k, most probable
+ * first, ties to the lower class) and, unless NULL, the softmax probabilities into proba
+ * (n x C). *zmean: the mean of the normalised inputs. 0 or an hpml error. */
 static int predict_rows(hpml_model_t *m, float *x, size_t n, hpml_dtype_t dt, float mean, float sd,
-                        int32_t *pred)
+                        size_t k, int32_t *top, float *proba, double *zmean)
 {
     const size_t in = hpml_model_input_size(m), C = hpml_model_output_size(m);
     const float s = dt == HPML_U8 ? 1.0f / 255.0f : 1.0f;
+    double sum = 0;
     int err;
 
-    for (size_t i = 0; i < n * in; i++)
+    for (size_t i = 0; i < n * in; i++) {
         x[i] = (x[i] * s - mean) / sd;
+        sum += x[i];
+    }
+    *zmean = n * in > 0 ? sum / (double)(n * in) : 0.0;
     for (size_t i = 0; i < n; i += 1000) {
         size_t nb = n - i < 1000 ? n - i : 1000;
         const float *z;
@@ -83,86 +112,150 @@ static int predict_rows(hpml_model_t *m, float *x, size_t n, hpml_dtype_t dt, fl
         if ((err = hpml_model_forward(m, x + i * in, nb, 0, NULL, 0, &z)) != 0)
             return err;
         for (size_t r = 0; r < nb; r++) {
-            size_t am = 0;
+            const float *zr = z + r * C;
+            int32_t *t = top + (i + r) * k;
 
-            for (size_t j = 1; j < C; j++)
-                if (z[r * C + j] > z[r * C + am])
-                    am = j;
-            pred[i + r] = (int32_t)am;
+            /* Selection of the k largest: k is small (a handful of classes). */
+            for (size_t j = 0; j < k; j++) {
+                size_t best = C;
+
+                for (size_t c = 0; c < C; c++) {
+                    int taken = 0;
+
+                    for (size_t q = 0; q < j && !taken; q++)
+                        taken = (size_t)t[q] == c;
+                    if (!taken && (best == C || zr[c] > zr[best]))
+                        best = c;
+                }
+                t[j] = (int32_t)best;
+            }
+            if (proba != NULL) {
+                float *p = proba + (i + r) * C, zmax = zr[t[0]];
+                double total = 0;
+
+                for (size_t c = 0; c < C; c++)
+                    total += p[c] = expf(zr[c] - zmax);
+                for (size_t c = 0; c < C; c++)
+                    p[c] = (float)(p[c] / total);
+            }
         }
     }
     return 0;
 }
 
-/* The output set of --output: before any work, a name it cannot write or an input it
- * would destroy is refused. 0 or an hpml error. */
+/* The output set of --output and --proba: before any work, a name it cannot write or an
+ * input it would destroy is refused. 0 or an hpml error. */
 static int open_output(const opts_t *o, hpml_io_outset_t **os)
 {
     int err;
 
     *os = NULL;
-    if (o->output == NULL)
+    if (o->output == NULL && o->proba == NULL)
         return 0;
     if ((err = hpml_io_outset_create(os)) != 0 ||
         (err = hpml_io_outset_input(*os, "--model-file", o->file)) != 0 ||
         (err = hpml_io_outset_input(*os, "--images", o->images)) != 0 ||
-        (err = hpml_io_outset_add(*os, o->output, "label")) != 0)
+        (err = hpml_io_outset_add(*os, o->output, "label")) != 0 ||
+        (err = hpml_io_outset_add(*os, o->proba, "p")) != 0)
         return err;
     return hpml_io_outset_check(*os);
 }
 
+static void print_json(const opts_t *o, const hpml_model_t *m, size_t rows, size_t k, double zmean,
+                       double seconds)
+{
+    cli_json_begin(CMD);
+    printf(", \"model\": ");
+    hpml_json_string(stdout, hpml_model_spec(m));
+    printf(", \"model_file\": ");
+    hpml_json_string(stdout, o->file);
+    printf(", \"images\": ");
+    hpml_json_string(stdout, o->images);
+    printf(", \"ranks\": 1, \"rows\": %zu, \"classes\": %zu, \"top_k\": %zu, "
+           "\"input_mean_normalised\": %.6g, \"input_range_warning\": %s, \"output\": ",
+           rows, hpml_model_output_size(m), k, zmean,
+           mlcli_input_mismatch(zmean) ? "true" : "false");
+    cli_json_str_or_null(o->output);
+    printf(", \"proba\": ");
+    cli_json_str_or_null(o->proba);
+    printf(", \"predict_seconds\": %.6f}\n", seconds);
+}
+
 int cmd_predict(int argc, char **argv)
 {
-    opts_t o = {.limit = SIZE_MAX};
+    opts_t o = {.limit = SIZE_MAX, .top_k = 1};
     const opt_set_t set = {options, &o};
-    size_t rows, cols;
+    size_t rows, cols, k, C;
     hpml_dtype_t dt;
     hpml_array_t a = {0};
     hpml_model_t *m = NULL;
     hpml_io_outset_t *os = NULL;
     int32_t *pred = NULL;
-    float mean, sd;
+    float *proba = NULL, mean, sd;
+    double zmean = 0, t0;
     int err, operand, status = CLI_EXIT_FAIL;
 
     if ((err = opts_parse(&command, &set, 1, argc, argv, &operand)) != 0)
         return err < 0 ? CLI_EXIT_OK : err;
     if (o.file == NULL || o.images == NULL)
         return cli_usage_error(CMD, "--model-file and --images are required");
+    if (o.json && o.output == NULL)
+        return cli_usage_error(CMD, "--json prints a summary: give --output FILE for the labels");
     if (cli_rank() != 0)
         return CLI_EXIT_OK;
     hpml_blas_set_threads(1);
     if ((err = open_output(&o, &os)) != 0 || (err = hpml_model_load(o.file, &m, &mean, &sd)) != 0 ||
         (err = hpml_io_shape(o.images, HPML_FMT_AUTO, &rows, &cols, &dt)) != 0)
         goto out;
+    C = hpml_model_output_size(m);
     if (cols != hpml_model_input_size(m)) {
         err = hpml_set_error(HPML_ERR_INVAL, "%s has %zu values per row but the model expects %zu",
                              o.images, cols, hpml_model_input_size(m));
         goto out;
     }
+    if (o.top_k > C) {
+        err = hpml_set_error(HPML_ERR_INVAL, "--top-k %zu: the model has only %zu classes", o.top_k,
+                             C);
+        goto out;
+    }
+    k = o.top_k;
     if (rows > o.limit)
         rows = o.limit;
+    t0 = hpml_time();
     if ((err = hpml_io_read_rows(o.images, HPML_FMT_AUTO, HPML_F32, 0, rows, 1, &a)) != 0)
         goto out;
-    if ((pred = malloc((rows + 1) * sizeof(int32_t))) == NULL) {
+    pred = malloc((rows * k + 1) * sizeof(int32_t));
+    proba = o.proba != NULL ? malloc((rows * C + 1) * sizeof(float)) : NULL;
+    if (pred == NULL || (o.proba != NULL && proba == NULL)) {
         err = hpml_set_error(HPML_ERR_NOMEM, "out of memory for %zu predictions", rows);
         goto out;
     }
-    if ((err = predict_rows(m, a.data, rows, dt, mean, sd, pred)) != 0)
+    if ((err = predict_rows(m, a.data, rows, dt, mean, sd, k, pred, proba, &zmean)) != 0)
         goto out;
+    mlcli_warn_input(CMD, o.images, zmean, mean, sd);
     if (os != NULL) {
-        if ((err = hpml_io_outset_write(os, o.output, pred, HPML_I32, rows, 1)) != 0 ||
+        size_t shape[2] = {rows, k}, pshape[2] = {rows, C};
+
+        if ((err = hpml_io_outset_write_nd(os, o.output, pred, HPML_I32, k > 1 ? 2 : 1, shape)) !=
+                0 ||
+            (err = hpml_io_outset_write_nd(os, o.proba, proba, HPML_F32, 2, pshape)) != 0 ||
             (err = hpml_io_outset_commit(os)) != 0)
             goto out;
-    } else {
-        for (size_t i = 0; i < rows; i++)
-            printf("%d\n", (int)pred[i]);
     }
+    if (o.output == NULL) {
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < k; j++)
+                printf("%d%c", (int)pred[i * k + j], j + 1 < k ? ' ' : '\n');
+    }
+    if (o.json)
+        print_json(&o, m, rows, k, zmean, hpml_time() - t0);
     status = CLI_EXIT_OK;
 out:
     if (status != CLI_EXIT_OK)
         status = fail(hpml_last_error());
     hpml_io_outset_destroy(os);
     free(pred);
+    free(proba);
     hpml_array_free(&a);
     hpml_model_destroy(m);
     return status;

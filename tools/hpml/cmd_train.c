@@ -46,14 +46,61 @@ typedef struct {
     int rank, size;
     size_t batch;
     long last_drawn;
+    FILE *metrics;      /* --metrics FILE on rank 0, or NULL */
+    long metrics_every; /* a step line every this many steps (0: epochs only) */
+    double t0, t_last;  /* start of training; time of the last step line */
+    long step_last;     /* global step of the last step line */
+    int resume_said;    /* the "resumed from" line is out */
 } report_ctx_t;
+
+/* One epoch as a JSON object (--metrics lines, after "head", and --json's history): the
+ * same keys. */
+static void epoch_json(FILE *f, const char *head, const hpml_epoch_report_t *r)
+{
+    int test = r->test_acc >= 0;
+
+    fprintf(f,
+            "{%s\"epoch\": %d, \"steps\": %ld, \"train_loss\": %.6f, \"train_accuracy\": %.6f, "
+            "\"test_loss\": ",
+            head, r->epoch, r->steps, r->train_loss, r->train_acc);
+    fprintf(f, test ? "%.6f" : "null", r->test_loss);
+    fprintf(f, ", \"test_accuracy\": ");
+    fprintf(f, test ? "%.6f" : "null", r->test_acc);
+    fprintf(f,
+            ", \"seconds\": %.3f, \"images_per_second\": %.1f, \"comm_exposed_seconds\": %.3f, "
+            "\"lr\": %.6g, \"elapsed_seconds\": %.3f}",
+            r->seconds, r->images_per_s, r->comm_exposed_s, r->lr, r->elapsed);
+}
+
+/* A --metrics step line: the loss of the step, the rate since the previous line. */
+static void metrics_step(report_ctx_t *c, int epoch, long step, long per_epoch, double loss)
+{
+    double now = hpml_time(), dt = now - c->t_last;
+    long global = (long)(epoch - 1) * per_epoch + step, n = global - c->step_last;
+
+    if (c->metrics == NULL || c->metrics_every <= 0 || step % c->metrics_every != 0 ||
+        step == per_epoch)
+        return;
+    fprintf(c->metrics,
+            "{\"event\": \"step\", \"epoch\": %d, \"step_in_epoch\": %ld, "
+            "\"steps_per_epoch\": %ld, \"loss\": %.6f, \"images_per_second\": %.1f, "
+            "\"elapsed_seconds\": %.3f}\n",
+            epoch, step, per_epoch, loss, dt > 0 && n > 0 ? (double)n * (double)c->batch / dt : 0.0,
+            now - c->t0);
+    fflush(c->metrics);
+    c->t_last = now;
+    c->step_last = global;
+}
 
 static void progress(void *vctx, int epoch, long step, long per_epoch, double loss)
 {
     report_ctx_t *c = vctx;
     long pct = per_epoch ? step * 100 / per_epoch : 100;
 
-    if (c->rank != 0 || !c->progress_bar)
+    if (c->rank != 0)
+        return;
+    metrics_step(c, epoch, step, per_epoch, loss);
+    if (!c->progress_bar)
         return;
     if (pct == c->last_drawn && step != per_epoch)
         return;
@@ -79,8 +126,21 @@ static void report(void *vctx, const hpml_epoch_report_t *r)
         c->best_acc = r->test_acc;
     if (c->t85 < 0 && r->test_acc >= 0.85)
         c->t85 = r->elapsed;
-    if (c->rank != 0 || c->json)
+    if (c->rank != 0)
         return;
+    if (c->metrics != NULL) {
+        epoch_json(c->metrics, "\"event\": \"epoch\", ", r);
+        fputc('\n', c->metrics);
+        fflush(c->metrics);
+        c->t_last = hpml_time();
+        c->step_last = r->steps;
+    }
+    if (c->json)
+        return;
+    if (r->resumed_step >= 0 && !c->resume_said) {
+        printf("# resumed from epoch %d, step %ld\n", r->resumed_epoch, r->resumed_step);
+        c->resume_said = 1;
+    }
     if (r->test_acc >= 0)
         printf("%5d %7ld %9.4f %8.2f%% %9.4f %8.2f%% %8.2f %10.0f %10.0f %8.3f\n", r->epoch,
                r->steps, r->train_loss, 100 * r->train_acc, r->test_loss, 100 * r->test_acc,
@@ -96,7 +156,10 @@ static void report(void *vctx, const hpml_epoch_report_t *r)
 typedef struct {
     report_ctx_t base;
     hpml_epoch_report_t last;
-    double total_train_s, img_total;
+    double total_train_s, img_total; /* this run's training time and images */
+    int reports;                     /* epochs reported by this run */
+    hpml_epoch_report_t *history;    /* rank 0, --json: every epoch of this run */
+    size_t nhistory, cap;
 } summary_ctx_t;
 
 static void report_sum(void *vctx, const hpml_epoch_report_t *r)
@@ -104,8 +167,11 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
     summary_ctx_t *s = vctx;
 
     s->last = *r;
+    s->reports++;
     s->total_train_s += r->seconds;
     s->img_total += r->images_per_s * r->seconds;
+    if (s->base.rank == 0 && s->base.json && s->nhistory < s->cap)
+        s->history[s->nhistory++] = *r;
     report(&s->base, r);
 }
 
@@ -139,7 +205,7 @@ static int checkpoint_ok(const char *dir, int resume, char *why, size_t len)
 
 /* Would --save or the checkpoint overwrite a data file, or each other? 0, or -1 with why. */
 static int outputs_clobber(const hpml_data_paths_t *dp, const char *save, const char *ckdir,
-                           char *why, size_t len)
+                           const char *metrics, char *why, size_t len)
 {
     const cli_path_t in[] = {{"--train-images", dp->train_images},
                              {"--train-labels", dp->train_labels},
@@ -149,8 +215,14 @@ static int outputs_clobber(const hpml_data_paths_t *dp, const char *save, const 
 
     if (ckdir != NULL)
         snprintf(ck, sizeof(ck), "%s/checkpoint.hpml", ckdir);
-    if (cli_clobbers(save, in, 4, why, len) != 0 || cli_clobbers(ck, in, 4, why, len) != 0)
+    if (cli_clobbers(save, in, 4, why, len) != 0 || cli_clobbers(ck, in, 4, why, len) != 0 ||
+        cli_clobbers(metrics, in, 4, why, len) != 0)
         return -1;
+    if (metrics != NULL && ((save != NULL && hpml_io_same_file(metrics, save)) ||
+                            (ck[0] != '\0' && hpml_io_same_file(metrics, ck)))) {
+        snprintf(why, len, "--metrics %s is also written as the model or the checkpoint", metrics);
+        return -1;
+    }
     if (save != NULL && ck[0] != '\0' && hpml_io_same_file(save, ck)) {
         snprintf(why, len,
                  "--save %s is the checkpoint --checkpoint %s writes; choose another name", save,
@@ -164,8 +236,10 @@ typedef struct {
     hpml_train_config_t cfg;
     hpml_data_paths_t dp;
     const char *model, *save, *data, *files[4]; /* --train-images, -labels, --test-... */
+    const char *metrics;                        /* --metrics FILE: JSON lines */
+    long metrics_every;
     size_t train_limit, test_limit;
-    int no_normalize, shard, synthetic, json, no_progress, no_overlap, replicated;
+    int no_normalize, shard, synthetic, json, no_progress, progress, no_overlap, replicated;
     long iters, witers;
     int in_c, in_h, in_w;
 } opts_t;
@@ -228,7 +302,7 @@ static const opt_t options[] = {
      .off = OFF(model),
      .arg = "SPEC",
      .help = "layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
-             "or a preset: mlp, lenet, cnn (default mlp)"},
+             "or a preset: mlp, lenet, cnn, small-cnn (default mlp)"},
     {.kind = OPT_SECTION, .help = "Data (default: Fashion-MNIST in " HPML_NN_DEFAULT_DATA "):"},
     {.name = "data",
      .kind = OPT_STRING,
@@ -442,10 +516,28 @@ static const opt_t options[] = {
      .kind = OPT_FLAG,
      .off = OFF(json),
      .help = "print a JSON summary instead of the table"},
+    {.name = "progress",
+     .kind = OPT_FLAG,
+     .off = OFF(progress),
+     .help = "progress line on stderr even when it is not a terminal\n"
+             "(under mpirun the ranks' stderr never is one)"},
     {.name = "no-progress",
      .kind = OPT_FLAG,
      .off = OFF(no_progress),
-     .help = "no progress bar (it is only drawn when stderr is a terminal)"},
+     .help = "no progress line (default: only when stderr is a terminal)"},
+    {.name = "metrics",
+     .kind = OPT_STRING,
+     .off = OFF(metrics),
+     .arg = "FILE",
+     .help = "append one JSON line per epoch (and per --metrics-every\n"
+             "steps) to FILE, flushed as it goes (docs/nn.md)"},
+    {.name = "metrics-every",
+     .kind = OPT_LONG,
+     .off = OFF(metrics_every),
+     .arg = "STEPS",
+     .help = "also a --metrics line every STEPS steps (default 0: none)",
+     .min = 0,
+     .max = 1L << 40},
     {.kind = OPT_SECTION, .help = "Synthetic benchmark (Horovod-style, random data):"},
     {.name = "synthetic",
      .kind = OPT_FLAG,
@@ -590,7 +682,7 @@ static int check_outputs(const opts_t *o, hpml_comm_t *comm)
                checkpoint_ok(cfg->checkpoint_dir, cfg->resume, why, sizeof(why)) != 0) ||
               (o->save != NULL && can_create("--save", o->save, why, sizeof(why)) != 0) ||
               (!o->synthetic &&
-               outputs_clobber(&o->dp, o->save, cfg->checkpoint_dir, why, sizeof(why)));
+               outputs_clobber(&o->dp, o->save, cfg->checkpoint_dir, o->metrics, why, sizeof(why)));
     return mlcli_agree(CMD, comm, bad, "%s", why);
 }
 
@@ -614,16 +706,19 @@ static int run_synthetic(const opts_t *o, hpml_comm_t *comm)
     if (hpml_comm_rank(comm) != 0)
         return CLI_EXIT_OK;
     if (o->json) {
-        printf("{\"synthetic\": true, \"model\": ");
+        cli_json_begin(CMD);
+        printf(", \"synthetic\": true, \"model\": ");
         hpml_json_string(stdout, cfg->spec);
         printf(", \"ranks\": %d, \"batch_per_rank\": %zu, \"grad_dtype\": \"%s\", "
                "\"overlap\": %s, \"update\": \"%s\", \"parallel\": \"%s\", "
-               "\"split_layers\": %d, \"iters\": %ld, \"step_s\": %.6f, "
-               "\"compute_s\": %.6f, \"comm_exposed_s\": %.6f, \"images_per_s_rank\": %.1f, "
-               "\"images_per_s_total\": %.1f, \"cpu_s\": %.6f}\n",
+               "\"split_layers\": %d, \"iterations\": %ld, \"warmup\": %ld, "
+               "\"step_seconds\": %.6f, \"compute_seconds\": %.6f, "
+               "\"comm_exposed_seconds\": %.6f, \"images_per_second_rank\": %.1f, "
+               "\"images_per_second\": %.1f, \"cpu_seconds\": %.6f}\n",
                size, cfg->batch, hpml_dtype_name(cfg->grad_dtype), cfg->overlap ? "true" : "false",
-               update_words(cfg, size), hpml_parallel_name(lay), nsplit, o->iters, r.step_s,
-               r.compute_s, r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total, r.cpu_s);
+               update_words(cfg, size), hpml_parallel_name(lay), nsplit, o->iters, o->witers,
+               r.step_s, r.compute_s, r.comm_exposed_s, r.images_per_s_rank, r.images_per_s_total,
+               r.cpu_s);
         return CLI_EXIT_OK;
     }
     printf("# hpml train --synthetic: %s\n", cfg->spec);
@@ -659,9 +754,9 @@ static void print_header(const opts_t *o, const hpml_dataset_t *train, int have_
         snprintf(per, sizeof(per), "%zu", per_lo);
     else /* the batch does not divide: some ranks take one sample more */
         snprintf(per, sizeof(per), "%zu-%zu", per_lo, per_hi);
-    printf("# %d ranks, global batch %zu (%s per rank), %s lr %g%s, %d epochs, seed "
+    printf("# %d rank%s, global batch %zu (%s per rank), %s lr %g%s, %d epoch%s, seed "
            "%llu, grad %s %s, %s update, %s\n",
-           size, cfg->batch, per,
+           size, size == 1 ? "" : "s", cfg->batch, per,
            cfg->opt.kind == HPML_OPT_SGD    ? "sgd"
            : cfg->opt.kind == HPML_OPT_ADAM ? "adam"
                                             : "adamw",
@@ -669,8 +764,9 @@ static void print_header(const opts_t *o, const hpml_dataset_t *train, int have_
            cfg->opt.sched == HPML_SCHED_COSINE ? " cosine"
            : cfg->opt.sched == HPML_SCHED_STEP ? " step"
                                                : "",
-           cfg->epochs, (unsigned long long)cfg->seed, hpml_dtype_name(cfg->grad_dtype),
-           sync_mode(cfg, nsplit, size), update_words(cfg, size), layout_desc(nsplit));
+           cfg->epochs, cfg->epochs == 1 ? "" : "s", (unsigned long long)cfg->seed,
+           hpml_dtype_name(cfg->grad_dtype), sync_mode(cfg, nsplit, size), update_words(cfg, size),
+           layout_desc(nsplit));
     printf("%5s %7s %9s %9s %9s %9s %8s %10s %10s %8s\n", "epoch", "steps", "loss", "train",
            "test_loss", "test", "time_s", "img/s", "img/s/rank", "comm_s");
     fflush(stdout);
@@ -684,28 +780,71 @@ static void print_summary(const opts_t *o, const summary_ctx_t *sc, int nsplit, 
     double ips = sc->total_train_s > 0 ? sc->img_total / sc->total_train_s : 0;
     int size = sc->base.size;
 
+    if (sc->reports == 0) { /* a resume of a finished run (hpml_train reports nothing else) */
+        if (o->json) {
+            cli_json_begin(CMD);
+            printf(", \"synthetic\": false, \"model\": ");
+            hpml_json_string(stdout, cfg->spec);
+            printf(", \"ranks\": %d, \"nothing_to_do\": true, \"saved\": ", size);
+            if (o->save)
+                hpml_json_string(stdout, o->save);
+            else
+                printf("null");
+            printf("}\n");
+        } else {
+            printf("# resumed from %s/checkpoint.hpml: its run has finished all %d epoch%s; "
+                   "nothing left to train (raise --epochs to train on)\n",
+                   cfg->checkpoint_dir, cfg->epochs, cfg->epochs == 1 ? "" : "s");
+            if (o->save)
+                printf("# model saved to %s\n", o->save);
+        }
+        return;
+    }
     if (o->json) {
-        printf("{\"model\": ");
+        int test = r->test_acc >= 0;
+
+        cli_json_begin(CMD);
+        printf(", \"synthetic\": false, \"nothing_to_do\": false, \"model\": ");
         hpml_json_string(stdout, cfg->spec);
+        printf(", \"resumed_from\": ");
+        if (r->resumed_step >= 0)
+            printf("{\"epoch\": %d, \"step\": %ld}", r->resumed_epoch, r->resumed_step);
+        else
+            printf("null");
         printf(", \"ranks\": %d, \"batch\": %zu, \"epochs\": %d, \"steps\": %ld, "
-               "\"train_loss\": %.6f, \"train_acc\": %.6f, \"test_loss\": %.6f, "
-               "\"test_acc\": %.6f, \"best_test_acc\": %.6f, \"train_time_s\": %.3f, "
-               "\"images_per_s\": %.1f, \"images_per_s_rank\": %.1f, "
-               "\"time_to_85_s\": %.3f, \"grad_dtype\": \"%s\", \"update\": \"%s\", "
-               "\"parallel\": \"%s\", \"split_layers\": %d, \"saved\": ",
-               size, cfg->batch, r->epoch, r->steps, r->train_loss, r->train_acc, r->test_loss,
-               r->test_acc, sc->base.best_acc, r->elapsed, ips, ips / size, sc->base.t85,
+               "\"steps_this_run\": %ld, "
+               "\"train_loss\": %.6f, \"train_accuracy\": %.6f, \"test_loss\": ",
+               size, cfg->batch, r->epoch, r->steps, r->run_steps, r->train_loss, r->train_acc);
+        cli_json_num(r->test_loss, test);
+        printf(", \"test_accuracy\": ");
+        cli_json_num(r->test_acc, test);
+        printf(", \"best_test_accuracy\": ");
+        cli_json_num(sc->base.best_acc, test);
+        printf(", \"train_seconds\": %.3f, \"images_per_second\": %.1f, "
+               "\"images_per_second_rank\": %.1f, \"time_to_85_seconds\": ",
+               sc->total_train_s, ips, ips / size);
+        cli_json_num(sc->base.t85, sc->base.t85 >= 0);
+        printf(", \"grad_dtype\": \"%s\", \"update\": \"%s\", \"parallel\": \"%s\", "
+               "\"split_layers\": %d, \"saved\": ",
                hpml_dtype_name(cfg->grad_dtype), update_words(cfg, size), hpml_parallel_name(lay),
                nsplit);
         if (o->save)
             hpml_json_string(stdout, o->save);
         else
             printf("null");
-        printf("}\n");
+        printf(", \"history\": [");
+        for (size_t i = 0; i < sc->nhistory; i++) {
+            printf("%s", i ? ", " : "");
+            epoch_json(stdout, "", &sc->history[i]);
+        }
+        printf("]}\n");
         return;
     }
-    printf("# trained %ld steps in %.2f s: %.0f images/s total, %.0f per rank", r->steps,
-           r->elapsed, ips, ips / size);
+    /* This run's steps, time and rate (a resumed run's earlier part is not in them). */
+    printf("# trained %ld step%s in %.2f s: %.0f images/s total, %.0f per rank", r->run_steps,
+           r->run_steps == 1 ? "" : "s", sc->total_train_s, ips, ips / size);
+    if (r->resumed_step >= 0)
+        printf(" (after the %ld resumed from)", r->resumed_step);
     if (r->test_acc >= 0)
         printf("; final test accuracy %.2f%%", 100 * r->test_acc);
     printf("\n");
@@ -735,7 +874,22 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
     sc.base.rank = hpml_comm_rank(comm);
     sc.base.size = size;
     sc.base.is_tty = isatty(2);
-    sc.base.progress_bar = !o->no_progress && sc.base.is_tty && !o->json;
+    sc.base.progress_bar = !o->no_progress && (o->progress || (sc.base.is_tty && !o->json));
+    sc.base.metrics_every = o->metrics_every;
+    if (sc.base.rank == 0 && o->json) {
+        sc.cap = (size_t)o->cfg.epochs;
+        sc.history = calloc(sc.cap + 1, sizeof(*sc.history));
+    }
+    /* --metrics is opened for appending on rank 0 before the data is read, so that a path
+     * that cannot be written fails at once. */
+    err = 0;
+    if (sc.base.rank == 0 && o->metrics != NULL &&
+        (sc.base.metrics = fopen(o->metrics, "a")) == NULL)
+        err = hpml_set_error(HPML_ERR_IO, "--metrics %s: %s", o->metrics, strerror(errno));
+    if (sc.base.rank == 0 && o->json && sc.history == NULL)
+        err = hpml_set_error(HPML_ERR_NOMEM, "out of memory for the epoch history");
+    if (mlcli_check(CMD, comm, err))
+        goto out;
     sc.base.t85 = sc.base.best_acc = -1;
     sc.base.last_drawn = -1;
     sc.base.batch = o->cfg.batch;
@@ -750,6 +904,7 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
                             &lay, &nsplit);
     if (sc.base.rank == 0 && !o->json)
         print_header(o, &train, test.x != NULL, hpml_time() - t0, size, nsplit);
+    sc.base.t0 = sc.base.t_last = hpml_time();
     if ((err = hpml_train(comm, &o->cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
                           &m)) != 0) {
         /* An error every rank saw (a corrupt checkpoint) is one line and exit 1; one that
@@ -764,6 +919,11 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
         print_summary(o, &sc, nsplit, lay);
     rc = CLI_EXIT_OK;
 out:
+    if (sc.base.metrics != NULL && fclose(sc.base.metrics) != 0 && rc == CLI_EXIT_OK) {
+        fprintf(stderr, "hpml %s: --metrics %s: %s\n", CMD, o->metrics, strerror(errno));
+        rc = CLI_EXIT_FAIL;
+    }
+    free(sc.history);
     hpml_model_destroy(m);
     hpml_dataset_free(&train);
     hpml_dataset_free(&test);

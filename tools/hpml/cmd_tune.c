@@ -59,7 +59,8 @@ static const opt_t options[] = {
      .kind = OPT_STRING,
      .off = OFF(path),
      .arg = "FILE",
-     .help = "tuning file to write (default hpml-tuning.txt; '-' for stdout)"},
+     .help = "tuning file to write (default hpml-tuning.txt; '-' for stdout,\n"
+             "the table then on stderr)"},
     {.name = "min",
      .kind = OPT_BYTES,
      .off = OFF(t.min_bytes),
@@ -102,13 +103,13 @@ static const opt_t options[] = {
 static const opt_cmd_t command = {
     .name = "tune",
     .usage = "Usage: mpirun -np N hpml tune [options]\n\n"
-             "Time every algorithm of every collective on this communicator layout (f32, sum; "
-             "sizes\n"
-             "from --min to --max growing by 4x; median of batches, maximum over ranks), print "
-             "the\n"
-             "table, and write a tuning file choosing the fastest algorithm per size. Load it "
-             "with\n"
-             "HPML_TUNING_FILE=FILE; `hpml info` shows the table in force.\n",
+             "Time every algorithm of every collective on this communicator layout (f32,\n"
+             "sum; sizes from --min growing by 4x, and --max itself; median and fastest of\n"
+             "batches, maximum over ranks), print the table, and write a tuning file. The\n"
+             "algorithm in force is kept unless another is faster by more than the noise\n"
+             "(5%, or the spread of the two algorithms' samples); hier is not tried on one\n"
+             "node. Load the file with HPML_TUNING_FILE=FILE; `hpml info` shows the table\n"
+             "in force.\n",
     .epilog = "Environment: HPML_RANKS_PER_NODE=k tunes for virtual nodes of k ranks.\n",
 };
 
@@ -180,7 +181,8 @@ int cmd_tune(int argc, char **argv)
     rc = cli_rank() == 0 ? open_table(opts.path, &f, &table, &table_len) : 0;
     if (mlcli_check("tune", comm, rc) != 0)
         goto out;
-    rc = hpml_tune(comm, &o, f, opts.quiet || f == stdout ? NULL : stdout);
+    /* With -o - the tuning file is stdout, so the table goes to stderr. */
+    rc = hpml_tune(comm, &o, f, opts.quiet ? NULL : f == stdout ? stderr : stdout);
     if (rc != 0) {
         /* The same error on every rank (options hpml_tune refuses) is one line and exit 1;
          * a failure of this rank alone, the others inside a collective, ends the job. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,10 +316,10 @@ void mlcli_outset_inputs(mlcli_outset_t *os, const mlcli_opts_t *co)
     mlcli_outset_input(os, "--test-target", co->test_target);
 }
 
-void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header)
+void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *name)
 {
     if (os->io != NULL)
-        note(os, hpml_io_outset_add(os->io, path, csv_header));
+        note(os, hpml_io_outset_add(os->io, path, name));
 }
 
 void mlcli_outset_abort(mlcli_outset_t *os)
@@ -347,22 +348,38 @@ int mlcli_outset_check(mlcli_outset_t *os)
     return outset_agree(os, rc);
 }
 
-int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
-                       size_t rows, size_t cols)
+/* write and write_vec: an array of ndim 1 or 2. */
+static int outset_write_nd(mlcli_outset_t *os, const char *path, const void *data,
+                           hpml_dtype_t dtype, int ndim, const size_t *shape)
 {
     int rc = 0;
 
     if (path == NULL || *path == '\0')
         return 0;
     if (hpml_comm_rank(os->comm) == 0)
-        rc = os->io != NULL ? hpml_io_outset_write(os->io, path, data, dtype, rows, cols)
+        rc = os->io != NULL ? hpml_io_outset_write_nd(os->io, path, data, dtype, ndim, shape)
                             : hpml_set_error(HPML_ERR_STATE, "internal error: no output set");
     return outset_agree(os, rc);
 }
 
-int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
-                            hpml_dtype_t dtype, size_t rows, size_t cols)
+int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
+                       size_t rows, size_t cols)
 {
+    size_t shape[2] = {rows, cols};
+
+    return outset_write_nd(os, path, data, dtype, 2, shape);
+}
+
+int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *data,
+                           hpml_dtype_t dtype, size_t n)
+{
+    return outset_write_nd(os, path, data, dtype, 1, &n);
+}
+
+int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
+                            hpml_dtype_t dtype, size_t rows, size_t ncols)
+{
+    size_t cols = ncols > 0 ? ncols : 1;
     hpml_comm_t *comm = os->comm;
     int P = hpml_comm_size(comm), rc, status = CLI_EXIT_FAIL;
     size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0, at = 0;
@@ -395,7 +412,8 @@ int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *lo
         memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
         at += (size_t)cnt[q] * cols * es;
     }
-    status = mlcli_outset_write(os, path, all, dtype, total, cols);
+    status = ncols > 0 ? mlcli_outset_write(os, path, all, dtype, total, cols)
+                       : mlcli_outset_write_vec(os, path, all, dtype, total);
 out:
     if (status != 0)
         mlcli_outset_abort(os);
@@ -481,9 +499,20 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
     return 0;
 }
 
+void mlcli_json_matrix(const double *v, size_t rows, size_t cols)
+{
+    putchar('[');
+    for (size_t i = 0; i < rows; i++) {
+        printf("%s", i ? ", " : "");
+        mlcli_json_doubles(v + i * cols, cols);
+    }
+    putchar(']');
+}
+
 void mlcli_json_head(const char *cmd, const char *data)
 {
-    printf("{\"command\": \"%s\", \"data\": ", cmd);
+    cli_json_begin(cmd);
+    printf(", \"data\": ");
     hpml_json_string(stdout, data);
 }
 
@@ -497,15 +526,23 @@ void mlcli_print_time(double t_read, const char *what, double t)
     printf("  time         read %.3f s, %s %.3f s\n", t_read, what, t);
 }
 
-void mlcli_json_double_or_null(int have, double v)
-{
-    if (have)
-        printf("%.17g", v);
-    else
-        printf("null");
-}
-
 const char *mlcli_plural(size_t n)
 {
     return n == 1 ? "" : "s";
+}
+
+int mlcli_input_mismatch(double zmean)
+{
+    return !(fabs(zmean) <= 3.0);
+}
+
+void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd)
+{
+    if (!mlcli_input_mismatch(zmean))
+        return;
+    fprintf(stderr,
+            "%s %s: warning: %s does not look like the training data: its mean after the "
+            "model's normalisation is %.3g, not near 0 (training pixels: mean %.3g, std "
+            "%.3g); were its values scaled another way (0..255 for 0..1)?\n",
+            cli_prog, cmd, file, zmean, (double)mean, (double)sd);
 }

@@ -163,7 +163,7 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  * An output set: the files one run writes, replaced together or not at all.
  *
  *     mlcli_outset_init(&os, cmd, comm);
- *     mlcli_outset_add(&os, path, NULL);           each output (NULL or "": none)
+ *     mlcli_outset_add(&os, path, "label");        each output (path NULL or "": none)
  *     if (mlcli_outset_check(&os)) goto out;       before the long computation
  *     ...
  *     if (mlcli_outset_write(&os, path, ...) || ... || mlcli_outset_commit(&os)) goto out;
@@ -175,10 +175,14 @@ int mlcli_read_model(const char *cmd, hpml_comm_t *comm, const char *prefix, con
  * check: rank 0 checks every path (not an input of the run, .npy or .csv, not named twice,
  * not a folder, its folder there and writable), so a bad --out fails at once, not after
  * the run.
- * write / write_rows: rank 0 writes one file of the set complete into a temporary folder
- * next to it; nothing is replaced yet. write_rows first gathers row blocks (rows x cols of
- * dtype on each rank, in rank order); write takes a replicated array (only rank 0's is
- * read).
+ * add: name is what the columns hold, the CSV header's stem ("label"; "x" heads a matrix's
+ * columns x0,x1,...; a name with a comma is the whole header line).
+ * write / write_vec / write_rows: rank 0 writes one file of the set complete into a
+ * temporary folder next to it; nothing is replaced yet. write takes a replicated rows x cols
+ * matrix, write_vec a replicated vector of n values, written with shape (n,) (only rank 0's
+ * is read). write_rows first gathers row blocks (rows x cols of dtype on each rank, in rank
+ * order); cols 0 means one value per row, written as a vector of shape (n,) as labels and
+ * predictions are.
  * commit: renames each file into place. Any failure before the commit removes every
  * temporary and leaves each old file as it was.
  *
@@ -196,7 +200,7 @@ typedef struct mlcli_outset {
 } mlcli_outset_t;
 
 void mlcli_outset_init(mlcli_outset_t *os, const char *cmd, hpml_comm_t *comm);
-void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *csv_header);
+void mlcli_outset_add(mlcli_outset_t *os, const char *path, const char *name);
 /* Inputs of the run (opt names the option in messages; the path is copied): check fails,
  * before any work, when an output would overwrite one. _inputs adds co's --data,
  * --target, --test and --test-target. Not collective. */
@@ -207,6 +211,8 @@ void mlcli_outset_model(mlcli_outset_t *os, const char *prefix, const char *what
 int mlcli_outset_check(mlcli_outset_t *os);
 int mlcli_outset_write(mlcli_outset_t *os, const char *path, const void *data, hpml_dtype_t dtype,
                        size_t rows, size_t cols);
+int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *data,
+                           hpml_dtype_t dtype, size_t n);
 int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
                             hpml_dtype_t dtype, size_t rows, size_t cols);
 int mlcli_outset_commit(mlcli_outset_t *os);
@@ -218,6 +224,8 @@ void mlcli_out_path(char *buf, size_t size, const char *out, const char *what, i
 
 /* Print `n` doubles as a JSON array / as a plain space-separated list. */
 void mlcli_json_doubles(const double *v, size_t n);
+/* A rows x cols matrix as a list of rows, [[...], [...]], as np.array() reads it. */
+void mlcli_json_matrix(const double *v, size_t rows, size_t cols);
 void mlcli_print_doubles(const double *v, size_t n, size_t max);
 
 /* 1 on rank 0 when stderr is a terminal or verbose is set. */
@@ -229,13 +237,22 @@ int mlcli_labels(const char *cmd, hpml_comm_t *comm, const char *name, const hpm
                  int64_t **out);
 
 /* Summary pieces every command prints the same way (rank 0, stdout):
- * `{"command": "<cmd>", "data": "<data>"` opening the JSON object; its closing
- * `, "read_seconds": R, "<what>_seconds": T}` line; the text summary's time line; a JSON
- * number or null; and the plural "s" for a count. */
+ * `{"schema_version": N, "command": "<cmd>", "data": "<data>"` opening the JSON object
+ * (cli_json_begin); its closing `, "read_seconds": R, "<what>_seconds": T}` line; the text
+ * summary's time line; and the plural "s" for a count. */
 void mlcli_json_head(const char *cmd, const char *data);
 void mlcli_json_tail(double t_read, const char *what, double t);
 void mlcli_print_time(double t_read, const char *what, double t);
-void mlcli_json_double_or_null(int have, double v);
 const char *mlcli_plural(size_t n);
+
+/*
+ * Inputs unlike the training data: after the model's normalisation ((x - mean) / std,
+ * mean and std of the training pixels) the training data has mean 0, so a mean of the
+ * normalised inputs beyond +-3 means another scale (float pixels 0..255 given to a model
+ * trained on 0..1 reach ~200). mismatch: that test; warn: rank 0's one-line warning on
+ * stderr naming the file, when the test holds. Not collective.
+ */
+int mlcli_input_mismatch(double zmean);
+void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd);
 
 #endif
