@@ -10,6 +10,7 @@
 #                                  (tests/fuzz/fuzz.mk, docs/fuzzing.md)
 #   make WERROR=1                  warnings are errors (CI)
 #   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall
+#                                  (the Python package goes to $(PYDIR), beside lib/)
 #   make format-check / make format
 #   make vec-report                show which loops of the reduction kernels vectorise
 #
@@ -29,6 +30,11 @@ DESTDIR ?=
 OPT ?= -O3
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+# The Python package (python/hpml) is installed for Debian's python3, in the
+# dist-packages folder of $(PREFIX)/lib, where it finds $(PREFIX)/lib/libhpml.so.0.
+PYTHON ?= /usr/bin/python3
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -158,6 +164,10 @@ install: lib $(HPML)
 	ln -sf libhpml.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libhpml.so
 	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
 	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/
+ifneq ($(PYVER),)
+	install -d $(DESTDIR)$(PYDIR)/hpml
+	install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
+endif
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/hpml
@@ -165,6 +175,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR) \
 	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(VERSION) \
 	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
+	$(if $(PYVER),rm -rf $(DESTDIR)$(PYDIR)/hpml)
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
