@@ -30,6 +30,15 @@ from .errors import (  # noqa: F401
 from ._lib import path as library_path  # noqa: F401
 from .comm import ALGOS, DTYPE_NAMES, IN_PLACE, Comm, Request  # noqa: F401
 from .info import info, version  # noqa: F401
+from .ml import (  # noqa: F401
+    PCA,
+    KMeans,
+    KNeighborsClassifier,
+    LinearRegression,
+    LogisticRegression,
+    NearestNeighbors,
+    Ridge,
+)
 
 __all__ = [
     "Comm", "Request", "IN_PLACE", "ALGOS", "DTYPE_NAMES", "info", "version", "library_path",

@@ -48,9 +48,28 @@ for np in 1 2 3; do
     $MPIRUN -np "$np" "$py" -m pytest -q -p no:cacheprovider --color=no tests/python
 done
 
-# Installed: the package beside the library it loads.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+
+# The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
+"$py" -c '
+import sys, numpy as np
+rng = np.random.default_rng(5)
+X = rng.normal(0, 6, (4, 5))[rng.integers(0, 4, 301)] + rng.normal(size=(301, 5))
+np.save(sys.argv[1] + "/X.npy", X)
+np.save(sys.argv[1] + "/y.npy", X @ np.arange(1.0, 6.0) + rng.normal(size=301))' "$stage"
+# shellcheck disable=SC2086
+{
+    $MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" -k 4 --seed 3 --dtype f64 \
+        --out "$stage/km"
+    $MPIRUN -np 2 "$HPML" pca --data "$stage/X.npy" -k 3 --out "$stage/pca.npy"
+    $MPIRUN -np 2 "$HPML" linreg --data "$stage/X.npy" --target "$stage/y.npy" --alpha 0.5 \
+        --pred-out "$stage/pred.npy"
+} >/dev/null
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$py" tests/python/same_as_cli.py "$stage"
+
+# Installed: the package beside the library it loads.
 make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" PREFIX=/opt/hpml-test \
     >/dev/null
 site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
