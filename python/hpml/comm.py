@@ -27,6 +27,11 @@ _FORMAT = {"f": F32, "d": F64, "e": F16, "b": I8, "B": U8, "i": I32, "l": I64, "
 _HOLDS = {
     F32: "f", F64: "d", F16: "eH", BF16: "H", I8: "b", U8: "B", I32: "i", I64: "lq",
 }
+# NumPy dtype objects (native byte order) -> hpml dtype: the allreduce fast path.
+_NP_DTYPE = {np.dtype(t): code for t, code in (
+    (np.float32, F32), (np.float64, F64), (np.float16, F16), (np.int8, I8), (np.uint8, U8),
+    (np.int32, I32), (np.int64, I64))}
+_ndarray = np.ndarray
 _DTYPE_BY_NAME = {}
 for _i, _n in enumerate(DTYPE_NAMES):
     _DTYPE_BY_NAME[_n] = _i
@@ -189,7 +194,8 @@ def _buffer(obj, name, writable, dtype):
     size = DTYPE_SIZE[dt]
     if n % size:
         raise errors.ArgumentError(
-            "hpml: %s holds %d bytes, not a whole number of %s elements" % (name, n, DTYPE_NAMES[dt])
+            "hpml: %s holds %d bytes, not a whole number of %s elements"
+            % (name, n, DTYPE_NAMES[dt])
         )
     return m, dt, n // size
 
@@ -263,6 +269,23 @@ class Request:
         # the buffers it uses must outlive it until then.
         if self._req is not None and self._comm is not None:
             self._comm._orphans.append((self._req, self._keep))
+
+
+class Prepared:
+    """A collective bound to its buffers by Comm.allreduce_init / bcast_init: each call
+    runs it once, blocking, on every rank (collective)."""
+
+    __slots__ = ("_fn", "_args", "_keep", "_comm", "_what")
+
+    def __init__(self, fn, args, keep, comm, what):
+        self._fn, self._args, self._keep, self._comm, self._what = fn, args, keep, comm, what
+
+    def __call__(self):
+        if self._comm._c is None:
+            raise errors.MPIError("hpml: this Comm was freed")
+        rc = self._fn(*self._args)
+        if rc:
+            raise_error(rc, self._what)
 
 
 _live = []  # weak references to every Comm not yet freed, in creation order
@@ -351,15 +374,33 @@ class Comm:
         sendbuf. op: sum prod min max avg (or MPI.SUM...), algo: auto or an algorithm of
         hpml.ALGOS['allreduce'], dtype: overrides the buffers' element type (needed for
         bf16/f16 bits in uint16 arrays)."""
-        c = self._handle()
-        if dtype is not None:
-            dtype = dtype_code(dtype)
-        opc = _OP_BY_NAME.get(op) if op.__class__ is str else _op(op)
+        c = self._c
+        opc = _OP_BY_NAME.get(op) if op.__class__ is str else None
         if opc is None:
             opc = _op(op)
         a = ALGOS["allreduce"].get(algo) if algo.__class__ is str else None
         if a is None:
             a = _algo(ALLREDUCE, algo)
+        # Fast path: two NumPy arrays of one native hpml dtype, C-contiguous (from_buffer
+        # refuses any other layout, and a read-only recvbuf), of the same size.
+        if dtype is None and recvbuf.__class__ is _ndarray and sendbuf.__class__ is _ndarray \
+                and c is not None:
+            dt = _NP_DTYPE.get(sendbuf.dtype)
+            n = sendbuf.size
+            if dt is not None and recvbuf.dtype is sendbuf.dtype and recvbuf.size == n:
+                try:
+                    sp = _from_buffer(sendbuf)
+                    rp = _from_buffer(recvbuf, require_writable=True)
+                except (ValueError, BufferError):
+                    sp = None  # the checked path below says what is wrong
+                if sp is not None:
+                    rc = lib.hpml_allreduce_algo(a, sp, rp, n, dt, opc, c)
+                    if rc:
+                        raise_error(rc, "allreduce")
+                    return recvbuf
+        c = self._handle()
+        if dtype is not None:
+            dtype = dtype_code(dtype)
         if sendbuf is IN_PLACE:
             if recvbuf is None:
                 raise errors.ArgumentError("hpml: allreduce: IN_PLACE needs a recvbuf")
@@ -546,6 +587,43 @@ class Comm:
                 "hpml: %s: root %r outside [0, %d)" % (what, root, self.size)
             )
 
+    # ---- prepared (bound) collectives ------------------------------------------------
+
+    def allreduce_init(self, sendbuf, recvbuf, op="sum", algo="auto", dtype=None):
+        """An allreduce bound to its buffers, checked once: calling the result runs it
+        (blocking) with no per-call argument handling, for a loop that reduces the same
+        buffers again and again (gradients). The buffers stay referenced and exported
+        while it lives. sendbuf may be IN_PLACE."""
+        c = self._handle()
+        if dtype is not None:
+            dtype = dtype_code(dtype)
+        opc, a = _op(op), _algo(ALLREDUCE, algo)
+        if recvbuf is None:
+            raise errors.ArgumentError("hpml: allreduce_init needs a recvbuf")
+        rm, dt, n = _buffer(recvbuf, "recvbuf", True, dtype)
+        rp = _from_buffer(rm)
+        if sendbuf is IN_PLACE:
+            sp, keep = _IN_PLACE_C, (recvbuf, rp)
+        else:
+            sm, _, sn = _buffer(sendbuf, "sendbuf", False, dt)
+            if sn != n:
+                _mismatch("allreduce", "recvbuf", n, "sendbuf's", sn, dt)
+            sp = _from_buffer(sm)
+            keep = (sendbuf, recvbuf, sp, rp)
+        return Prepared(lib.hpml_allreduce_algo, (a, sp, rp, n, dt, opc, c), keep, self,
+                        "allreduce")
+
+    def bcast_init(self, buf, root=0, algo="auto", dtype=None):
+        """A broadcast bound to its buffer (see allreduce_init)."""
+        c = self._handle()
+        if dtype is not None:
+            dtype = dtype_code(dtype)
+        a = _algo(BCAST, algo)
+        self._check_root(root, "bcast")
+        m, dt, n = _buffer(buf, "buf", True, dtype)
+        p = _from_buffer(m)
+        return Prepared(lib.hpml_bcast_algo, (a, p, n, dt, root, c), (buf, p), self, "bcast")
+
     # ---- nonblocking -------------------------------------------------------------
 
     def iallreduce(self, sendbuf, recvbuf=None, op="sum", dtype=None):
@@ -638,4 +716,5 @@ class Comm:
             raise errors.ArgumentError(
                 "hpml: unknown collective %r (one of %s)" % (coll, ", ".join(_COLL_NAMES))
             ) from None
-        return ffi.string(lib.hpml_algo_name(lib.hpml_algo_selected(self._handle(), k, nbytes))).decode()
+        algo = lib.hpml_algo_selected(self._handle(), k, nbytes)
+        return ffi.string(lib.hpml_algo_name(algo)).decode()

@@ -96,7 +96,8 @@ def info(comm=None):
             "kernels": "avx2+f16c+fma" if lib.hpml_simd_active() == 2 else "portable",
             "llc_bytes": lib.hpml_cpu_llc_bytes(),
         }
-        d["selection"] = json.loads(capture(lambda f: lib.hpml_select_describe(comm._handle(), f, 1)))
+        h = comm._handle()
+        d["selection"] = json.loads(capture(lambda f: lib.hpml_select_describe(h, f, 1)))
         d["settings"] = _settings()
         return d
     finally:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (python/hpml, docs/python.md): the pytest suite of tests/python
 # under mpirun at 1, 2 and 3 ranks (one mpirun per rank count runs every test; checking
-# mode on, so ranks that fall out of step fail instead of hanging), the loader's
+# mode on, so ranks that fall out of step fail instead of hanging), the estimators
+# against the hpml commands, the OMB-Py benchmarks (tests/python/bench_check.py), the loader's
 # refusals (a libhpml built for the other MPI, a file that is not libhpml, a missing
 # HPML_LIB), the in-tree default location, and the package `make install` installs.
 # Debian's python3-mpi4py is built for Open MPI, so under MPI=mpich only the refusal of
@@ -50,6 +51,15 @@ done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+
+# python3 -m hpml.bench: OMB-Py's output, validation of every dtype, hpml bench's CSV and
+# JSON schema (taken from this build's hpml bench), bad options.
+# shellcheck disable=SC2086
+{
+    $MPIRUN -np 2 "$HPML" bench allreduce -m 4:8 -i 2 -x 1 -c --csv >"$stage/c.csv"
+    $MPIRUN -np 2 "$HPML" bench allreduce -m 4:8 -i 2 -x 1 -c --json >"$stage/c.json"
+    $MPIRUN -np 2 "$py" tests/python/bench_check.py "$stage/c.csv" "$stage/c.json"
+}
 
 # The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
 "$py" -c '

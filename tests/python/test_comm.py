@@ -279,3 +279,27 @@ def test_info(comm):
     assert MPI.COMM_WORLD.allgather(repr(sorted(d["job"].items()))) == \
         [repr(sorted(d["job"].items()))] * comm.size
     assert comm.algorithm("allreduce", 8) in hpml.ALGOS["allreduce"]
+
+
+def test_prepared_collectives(comm):
+    x = rank_data(np.float32, 300, comm.rank)
+    y = np.empty_like(x)
+    run = comm.allreduce_init(x, y, algo="ring")
+    for k in range(3):
+        x[:] = rank_data(np.float32, 300, comm.rank, seed=k)
+        run()
+        np.testing.assert_array_equal(y, sum(rank_data(np.float32, 300, r, seed=k)
+                                             for r in range(comm.size)))
+    h = to_bf16(np.full(6, comm.rank + 1.0, np.float32))
+    comm.allreduce_init(hpml.IN_PLACE, h, op="max", dtype="bf16")()
+    np.testing.assert_array_equal(from_bf16(h), np.full(6, comm.size, np.float32))
+    b = bytearray(b"xyz" if comm.rank == comm.size - 1 else b"...")
+    comm.bcast_init(b, root=comm.size - 1)()
+    assert b == bytearray(b"xyz")
+    with pytest.raises(hpml.ArgumentError, match="recvbuf holds 5 f32 elements"):
+        comm.allreduce_init(x, np.empty(5, np.float32))
+    c = hpml.Comm(MPI.COMM_WORLD)
+    stale = c.allreduce_init(x, y)
+    c.free()
+    with pytest.raises(hpml.MPIError, match="freed"):
+        stale()
