@@ -16,6 +16,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
+from . import bench_ml
 from . import comm as hc
 from . import errors
 
@@ -670,7 +671,8 @@ def _parser():
     ap = argparse.ArgumentParser(
         prog="python3 -m hpml.bench",
         description="OMB-Py-compatible benchmarks: mpi4py and hpml side by side. "
-        "Benchmarks: " + " ".join(CASES),
+        "Benchmarks: " + " ".join(CASES) + "; ML workloads against scikit-learn: " +
+        " ".join(bench_ml.ML_CASES),
         epilog="Exit status: 0 ok, 1 a validation failure or error, 2 bad options. "
         "See docs/python.md.",
     )
@@ -703,6 +705,14 @@ def _parser():
     ap.add_argument("-f", "--full", action="store_true", help="add Min, Max, Iterations")
     ap.add_argument("-z", "--percentiles", nargs="?", const="50,90,99", default="",
                     help="tail-latency percentiles (default 50,90,99)")
+    mlg = ap.add_argument_group("ML workloads (%s)" % " ".join(bench_ml.ML_CASES))
+    mlg.add_argument("--rows", type=int, default=20000, help="rows over all ranks (20000)")
+    mlg.add_argument("--cols", type=int, default=32, help="features (32)")
+    mlg.add_argument("-k", type=int, default=None,
+                     help="clusters (kmeans 8), neighbours (knn 5), components (pca 4), "
+                     "classes (logreg 3)")
+    mlg.add_argument("--repeat", type=int, default=3, help="timed fits, the best kept (3)")
+    mlg.add_argument("--seed", type=int, default=1, help="data seed (1)")
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="CSV in `hpml bench --csv`'s columns")
     out.add_argument("--json", action="store_true", help="JSON in `hpml bench --json`'s schema")
@@ -718,8 +728,15 @@ def _resolve(ap, args, world):
         name = name[:-3]
     if name.startswith("osu_"):
         name = name[4:]
+    if name in bench_ml.ML_CASES:
+        if args.rows < world.Get_size() or args.cols < 1 or args.repeat < 1 or \
+                (args.k is not None and args.k < 1):
+            _usage_error(ap, "%s: need --rows >= ranks, --cols >= 1, --repeat >= 1, -k >= 1"
+                         % name)
+        return name, None
     if name not in CASES:
-        _usage_error(ap, "unknown benchmark '%s' (one of %s)" % (name, " ".join(CASES)))
+        _usage_error(ap, "unknown benchmark '%s' (one of %s)"
+                     % (name, " ".join(list(CASES) + list(bench_ml.ML_CASES))))
     case = CASES[name]
     if args.buffer in ("cupy", "numba", "pycuda"):
         _usage_error(ap, "--buffer %s is GPU memory: hpml is CPU-only (bytearray or numpy)"
@@ -795,6 +812,8 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     case, note = _resolve(ap, args, world)
+    if note is None:  # an ML workload
+        return bench_ml.run(case, args)
     try:
         results = Bench(args, world, case).run()
     except errors.Error as e:

@@ -51,15 +51,18 @@ for name in ("allreduce", "osu_allreduce", "collective/osu_allreduce.py"):
 code, out, _ = run("--benchmark", "bcast", "--min", "1", "--max", "4", *QUICK)
 expect(root and out.splitlines()[2].startswith("1 ") or not root, "bcast starts at --min 1")
 
-# Validation passes for every dtype, case, implementation and buffer kind, at small
-# sizes, and in f32 at a size that takes the algorithms' pipelined paths.
+# Validation passes for every dtype, case and buffer kind at small sizes; for every hpml
+# algorithm in f32 and bf16, and in f32 at a size that takes the pipelined paths.
 ONCE = ("--iterations", "1", "--skip", "0")
+RUNS = [(d, "mpi4py,hpml", 0, 64) for d in hpml.DTYPE_NAMES] + \
+    [("f32", "all", 0, 64), ("bf16", "all", 0, 64), ("f32", "all", 1 << 18, 1 << 18)]
 for case in ("allreduce", "reduce", "reduce_scatter", "bcast", "allgather", "alltoall",
              "gather", "scatter"):
-    for dt, sizes in [(d, ("0", "64")) for d in hpml.DTYPE_NAMES] + [("f32", ("256K", "256K"))]:
+    for dt, impl, lo, hi in RUNS:
         buf = "numpy" if dt in ("f32", "bf16", "i64") else "bytearray"
-        lo, hi = (int(x[:-1]) << 10 if x.endswith("K") else int(x) for x in sizes)
-        code, out, err = run(case, "--impl", "all", "-c", "-T", dt, "--buffer", buf,
+        if case in ("gather", "scatter"):
+            impl = "mpi4py"
+        code, out, err = run(case, "--impl", impl, "-c", "-T", dt, "--buffer", buf,
                              "--min", str(lo), "--max", str(hi), *ONCE)
         expect(code == 0 and "Fail" not in out, "%s -T %s: exit %s %s%s"
                % (case, dt, code, out[-300:], err))
@@ -137,6 +140,28 @@ expect(code == 0 and (not root or "# hpml has no scatter: mpi4py only" in out), 
 code, out, _ = run("allreduce", "--pickle", "--buffer", "numpy", "--max", "64", *QUICK)
 expect(code == 0, "--pickle")
 
+# The ML workloads: hpml's estimators against scikit-learn, timed, with their agreement.
+LIMITS = {"kmeans": {"labels_equal_pct": (100, 100), "max_centre_diff": (0, 1e-9)},
+          "knn": {"indices_equal_pct": (100, 100), "max_distance_diff": (0, 1e-9)},
+          "pca": {"max_component_diff": (0, 1e-9)},
+          "linreg": {"max_coef_diff": (0, 1e-9)},
+          "ridge": {"max_coef_diff": (0, 1e-9)},
+          "logreg": {"max_coef_diff": (0, 1e-2), "predictions_equal_pct": (99, 100)}}
+for name, limits in LIMITS.items():
+    code, out, err = run(name, "--rows", "600", "--cols", "6", "--repeat", "1", "--json")
+    if root:
+        doc = json.loads(out)
+        expect(code == 0 and doc["benchmark"] == name and doc["rows"] == 600 and
+               doc["hpml_s"] > 0 and doc["sklearn_s"] > 0 and doc["speedup"] > 0,
+               "%s: %s %r %s" % (name, code, out, err))
+        for key, (lo, hi) in limits.items():
+            expect(lo <= doc["agreement"][key] <= hi, "%s: %s = %s" % (name, key,
+                                                                      doc["agreement"][key]))
+code, out, _ = run("pca", "--rows", "300", "--cols", "5", "--repeat", "1")
+expect(not root or (out.startswith("# hpml Python PCA Test") and
+                    re.match(r"2 +\d+\.\d{4} +\d+\.\d{4} +\d+\.\d\d  max_component_diff=",
+                             out.splitlines()[2])), "pca text %r" % out)
+
 # Bad options: exit 2 and one message, on every rank alike.
 for argv, msg in (
     (["nosuch"], "unknown benchmark 'nosuch'"),
@@ -149,6 +174,7 @@ for argv, msg in (
     (["reduce", "--bind"], "only allreduce and bcast"),
     (["allreduce", "-z", "120"], "percentiles must be in"),
     ([], "which benchmark?"),
+    (["kmeans", "--rows", "1"], "need --rows >= ranks"),
 ):
     code, out, err = run(*argv)
     expect(code == 2 and msg in err and out == "", "%s: exit %s, stderr %r" % (argv, code, err))
