@@ -471,20 +471,20 @@ class Bench:
         sb, rb = [s, n, mdt], [r, n, mdt]
         bi = name == "bibw"
         m.Barrier()
+        # Rank 0 sends a window to rank 1 (bibw: and receives one back), rank 1 acks.
+        peer = 1 - rank
+        fwd, back = (m.Isend, m.Irecv) if rank == 0 else (m.Irecv, m.Isend)
+        fbuf, bbuf = (sb, rb) if rank == 0 else (rb, sb)
         for i in range(skip + iters):
             if i == skip:
                 t0 = MPI.Wtime()
+            reqs = [fwd(fbuf, peer, 100) for _ in range(window)]
+            if bi:
+                reqs += [back(bbuf, peer, 10) for _ in range(window)]
+            MPI.Request.Waitall(reqs)
             if rank == 0:
-                reqs = [m.Isend(sb, 1, 100) for _ in range(window)]
-                if bi:
-                    reqs += [m.Irecv(rb, 1, 10) for _ in range(window)]
-                MPI.Request.Waitall(reqs)
                 m.Recv(ack, 1, 101)
-            elif rank == 1:
-                reqs = [m.Irecv(rb, 0, 100) for _ in range(window)]
-                if bi:
-                    reqs += [m.Isend(sb, 0, 10) for _ in range(window)]
-                MPI.Request.Waitall(reqs)
+            else:
                 m.Send(ack, 0, 101)
         el = MPI.Wtime() - t0
         moved = ctx.size * window * iters * (2 if bi else 1)

@@ -220,6 +220,25 @@ def _mismatch(what, name_a, n_a, name_b, n_b, dt):
     )
 
 
+def _reduction_args(sendbuf, recvbuf, dtype, what):
+    """(send pointer, recv pointer, count, dtype, recvbuf, what to keep alive) of an
+    allreduce-shaped call, checked; recvbuf None allocates one like sendbuf."""
+    if sendbuf is IN_PLACE:
+        if recvbuf is None:
+            raise errors.ArgumentError("hpml: %s: IN_PLACE needs a recvbuf" % what)
+        rm, dt, n = _buffer(recvbuf, "recvbuf", True, dtype)
+        rp = _from_buffer(rm)
+        return _IN_PLACE_C, rp, n, dt, recvbuf, (recvbuf, rp)
+    sm, dt, n = _buffer(sendbuf, "sendbuf", False, dtype)
+    if recvbuf is None:
+        recvbuf = _like(sendbuf, sm, n, dt, getattr(sendbuf, "shape", None))
+    rm, _, rn = _buffer(recvbuf, "recvbuf", True, dt)
+    if rn != n:
+        _mismatch(what, "recvbuf", rn, "sendbuf's", n, dt)
+    sp, rp = _from_buffer(sm), _from_buffer(rm)
+    return sp, rp, n, dt, recvbuf, (sendbuf, recvbuf, sp, rp)
+
+
 class Request:
     """A nonblocking operation. The buffers stay referenced (and exported, so a bytearray
     cannot be resized) until wait() returns or test() reports completion."""
@@ -275,10 +294,11 @@ class Prepared:
     """A collective bound to its buffers by Comm.allreduce_init / bcast_init: each call
     runs it once, blocking, on every rank (collective)."""
 
-    __slots__ = ("_fn", "_args", "_keep", "_comm", "_what")
+    __slots__ = ("_fn", "_args", "_keep", "_comm", "_what", "result")
 
-    def __init__(self, fn, args, keep, comm, what):
+    def __init__(self, fn, args, keep, comm, what, result):
         self._fn, self._args, self._keep, self._comm, self._what = fn, args, keep, comm, what
+        self.result = result  # the buffer the result goes to
 
     def __call__(self):
         if self._comm._c is None:
@@ -401,32 +421,15 @@ class Comm:
         c = self._handle()
         if dtype is not None:
             dtype = dtype_code(dtype)
-        if sendbuf is IN_PLACE:
-            if recvbuf is None:
-                raise errors.ArgumentError("hpml: allreduce: IN_PLACE needs a recvbuf")
-            rm, dt, n = _buffer(recvbuf, "recvbuf", True, dtype)
-            rc = lib.hpml_allreduce_algo(a, _IN_PLACE_C, _from_buffer(rm), n, dt, opc, c)
-        else:
-            sm, dt, n = _buffer(sendbuf, "sendbuf", False, dtype)
-            if recvbuf is None:
-                recvbuf = _like(sendbuf, sm, n, dt, getattr(sendbuf, "shape", None))
-            rm, rdt, rn = _buffer(recvbuf, "recvbuf", True, dt)
-            if rn != n:
-                _mismatch("allreduce", "recvbuf", rn, "sendbuf's", n, dt)
-            rc = lib.hpml_allreduce_algo(a, _from_buffer(sm), _from_buffer(rm), n, dt, opc, c)
+        sp, rp, n, dt, recvbuf, _ = _reduction_args(sendbuf, recvbuf, dtype, "allreduce")
+        rc = lib.hpml_allreduce_algo(a, sp, rp, n, dt, opc, c)
         if rc:
             raise_error(rc, "allreduce")
         return recvbuf
 
     def bcast(self, buf, root=0, algo="auto", dtype=None):
         """Broadcast root's buf into buf on every rank (in place); returns buf."""
-        c = self._handle()
-        if dtype is not None:
-            dtype = dtype_code(dtype)
-        a = _algo(BCAST, algo)
-        self._check_root(root, "bcast")
-        m, dt, n = _buffer(buf, "buf", True, dtype)
-        check(lib.hpml_bcast_algo(a, _from_buffer(m), n, dt, root, c), "bcast")
+        self.bcast_init(buf, root, algo, dtype)()
         return buf
 
     def reduce(self, sendbuf, recvbuf=None, op="sum", root=0, algo="auto", dtype=None):
@@ -472,15 +475,8 @@ class Comm:
         a = _algo(ALLGATHER, algo)
         p = self.size
         if sendbuf is IN_PLACE:
-            if recvbuf is None:
-                raise errors.ArgumentError("hpml: allgather: IN_PLACE needs a recvbuf")
-            rm, dt, rn = _buffer(recvbuf, "recvbuf", True, dtype)
-            if rn % p:
-                raise errors.ArgumentError(
-                    "hpml: allgather: recvbuf holds %d elements, not a multiple of %d ranks"
-                    % (rn, p)
-                )
-            check(lib.hpml_allgather_algo(a, _IN_PLACE_C, _from_buffer(rm), rn // p, dt, c),
+            rm, dt, blk = self._blocks_in_place(recvbuf, dtype, "allgather")
+            check(lib.hpml_allgather_algo(a, _IN_PLACE_C, _from_buffer(rm), blk, dt, c),
                   "allgather")
             return recvbuf
         sm, dt, n = _buffer(sendbuf, "sendbuf", False, dtype)
@@ -506,16 +502,9 @@ class Comm:
         a = _algo(REDUCE_SCATTER, algo)
         p = self.size
         if sendbuf is IN_PLACE:
-            if recvbuf is None:
-                raise errors.ArgumentError("hpml: reduce_scatter: IN_PLACE needs a recvbuf")
-            rm, dt, rn = _buffer(recvbuf, "recvbuf", True, dtype)
-            if rn % p:
-                raise errors.ArgumentError(
-                    "hpml: reduce_scatter: recvbuf holds %d elements, not a multiple of %d "
-                    "ranks" % (rn, p)
-                )
-            check(lib.hpml_reduce_scatter_algo(a, _IN_PLACE_C, _from_buffer(rm), rn // p, dt,
-                                               opc, c), "reduce_scatter")
+            rm, dt, blk = self._blocks_in_place(recvbuf, dtype, "reduce_scatter")
+            check(lib.hpml_reduce_scatter_algo(a, _IN_PLACE_C, _from_buffer(rm), blk, dt, opc,
+                                               c), "reduce_scatter")
             return recvbuf
         sm, dt, n = _buffer(sendbuf, "sendbuf", False, dtype)
         if n % p:
@@ -581,6 +570,18 @@ class Comm:
             raise errors.ArgumentError("hpml: alltoallv: %s has a negative entry" % name)
         return values
 
+    def _blocks_in_place(self, recvbuf, dtype, what):
+        """(view, dtype, block count) of an in-place recvbuf holding size equal blocks."""
+        if recvbuf is None:
+            raise errors.ArgumentError("hpml: %s: IN_PLACE needs a recvbuf" % what)
+        rm, dt, rn = _buffer(recvbuf, "recvbuf", True, dtype)
+        if rn % self.size:
+            raise errors.ArgumentError(
+                "hpml: %s: recvbuf holds %d elements, not a multiple of %d ranks"
+                % (what, rn, self.size)
+            )
+        return rm, dt, rn // self.size
+
     def _check_root(self, root, what):
         if not isinstance(root, int) or not 0 <= root < self.size:
             raise errors.ArgumentError(
@@ -589,29 +590,19 @@ class Comm:
 
     # ---- prepared (bound) collectives ------------------------------------------------
 
-    def allreduce_init(self, sendbuf, recvbuf, op="sum", algo="auto", dtype=None):
+    def allreduce_init(self, sendbuf, recvbuf=None, op="sum", algo="auto", dtype=None):
         """An allreduce bound to its buffers, checked once: calling the result runs it
         (blocking) with no per-call argument handling, for a loop that reduces the same
         buffers again and again (gradients). The buffers stay referenced and exported
-        while it lives. sendbuf may be IN_PLACE."""
+        while it lives. sendbuf may be IN_PLACE; recvbuf=None allocates one (it is then
+        the result's `result`)."""
         c = self._handle()
         if dtype is not None:
             dtype = dtype_code(dtype)
         opc, a = _op(op), _algo(ALLREDUCE, algo)
-        if recvbuf is None:
-            raise errors.ArgumentError("hpml: allreduce_init needs a recvbuf")
-        rm, dt, n = _buffer(recvbuf, "recvbuf", True, dtype)
-        rp = _from_buffer(rm)
-        if sendbuf is IN_PLACE:
-            sp, keep = _IN_PLACE_C, (recvbuf, rp)
-        else:
-            sm, _, sn = _buffer(sendbuf, "sendbuf", False, dt)
-            if sn != n:
-                _mismatch("allreduce", "recvbuf", n, "sendbuf's", sn, dt)
-            sp = _from_buffer(sm)
-            keep = (sendbuf, recvbuf, sp, rp)
+        sp, rp, n, dt, recvbuf, keep = _reduction_args(sendbuf, recvbuf, dtype, "allreduce")
         return Prepared(lib.hpml_allreduce_algo, (a, sp, rp, n, dt, opc, c), keep, self,
-                        "allreduce")
+                        "allreduce", recvbuf)
 
     def bcast_init(self, buf, root=0, algo="auto", dtype=None):
         """A broadcast bound to its buffer (see allreduce_init)."""
@@ -622,7 +613,8 @@ class Comm:
         self._check_root(root, "bcast")
         m, dt, n = _buffer(buf, "buf", True, dtype)
         p = _from_buffer(m)
-        return Prepared(lib.hpml_bcast_algo, (a, p, n, dt, root, c), (buf, p), self, "bcast")
+        return Prepared(lib.hpml_bcast_algo, (a, p, n, dt, root, c), (buf, p), self, "bcast",
+                        buf)
 
     # ---- nonblocking -------------------------------------------------------------
 
@@ -635,23 +627,8 @@ class Comm:
             dtype = dtype_code(dtype)
         opc = _op(op)
         out = ffi.new("hpml_request_t **")
-        if sendbuf is IN_PLACE:
-            if recvbuf is None:
-                raise errors.ArgumentError("hpml: iallreduce: IN_PLACE needs a recvbuf")
-            rm, dt, n = _buffer(recvbuf, "recvbuf", True, dtype)
-            rp = _from_buffer(rm)
-            keep = (recvbuf, rp)
-            rc = lib.hpml_iallreduce(_IN_PLACE_C, rp, n, dt, opc, c, out)
-        else:
-            sm, dt, n = _buffer(sendbuf, "sendbuf", False, dtype)
-            if recvbuf is None:
-                recvbuf = _like(sendbuf, sm, n, dt, getattr(sendbuf, "shape", None))
-            rm, _, rn = _buffer(recvbuf, "recvbuf", True, dt)
-            if rn != n:
-                _mismatch("iallreduce", "recvbuf", rn, "sendbuf's", n, dt)
-            sp, rp = _from_buffer(sm), _from_buffer(rm)
-            keep = (sendbuf, recvbuf, sp, rp)
-            rc = lib.hpml_iallreduce(sp, rp, n, dt, opc, c, out)
+        sp, rp, n, dt, recvbuf, keep = _reduction_args(sendbuf, recvbuf, dtype, "iallreduce")
+        rc = lib.hpml_iallreduce(sp, rp, n, dt, opc, c, out)
         if rc:
             raise_error(rc, "iallreduce")
         return Request(out[0], keep, self, recvbuf)
