@@ -4,6 +4,7 @@ the caller's memory through the buffer protocol.
 """
 
 import atexit
+import sys
 import weakref
 
 import numpy as np
@@ -309,12 +310,25 @@ class Prepared:
 
 
 _live = []  # weak references to every Comm not yet freed, in creation order
+_uncaught = []  # set when the program ends with an uncaught exception
+_excepthook = sys.excepthook
+
+
+def _note_uncaught(*exc):
+    _uncaught.append(True)
+    _excepthook(*exc)
+
+
+sys.excepthook = _note_uncaught
 
 
 @atexit.register
 def _free_all():
     # Every rank created its communicators in the same order, so freeing them in that
-    # order (collective) matches across ranks; before mpi4py finalises MPI.
+    # order (collective) matches across ranks; before mpi4py finalises MPI. Not after an
+    # uncaught exception: the other ranks may never come, and a leak at exit is harmless.
+    if _uncaught:
+        return
     for ref in list(_live):
         c = ref()
         if c is not None:
@@ -363,6 +377,9 @@ class Comm:
         """Collective: wait for outstanding nonblocking operations, free everything."""
         c = self._c
         if c is None:
+            return
+        if MPI.Is_finalized():  # nothing can be freed collectively any more
+            self._c = None
             return
         for req, _keep in self._orphans:
             lib.hpml_wait(req)

@@ -43,6 +43,12 @@ if [ "$BUILD" = "$HPML_TEST_REPO/build/openmpi" ]; then
 fi
 
 export HPML_LIB=$BUILD/lib/libhpml.so.0 HPML_CHECK=1
+
+# A program that finalises MPI itself ends cleanly (its Comms are not freed after that).
+"$py" -c 'from mpi4py import MPI
+import hpml
+c = hpml.Comm()
+MPI.Finalize()' || { echo "FAIL: exit after MPI.Finalize()"; exit 1; }
 for np in 1 2 3; do
     echo "== pytest at $np rank(s)"
     # shellcheck disable=SC2086
