@@ -353,6 +353,11 @@ class Comm:
             )
         if comm == MPI.COMM_NULL:
             raise errors.ArgumentError("hpml: Comm(): the communicator is MPI.COMM_NULL")
+        if comm.Is_inter():
+            raise errors.ArgumentError(
+                "hpml: Comm(): an intercommunicator; hpml needs an intracommunicator "
+                "(Intercomm.Merge gives one)"
+            )
         out = ffi.new("hpml_comm_t **")
         check(lib.hpml_comm_create(mpi_comm(comm), _NULL, out), "Comm")
         self._c = out[0]

@@ -131,6 +131,8 @@ def test_bad_arguments(comm):
         comm.allreduce(hpml.IN_PLACE)
     with raises(hpml.ArgumentError, ValueError, "mpi4py communicator"):
         hpml.Comm(42)
+    with raises(hpml.ArgumentError, ValueError, "COMM_NULL"):
+        hpml.Comm(MPI.COMM_NULL)
     with raises(hpml.ArgumentError, ValueError, "unknown collective"):
         comm.algorithm("gather", 8)
     with raises(hpml.ArgumentError, ValueError, "negative dimension"):
@@ -163,3 +165,16 @@ def test_library_mismatch_across_ranks_reports_hpml_message():
             del os.environ["HPML_CHECK"]
         else:
             os.environ["HPML_CHECK"] = old
+
+
+def test_intercommunicator_refused():
+    world = MPI.COMM_WORLD
+    if world.Get_size() < 2:
+        pytest.skip("needs two ranks for two groups")
+    color = world.Get_rank() % 2
+    local = world.Split(color, world.Get_rank())
+    inter = local.Create_intercomm(0, world, 1 - color)
+    with raises(hpml.ArgumentError, ValueError, "intercommunicator"):
+        hpml.Comm(inter)
+    inter.Free()
+    local.Free()
