@@ -423,15 +423,16 @@ class Comm:
         a = ALGOS["allreduce"].get(algo) if algo.__class__ is str else None
         if a is None:
             a = _algo(ALLREDUCE, algo)
-        # Fast path: two NumPy arrays of one native hpml dtype, C-contiguous (from_buffer
-        # refuses any other layout, and a read-only recvbuf), of the same size.
-        if dtype is None and recvbuf.__class__ is _ndarray and sendbuf.__class__ is _ndarray \
-                and c is not None:
-            dt = _NP_DTYPE.get(sendbuf.dtype)
-            n = sendbuf.size
-            if dt is not None and recvbuf.dtype is sendbuf.dtype and recvbuf.size == n:
+        # Fast path: NumPy arrays of one native hpml dtype, C-contiguous (from_buffer
+        # refuses any other layout, and a read-only recvbuf), of the same size; or IN_PLACE.
+        if dtype is None and recvbuf.__class__ is _ndarray and c is not None:
+            dt = _NP_DTYPE.get(recvbuf.dtype)
+            n = recvbuf.size
+            if dt is not None and (sendbuf is IN_PLACE or (
+                    sendbuf.__class__ is _ndarray and sendbuf.dtype is recvbuf.dtype
+                    and sendbuf.size == n)):
                 try:
-                    sp = _from_buffer(sendbuf)
+                    sp = _IN_PLACE_C if sendbuf is IN_PLACE else _from_buffer(sendbuf)
                     rp = _from_buffer(recvbuf, require_writable=True)
                 except (ValueError, BufferError):
                     sp = None  # the checked path below says what is wrong
