@@ -691,7 +691,8 @@ class Comm:
                 "hpml: alloc_shared: could not allocate %d bytes of registered memory%s"
                 % (nbytes, ": " + detail if detail else "")
             )
-        arr = np.frombuffer(ffi.buffer(p, max(nbytes, 1)), dtype=NUMPY_DTYPE[dt])
+        # (hpml gives even 0 bytes a cache line of its own, so one element always fits.)
+        arr = np.frombuffer(ffi.buffer(p, max(nbytes, DTYPE_SIZE[dt])), dtype=NUMPY_DTYPE[dt])
         arr = arr[:count].reshape(shape)
         arr[...] = 0
         self._shared[arr.__array_interface__["data"][0]] = p

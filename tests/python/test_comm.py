@@ -247,6 +247,9 @@ def test_alloc_shared(comm):
     h[:] = to_bf16(np.full(10, 2.0, np.float32))
     comm.allreduce(hpml.IN_PLACE, h, dtype="bf16")
     np.testing.assert_array_equal(from_bf16(h), np.full(10, 2.0 * comm.size, np.float32))
+    z = comm.alloc_shared((0, 3), "f64")
+    assert z.shape == (0, 3) and comm.allreduce(z).shape == (0, 3)
+    comm.free_shared(z)
     comm.free_shared(a)
     comm.free_shared(h)
     with pytest.raises(hpml.ArgumentError):
