@@ -64,12 +64,8 @@ def _algo_table(coll):
 ALGOS = {name: _algo_table(c) for c, name in enumerate(_COLL_NAMES)}
 
 
-class _InPlace:
-    def __repr__(self):
-        return "hpml.IN_PLACE"
-
-
-IN_PLACE = _InPlace()
+# mpi4py's own marker, so MPI.IN_PLACE and hpml.IN_PLACE are the same thing.
+IN_PLACE = MPI.IN_PLACE
 _IN_PLACE_C = ffi.cast("const void *", 1)
 
 _from_buffer = ffi.from_buffer
@@ -139,6 +135,8 @@ def _not_a_buffer(obj, name):
 
 
 def _view(obj, name):
+    if obj is IN_PLACE:
+        raise errors.ArgumentError("hpml: %s cannot be IN_PLACE here" % name)
     try:
         return memoryview(obj)
     except TypeError:

@@ -46,9 +46,12 @@ def test_allreduce_dtypes_ops(comm, dt, op):
     got = comm.allreduce(x, op=op)
     assert got.dtype == np.dtype(dt) and got.shape == x.shape
     np.testing.assert_array_equal(got, want)
-    # In place gives the same bits.
+    # In place gives the same bits (mpi4py's MPI.IN_PLACE is hpml.IN_PLACE).
     y = x.copy()
     assert comm.allreduce(hpml.IN_PLACE, y, op=op) is y
+    np.testing.assert_array_equal(y, want)
+    y = x.copy()
+    comm.allreduce(MPI.IN_PLACE, y, op=op)
     np.testing.assert_array_equal(y, want)
 
 

@@ -129,6 +129,10 @@ def test_bad_arguments(comm):
         comm.reduce(x, root=-1)
     with raises(hpml.ArgumentError, ValueError, "IN_PLACE needs a recvbuf"):
         comm.allreduce(hpml.IN_PLACE)
+    with raises(hpml.ArgumentError, ValueError, "sendbuf cannot be IN_PLACE here"):
+        comm.alltoallv(hpml.IN_PLACE, [1] * comm.size, x, [1] * comm.size)
+    with raises(hpml.ArgumentError, ValueError, "recvbuf cannot be IN_PLACE here"):
+        comm.allreduce(x, MPI.IN_PLACE)
     with raises(hpml.ArgumentError, ValueError, "mpi4py communicator"):
         hpml.Comm(42)
     with raises(hpml.ArgumentError, ValueError, "COMM_NULL"):
