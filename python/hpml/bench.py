@@ -111,14 +111,6 @@ class Ctx:
         self.dtype_name = hc.DTYPE_NAMES[self.dt]
 
 
-def _n(ctx):
-    return ctx.count
-
-
-def _pn(ctx):
-    return ctx.count * ctx.p
-
-
 class Case:
     """A benchmark: counts(ctx) -> (send, recv) elements; mpi4py(ctx)/hpml(ctx) -> the
     operation to time; fill(ctx) the inputs; expect(ctx) -> (result view, expected values)
@@ -139,6 +131,7 @@ class Case:
 
 
 def _fill_own(c):
+    """Rank r's send buffer holds value(r, i) (alltoall: block q is elements q*n ...)."""
     c.s[:] = _encode(value(c.rank, np.arange(len(c.s))), c.dt)
 
 
@@ -275,11 +268,6 @@ def _a2a_hpml(c):
     return lambda: f(s, counts, r, counts, None, None, dt)
 
 
-def _a2a_fill(c):
-    # Block q of rank r: value(r, q * n + i).
-    c.s[:] = _encode(value(c.rank, np.arange(len(c.s))), c.dt)
-
-
 def _a2a_expect(c):
     n = c.count
     return c.r, np.concatenate([value(q, c.rank * n + np.arange(n)) for q in range(c.p)]) \
@@ -296,10 +284,6 @@ def _gather_mpi(c):
 
 def _gather_expect(c):
     return (c.r, _gathered(c)) if c.rank == c.root else None
-
-
-def _scatter_fill(c):
-    c.s[:] = _encode(value(c.rank, np.arange(len(c.s))), c.dt)
 
 
 def _scatter_mpi(c):
@@ -339,12 +323,12 @@ CASES = {
         Case("reduce_scatter", "Reduce_scatter", counts=_rs_counts, mpi4py=_rs_mpi,
              hpml=_rs_hpml, fill=_fill_own, expect=_rs_expect, reduction=True, bus=_ring),
         Case("alltoall", "Alltoall", counts=lambda c: (c.count * c.p, c.count * c.p),
-             mpi4py=_a2a_mpi, hpml=_a2a_hpml, fill=_a2a_fill, expect=_a2a_expect, total_mult=0,
+             mpi4py=_a2a_mpi, hpml=_a2a_hpml, fill=_fill_own, expect=_a2a_expect, total_mult=0,
              bus=_ring, coll=None),
         Case("gather", "Gather", counts=lambda c: (c.count, c.count * c.p), mpi4py=_gather_mpi,
              fill=_fill_own, expect=_gather_expect, total_mult=0, bus=_ring),
         Case("scatter", "Scatter", counts=lambda c: (c.count * c.p, c.count),
-             mpi4py=_scatter_mpi, fill=_scatter_fill, expect=_scatter_expect, total_mult=0,
+             mpi4py=_scatter_mpi, fill=_fill_own, expect=_scatter_expect, total_mult=0,
              bus=_ring),
         Case("barrier", "Barrier", kind="barrier", mpi4py=_barrier_mpi, hpml=_barrier_hpml),
         Case("latency", "Latency", kind="lat", counts=lambda c: (c.count, c.count), ranks=2),

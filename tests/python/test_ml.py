@@ -46,6 +46,8 @@ def test_kmeans_matches_sklearn(comm, dtype, empty_last):
     np.testing.assert_array_equal(km.predict(mine(X, comm)), mine(ref.predict(X), comm))
     assert km.score(mine(X, comm)) == pytest.approx(ref.score(X), rel=tol)
     np.testing.assert_allclose(km.transform(X[:5]), ref.transform(X[:5]), rtol=tol, atol=tol)
+    again = hpml.KMeans(4, init=init, n_init=1, comm=comm)
+    np.testing.assert_array_equal(again.fit_predict(mine(X, comm, empty_last)), km.labels_)
 
 
 def test_kmeans_plusplus_is_rank_count_independent(comm):
@@ -104,6 +106,9 @@ def test_pca_matches_sklearn(comm, solver):
     np.testing.assert_allclose(pca.transform(mine(X, comm)), ref.transform(mine(X, comm)),
                                atol=1e-6)
     assert pca.n_samples_ == 120 and pca.n_components_ == 3
+    Z = hpml.PCA(3, svd_solver=solver, comm=comm).fit_transform(mine(X, comm))
+    np.testing.assert_allclose(Z, ref.transform(mine(X, comm)), atol=1e-6)
+    np.testing.assert_allclose(pca.inverse_transform(Z), ref.inverse_transform(Z), atol=1e-9)
 
 
 @pytest.mark.parametrize("model", ["linear", "ridge"])
@@ -150,6 +155,8 @@ def test_logistic_regression_matches_sklearn(comm, classes):
 
     assert objective(est) <= objective(ref) * (1 + 1e-9)
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    np.testing.assert_allclose(est.decision_function(X), ref.decision_function(X), atol=2e-3)
+    np.testing.assert_allclose(est.predict_log_proba(X), np.log(est.predict_proba(X)))
     assert est.score(mine(X, comm), mine(y, comm)) == pytest.approx(ref.score(X, y))
 
 
