@@ -50,7 +50,7 @@ import hpml
 c = hpml.Comm()
 MPI.Finalize()' || { echo "FAIL: exit after MPI.Finalize()"; exit 1; }
 for np in 1 2 3; do
-    echo "== pytest at $np rank(s)"
+    echo "== pytest at $np rank(s) (${SECONDS}s)"
     # shellcheck disable=SC2086
     $MPIRUN -np "$np" "$py" -m pytest -q -p no:cacheprovider --color=no tests/python
 done
@@ -58,6 +58,7 @@ done
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
+echo "== python3 -m hpml.bench (${SECONDS}s)"
 # python3 -m hpml.bench: OMB-Py's output, validation of every dtype, hpml bench's CSV and
 # JSON schema (taken from this build's hpml bench), bad options.
 # shellcheck disable=SC2086
@@ -67,6 +68,7 @@ trap 'rm -rf "$stage"' EXIT
     $MPIRUN -np 2 "$py" tests/python/bench_check.py "$stage/c.csv" "$stage/c.json"
 }
 
+echo "== the estimators against the commands (${SECONDS}s)"
 # The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
 "$py" -c '
 import sys, numpy as np
@@ -85,6 +87,7 @@ np.save(sys.argv[1] + "/y.npy", X @ np.arange(1.0, 6.0) + rng.normal(size=301))'
 # shellcheck disable=SC2086
 $MPIRUN -np 2 "$py" tests/python/same_as_cli.py "$stage"
 
+echo "== the installed package (${SECONDS}s)"
 # Installed: the package beside the library it loads.
 make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" PREFIX=/opt/hpml-test \
     >/dev/null
@@ -97,3 +100,4 @@ c.free()')
 [ "$got" = "$stage/opt/hpml-test/lib/libhpml.so.0 [0.0, 1.0, 2.0]" ] ||
     { echo "FAIL: installed package: '$got'"; exit 1; }
 echo "PASS installed package: $got"
+echo "== done (${SECONDS}s)"
