@@ -646,8 +646,7 @@ def print_json(out, case, args, results, ranks, note):
 
 def _usage_error(parser, msg):
     if MPI.COMM_WORLD.Get_rank() == 0:
-        parser.print_usage(sys.stderr)
-        print("hpml.bench: %s" % msg, file=sys.stderr)
+        print("hpml.bench: %s (python3 -m hpml.bench --help)" % msg, file=sys.stderr)
     sys.exit(2)
 
 
@@ -794,6 +793,7 @@ def _resolve(ap, args, world):
 def main(argv=None):
     world = MPI.COMM_WORLD
     ap = _parser()
+    ap.error = lambda msg: _usage_error(ap, msg)  # argparse's errors: rank 0 says them once
     args = ap.parse_args(argv)
     case, note = _resolve(ap, args, world)
     if note is None:  # an ML workload

@@ -175,9 +175,11 @@ for argv, msg in (
     (["allreduce", "-z", "120"], "percentiles must be in"),
     ([], "which benchmark?"),
     (["kmeans", "--rows", "1"], "need --rows >= ranks"),
+    (["allreduce", "--min", "abc"], "argument --min: invalid int value: 'abc'"),
 ):
     code, out, err = run(*argv)
-    expect(code == 2 and msg in err and out == "", "%s: exit %s, stderr %r" % (argv, code, err))
+    expect(code == 2 and (msg in err if root else err == "") and out == "",
+           "%s: exit %s, stderr %r" % (argv, code, err))
 
 bad = world.allreduce(len(failures))
 if root:
