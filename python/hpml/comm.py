@@ -450,6 +450,22 @@ class Comm:
 
     def bcast(self, buf, root=0, algo="auto", dtype=None):
         """Broadcast root's buf into buf on every rank (in place); returns buf."""
+        c = self._c
+        # Fast path: a writable C-contiguous NumPy array of a native hpml dtype.
+        if dtype is None and buf.__class__ is _ndarray and c is not None and \
+                root.__class__ is int and 0 <= root < self.size:
+            dt = _NP_DTYPE.get(buf.dtype)
+            a = ALGOS["bcast"].get(algo) if algo.__class__ is str else None
+            if dt is not None and a is not None:
+                try:
+                    p = _from_buffer(buf, require_writable=True)
+                except (ValueError, BufferError):
+                    p = None  # the checked path below says what is wrong
+                if p is not None:
+                    rc = lib.hpml_bcast_algo(a, p, buf.size, dt, root, c)
+                    if rc:
+                        raise_error(rc, "bcast")
+                    return buf
         self.bcast_init(buf, root, algo, dtype)()
         return buf
 
