@@ -696,6 +696,8 @@ def _parser():
                      "classes (logreg 3)")
     mlg.add_argument("--repeat", type=int, default=3, help="timed fits, the best kept (3)")
     mlg.add_argument("--seed", type=int, default=1, help="data seed (1)")
+    mlg.add_argument("--sk-threads", type=int, default=0,
+                     help="scikit-learn's threads (default: as many as ranks)")
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="CSV in `hpml bench --csv`'s columns")
     out.add_argument("--json", action="store_true", help="JSON in `hpml bench --json`'s schema")
@@ -713,9 +715,9 @@ def _resolve(ap, args, world):
         name = name[4:]
     if name in bench_ml.ML_CASES:
         if args.rows < world.Get_size() or args.cols < 1 or args.repeat < 1 or \
-                (args.k is not None and args.k < 1):
-            _usage_error(ap, "%s: need --rows >= ranks, --cols >= 1, --repeat >= 1, -k >= 1"
-                         % name)
+                (args.k is not None and args.k < 1) or args.sk_threads < 0:
+            _usage_error(ap, "%s: need --rows >= ranks, --cols >= 1, --repeat >= 1, -k >= 1, "
+                         "--sk-threads >= 0" % name)
         return name, None
     if name not in CASES:
         _usage_error(ap, "unknown benchmark '%s' (one of %s)"
