@@ -182,3 +182,10 @@ def test_intercommunicator_refused():
         hpml.Comm(inter)
     inter.Free()
     local.Free()
+
+
+def test_bad_setting_fails_comm_on_every_rank(monkeypatch):
+    monkeypatch.setenv("HPML_SHM_CHUNK", "0")
+    with raises(hpml.ArgumentError, ValueError, "hpml: Comm: invalid argument: "
+                "HPML_SHM_CHUNK='0' is not a size"):
+        hpml.Comm(MPI.COMM_WORLD)
