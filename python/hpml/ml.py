@@ -255,20 +255,26 @@ class NearestNeighbors(_Base):
                 "hpml: %s: X has %d features, the fitted data %d"
                 % (type(self).__name__, Q.shape[1], self.n_features_in_)
             )
-        nq = Q.shape[0]
-        ind = np.empty((nq, k), np.int64)
-        dist = np.empty((nq, k), np.float64) if want_dist else None
-        pred = np.empty(nq, np.int64) if want_pred else None
-        R, lab = self._fit_X, self._labels
+        nq, nref = Q.shape[0], self._fit_X.shape[0]
+        # Labels and outputs a rank asks for are never NULL, even with no rows (hpml takes
+        # NULL labels on any rank as none given): arrays of at least one row, sliced.
+        ind = np.empty((max(nq, 1), k), np.int64)
+        dist = np.empty((max(nq, 1), k)) if want_dist else None
+        pred = np.empty(max(nq, 1), np.int64) if want_pred else None
+        lab = None
+        if want_pred:
+            lab = self._labels if nref else np.zeros(1, np.int64)
+
+        def ptr(a, ctype):
+            return ffi.NULL if a is None else ffi.cast(ctype, a.ctypes.data)
+
         check(lib.hpml_knn_search(
-            comm._handle(), ffi.cast("double *", _ptr(R)),
-            ffi.cast("int64_t *", _ptr(lab)) if want_pred else ffi.NULL, R.shape[0],
-            ffi.cast("double *", _ptr(Q)), nq, Q.shape[1], k,
-            ffi.cast("int64_t *", _ptr(ind)),
-            ffi.cast("double *", _ptr(dist)) if want_dist else ffi.NULL,
-            ffi.cast("int64_t *", _ptr(pred)) if want_pred else ffi.NULL, ffi.NULL, ffi.NULL),
+            comm._handle(), ffi.cast("double *", _ptr(self._fit_X)), ptr(lab, "int64_t *"),
+            nref, ffi.cast("double *", _ptr(Q)), nq, Q.shape[1], k, ptr(ind, "int64_t *"),
+            ptr(dist, "double *"), ptr(pred, "int64_t *"), ffi.NULL, ffi.NULL),
             type(self).__name__)
-        return dist, ind, pred
+        return (None if dist is None else dist[:nq]), ind[:nq], \
+            (None if pred is None else pred[:nq])
 
     def kneighbors(self, X, n_neighbors=None, return_distance=True):
         """(distances, indices) of this rank's query rows X, nearest first (collective:
