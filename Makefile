@@ -9,7 +9,8 @@
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS=npy,csv]   libFuzzer on every file loader
 #                                  (tests/fuzz/fuzz.mk, docs/fuzzing.md)
 #   make WERROR=1                  warnings are errors (CI)
-#   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall   (per MPI: see below)
+#   make install PREFIX=/usr/local DESTDIR=...   /   make uninstall   (per MPI: see below;
+#                                  the Python package goes to $(PYDIR), beside lib/)
 #   make examples                  build examples/*.c against build/$(MPI)
 #   make format-check / make format
 #   make vec-report                show which loops of the reduction kernels vectorise
@@ -30,6 +31,11 @@ DESTDIR ?=
 OPT ?= -O3
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+# The Python package (python/hpml) is installed for Debian's python3, in the
+# dist-packages folder of $(PREFIX)/lib, where it finds $(PREFIX)/lib/libhpml.so.0.
+PYTHON ?= /usr/bin/python3
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -200,6 +206,10 @@ ifeq ($(MPI),$(DEFAULT_MPI))
 	ln -sf $(FLAVOR).pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
 	ln -sf $(FLAVOR) $(DESTDIR)$(PREFIX)/bin/hpml
 endif
+ifneq ($(PYVER),)
+	install -d $(DESTDIR)$(PYDIR)/hpml
+	install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
+endif
 
 # Removes this MPI's files (and the plain names with the default MPI's); the headers go
 # with the last flavour.
@@ -213,7 +223,8 @@ ifeq ($(MPI),$(DEFAULT_MPI))
 	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
 endif
 	if ! ls $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml-*.pc >/dev/null 2>&1; then \
-	    rm -rf $(DESTDIR)$(PREFIX)/include/hpml; fi
+	    rm -rf $(DESTDIR)$(PREFIX)/include/hpml; \
+	    $(if $(PYVER),rm -rf $(DESTDIR)$(PYDIR)/hpml;) fi
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:

@@ -18,6 +18,7 @@ case "${1:-}" in
         libcmocka-dev zlib1g-dev
         dataset-fashion-mnist
         python3 python3-numpy python3-sklearn python3-jsonschema
+        python3-mpi4py python3-pytest python3-cffi
         gnuplot-nox
         clang-format
     )

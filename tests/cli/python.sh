@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The Python package (python/hpml, docs/python.md): the pytest suite of tests/python
+# under mpirun at 1, 2 and 3 ranks (one mpirun per rank count runs every test; checking
+# mode on, so ranks that fall out of step fail instead of hanging), the estimators
+# against the hpml commands, the OMB-Py benchmarks (tests/python/bench_check.py), the loader's
+# refusals (a libhpml built for the other MPI, a file that is not libhpml, a missing
+# HPML_LIB), the in-tree default location, and the package `make install` installs.
+# Debian's python3-mpi4py is built for Open MPI, so under MPI=mpich only the refusal of
+# the MPICH build is checked.
+# Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML_TEST_REPO.
+# hpml-test: timeout=300
+set -eu
+cd "$HPML_TEST_REPO"
+py=/usr/bin/python3
+export PYTHONPATH=$HPML_TEST_REPO/python PYTHONDONTWRITEBYTECODE=1
+
+# refuses WHAT HPML_LIB: importing hpml fails with one line naming WHAT.
+refuses() {
+    local out rc=0
+    out=$(HPML_LIB=$2 "$py" -c 'import hpml' 2>&1) || rc=$?
+    if [ $rc -eq 0 ] || ! grep -q "^hpml.errors.LibraryError: hpml: .*$1" <<<"$out"; then
+        echo "FAIL: HPML_LIB=$2 (exit $rc) should be refused with '$1':"
+        echo "$out" | tail -3
+        exit 1
+    fi
+    grep "^hpml.errors.LibraryError" <<<"$out"
+}
+
+if [ "$MPI" = mpich ]; then
+    refuses "is built for MPICH but mpi4py uses Open MPI: load the Open MPI build" \
+        "$BUILD/lib/libhpml.so.0"
+    echo "PASS (mpi4py is built for Open MPI: the package runs on the Open MPI build)"
+    exit 0
+fi
+
+refuses "is not a libhpml linked against an MPI library" /bin/sh
+refuses "HPML_LIB=/nonexistent/libhpml.so: no such file" /nonexistent/libhpml.so
+
+# The in-tree default: build/openmpi next to python/.
+if [ "$BUILD" = "$HPML_TEST_REPO/build/openmpi" ]; then
+    got=$(env -u HPML_LIB "$py" -c 'import hpml; print(hpml.library_path)')
+    [ "$got" = "$BUILD/lib/libhpml.so.0" ] || { echo "FAIL: in-tree library is '$got'"; exit 1; }
+fi
+
+export HPML_LIB=$BUILD/lib/libhpml.so.0 HPML_CHECK=1
+
+# A program that finalises MPI itself ends cleanly (its Comms are not freed after that).
+"$py" -c 'from mpi4py import MPI
+import hpml
+c = hpml.Comm()
+MPI.Finalize()' || { echo "FAIL: exit after MPI.Finalize()"; exit 1; }
+for np in 1 2 3; do
+    echo "== pytest at $np rank(s) (${SECONDS}s)"
+    # shellcheck disable=SC2086
+    $MPIRUN -np "$np" "$py" -m pytest -q -p no:cacheprovider --color=no tests/python
+done
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+echo "== python3 -m hpml.bench (${SECONDS}s)"
+# python3 -m hpml.bench: OMB-Py's output, validation of every dtype, hpml bench's CSV and
+# JSON schema (taken from this build's hpml bench), bad options.
+# shellcheck disable=SC2086
+{
+    $MPIRUN -np 2 "$HPML" bench allreduce -m 4:8 -i 2 -x 1 -c --csv >"$stage/c.csv"
+    $MPIRUN -np 2 "$HPML" bench allreduce -m 4:8 -i 2 -x 1 -c --json >"$stage/c.json"
+    $MPIRUN -np 2 "$py" tests/python/bench_check.py "$stage/c.csv" "$stage/c.json"
+}
+
+echo "== the estimators against the commands (${SECONDS}s)"
+# The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
+"$py" -c '
+import sys, numpy as np
+rng = np.random.default_rng(5)
+X = rng.normal(0, 6, (4, 5))[rng.integers(0, 4, 301)] + rng.normal(size=(301, 5))
+np.save(sys.argv[1] + "/X.npy", X)
+np.save(sys.argv[1] + "/y.npy", X @ np.arange(1.0, 6.0) + rng.normal(size=301))' "$stage"
+# shellcheck disable=SC2086
+{
+    $MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" -k 4 --seed 3 --dtype f64 \
+        --out "$stage/km"
+    $MPIRUN -np 2 "$HPML" pca --data "$stage/X.npy" -k 3 --out "$stage/pca.npy"
+    $MPIRUN -np 2 "$HPML" linreg --data "$stage/X.npy" --target "$stage/y.npy" --alpha 0.5 \
+        --pred-out "$stage/pred.npy"
+} >/dev/null
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$py" tests/python/same_as_cli.py "$stage"
+
+echo "== the installed package (${SECONDS}s)"
+# Installed: the package beside the library it loads.
+make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" PREFIX=/opt/hpml-test \
+    >/dev/null
+site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
+got=$(cd / && env -u HPML_LIB PYTHONPATH="$site" "$py" -c '
+import numpy as np, hpml
+c = hpml.Comm()
+print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist())
+c.free()')
+[ "$got" = "$stage/opt/hpml-test/lib/libhpml.so.0 [0.0, 1.0, 2.0]" ] ||
+    { echo "FAIL: installed package: '$got'"; exit 1; }
+echo "PASS installed package: $got"
+echo "== done (${SECONDS}s)"
