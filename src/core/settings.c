@@ -87,9 +87,9 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
     [HPML__S_KMEANS_GEMM] = {"HPML_KMEANS_GEMM", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 0,
                              "1: K-Means distances through BLAS GEMM tiles instead of the "
                              "fused AVX2/AVX-512 kernel"},
-    [HPML__S_KNN_F64] = {"HPML_KNN_F64", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 0,
-                         "1: k-NN distances through DGEMM even where SGEMM with exact "
-                         "rescoring applies"},
+    [HPML__S_KNN_DGEMM] = {"HPML_KNN_DGEMM", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 0,
+                           "1: k-NN distances through DGEMM even where SGEMM with exact "
+                           "rescoring applies"},
     [HPML__S_BENCH_BREAK] = {"HPML_BENCH_BREAK", HPML_SETTING_CHOICE, "", 0, 0, "drop-last", 0,
                              "test aid: `hpml bench` corrupts the last element of hpml's "
                              "results, to show that -c validation catches it"},

@@ -271,7 +271,7 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
      * the (d+2) u of the dot product and, in f32, of the rows' conversion to float), and
      * in f32 an absolute part for values that underflow (each term errs by at most
      * 2^-150 * 2^40). */
-    if (!hpml__setting_env(HPML__S_KNN_F64, &f64))
+    if (!hpml__setting_env(HPML__S_KNN_DGEMM, &f64))
         f64 = 0;
     lowp = flags[3] == 0 && f64 == 0;
     slack = 8.0 * (double)(d + 2) * (lowp ? FLT_EPSILON : DBL_EPSILON);

@@ -15,7 +15,7 @@ $py "$ref" gen "$d" || exit 1
 
 # At 1, 2 and 3 ranks, then at 2 ranks with the AVX2 and the portable scan and with the
 # DGEMM path (run tag: ranks, then the setting's value).
-runs="1 2 3 2:HPML_SIMD=avx2 2:HPML_SIMD=portable 2:HPML_KNN_F64=1"
+runs="1 2 3 2:HPML_SIMD=avx2 2:HPML_SIMD=portable 2:HPML_KNN_DGEMM=1"
 tags=
 for run in $runs; do
     n=${run%%:*} envs=

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     /* Several broadcast chunks, query tiles and reference blocks, with every scan (AVX-512,
      * AVX2, portable, as the CPU has them) and both GEMM precisions. */
     for (int f64 = 0; f64 < 2; f64++) {
-        setenv("HPML_KNN_F64", f64 ? "1" : "0", 1);
+        setenv("HPML_KNN_DGEMM", f64 ? "1" : "0", 1);
         for (int path = 0; path < 3; path++) {
             if (path == 1 && !(hpml_cpu_has_avx2() && hpml_cpu_has_f16c() && hpml_cpu_has_fma()))
                 continue;
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         }
     }
     HPMLT_CALL(hpml_simd_select(HPML_SIMD_AUTO));
-    unsetenv("HPML_KNN_F64");
+    unsetenv("HPML_KNN_DGEMM");
 
     /* k larger than the reference set: HPML_ERR_INVAL on every rank, no hang. */
     rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL,
