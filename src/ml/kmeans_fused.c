@@ -35,6 +35,13 @@
 #define KF_MIN      _mm512_min_ps
 #define KF_HMIN     _mm512_reduce_min_ps
 #define KF_EQ(v, s) _mm512_cmp_ps_mask((v), _mm512_set1_ps(s), _CMP_EQ_OQ)
+#define KF_ADD_TAIL(s, x, n)                                                                       \
+    do {                                                                                           \
+        __mmask16 m_ = (__mmask16)((1u << (n)) - 1);                                               \
+        _mm512_mask_storeu_ps(                                                                     \
+            (s), m_,                                                                               \
+            _mm512_add_ps(_mm512_maskz_loadu_ps(m_, (s)), _mm512_maskz_loadu_ps(m_, (x))));        \
+    } while (0)
 #include "ml/kmeans_fused.h"
 
 #define KF_ZERO     _mm512_setzero_pd
@@ -50,6 +57,13 @@
 #define KF_MIN      _mm512_min_pd
 #define KF_HMIN     _mm512_reduce_min_pd
 #define KF_EQ(v, s) _mm512_cmp_pd_mask((v), _mm512_set1_pd(s), _CMP_EQ_OQ)
+#define KF_ADD_TAIL(s, x, n)                                                                       \
+    do {                                                                                           \
+        __mmask8 m_ = (__mmask8)((1u << (n)) - 1);                                                 \
+        _mm512_mask_storeu_pd(                                                                     \
+            (s), m_,                                                                               \
+            _mm512_add_pd(_mm512_maskz_loadu_pd(m_, (s)), _mm512_maskz_loadu_pd(m_, (x))));        \
+    } while (0)
 #include "ml/kmeans_fused.h"
 #undef KF_TARGET
 #undef KF_RMAX

@@ -8,7 +8,8 @@
  * block with nv vectors of centres, a constant), KF_RMAX (the largest KF_ROWS), and the
  * vector operations KF_LOAD, KF_STORE, KF_SET1, KF_ZERO, KF_FMA(a, b, c) = a*b + c,
  * KF_ADD, KF_MIN, KF_HMIN (smallest lane, a scalar) and KF_EQ(v, s) (bit mask of the
- * lanes equal to s). The file undefines the type and the operations at its end.
+ * lanes equal to s); optionally KF_ADD_TAIL(s, x, n) (s[0..n) += x[0..n) for n < KF_W,
+ * masked). The file undefines the type and the operations at its end.
  *
  * Layout: the centres are padded to kp = a multiple of KF_W and cut into column blocks
  * of at most KF_NVMAX vectors; each block's -2 C^T is one contiguous panel (d x nv*W), so
@@ -110,8 +111,13 @@ KF_FN(addrow)(KF_T *restrict s, const KF_T *restrict x, size_t d)
 
     for (; c + KF_W <= d; c += KF_W)
         KF_STORE(s + c, KF_ADD(KF_LOAD(s + c), KF_LOAD(x + c)));
+#ifdef KF_ADD_TAIL
+    if (c < d)
+        KF_ADD_TAIL(s + c, x + c, d - c);
+#else
     for (; c < d; c++)
         s[c] += x[c];
+#endif
 }
 
 #define KT_T      KF_T
@@ -214,3 +220,4 @@ out:
 #undef KF_MIN
 #undef KF_HMIN
 #undef KF_EQ
+#undef KF_ADD_TAIL
