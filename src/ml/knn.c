@@ -7,7 +7,8 @@
  * per query, a vector scan (AVX-512, AVX2 or plain C, as HPML_SIMD allows) finds the
  * references whose GEMM distance |q|^2 - 2 q.r + |r|^2 could beat the current k-th best,
  * and only those are rescored and inserted into the sorted top-k. No distance matrix
- * beyond the block is formed. Cost per rank: 2 * nq_local * n_ref * d flops; the
+ * beyond the block is formed. The GEMM runs in f32 when the data's range allows
+ * (docs/decisions/knn-search.md). Cost per rank: 2 * nq_local * n_ref * d flops; the
  * reference set crosses the network once (P broadcasts of its blocks).
  *
  * The GEMM form loses accuracy by cancellation for near points, so a candidate whose
