@@ -2,7 +2,7 @@
  * Exact k-nearest-neighbour search, brute force, with reference and query rows both
  * distributed. Every rank broadcasts its reference block in turn (chunks of at most
  * KNN_CHUNK_ROWS rows); each rank scores its queries against a chunk in cache-sized blocks
- * (KNN_QTILE queries x KNN_RTILE references: one dgemm gives -2 Q.R^T, 256 KiB, so it is
+ * (KNN_QTILE queries x KNN_RTILE references: one GEMM gives -2 Q.R^T, 256 KiB, so it is
  * still in L2 when it is scanned), and a fused top-k selection reads each block once:
  * per query, a vector scan (AVX-512, AVX2 or plain C, as HPML_SIMD allows) finds the
  * references whose GEMM distance |q|^2 - 2 q.r + |r|^2 could beat the current k-th best,
