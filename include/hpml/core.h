@@ -165,8 +165,10 @@ void hpml_f32_to_bf16_array(uint16_t *dst, const float *src, size_t n);
 typedef enum { HPML_SIMD_AUTO = 0, HPML_SIMD_PORTABLE, HPML_SIMD_AVX2 } hpml_simd_t;
 /* Force a path (tests use this to compare both). Selecting AVX2 on a CPU without
  * AVX2+F16C+FMA returns HPML_ERR_UNSUPPORTED. AUTO picks the best available, unless the
- * environment says HPML_SIMD=portable (read when the path is first resolved). Not
- * thread-safe with concurrent conversions; call at start-up. */
+ * environment says HPML_SIMD=portable (read when the path is first resolved). The ML
+ * kernels (K-Means, k-NN) also have AVX-512 forms, used only under AUTO on a CPU with
+ * AVX-512F: AVX2 (or HPML_SIMD=avx2) keeps them at AVX2. Not thread-safe with concurrent
+ * conversions; call at start-up. */
 int hpml_simd_select(hpml_simd_t which);
 /* The path in use now (never AUTO). */
 hpml_simd_t hpml_simd_active(void);
@@ -174,6 +176,7 @@ hpml_simd_t hpml_simd_active(void);
 int hpml_cpu_has_avx2(void);
 int hpml_cpu_has_f16c(void);
 int hpml_cpu_has_fma(void);
+int hpml_cpu_has_avx512f(void);
 /* Bytes of the last-level cache that CPU 0 belongs to (sysfs), 0 when unknown. */
 size_t hpml_cpu_llc_bytes(void);
 

@@ -127,6 +127,14 @@ int hpml_kmeans_predict(hpml_comm_t *comm, hpml_dtype_t dtype, const void *X, si
                         size_t cols, const void *centroids, size_t k, int32_t *labels,
                         double *inertia);
 
+/*
+ * The assign kernel that fits and predictions of this process use, as a line for
+ * `hpml info`: the fused kernel for AVX-512 or AVX2+FMA (HPML_SIMD=avx2 keeps it at AVX2),
+ * or BLAS GEMM tiles with a portable argmin (HPML_SIMD=portable, HPML_KMEANS_GEMM=1, or a
+ * CPU without AVX2+FMA). Static string; not collective.
+ */
+const char *hpml_kmeans_kernel_name(void);
+
 /* Parse/print init names: "k-means++", "k-means||", "random". */
 int hpml_kmeans_init_parse(const char *name, hpml_kmeans_init_t *out);
 const char *hpml_kmeans_init_name(hpml_kmeans_init_t init);

@@ -3,6 +3,8 @@
  * F16C/AVX2 implementations of the fp16/bf16 conversions and reduction kernels.
  * The choice is made once (AUTO: best available; HPML_SIMD=portable|avx2|auto in the
  * environment overrides it) and can be forced by hpml_simd_select() for tests.
+ * The ML kernels also have AVX-512 forms: they are used only under AUTO, so that
+ * HPML_SIMD=avx2 (or hpml_simd_select(HPML_SIMD_AVX2)) runs the AVX2 ones on any CPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@
  * relaxed atomics: every thread computes the same value, so a race on the first call
  * only repeats work. */
 static int simd_path;
+/* 0 = not resolved yet; 1 = the ML kernels stay at AVX2 or below; 2 = they may use
+ * AVX-512 (AUTO on a CPU with AVX-512F). Same access rules as simd_path. */
+static int simd_wide;
 
 int hpml_cpu_has_avx2(void)
 {
@@ -45,6 +50,12 @@ int hpml_cpu_has_fma(void)
     return __builtin_cpu_supports("fma") ? 1 : 0;
 }
 
+int hpml_cpu_has_avx512f(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? 1 : 0;
+}
+
 static int avx2_usable(void)
 {
     return hpml_cpu_has_avx2() && hpml_cpu_has_f16c() && hpml_cpu_has_fma();
@@ -53,11 +64,15 @@ static int avx2_usable(void)
 static hpml_simd_t resolve_auto(void)
 {
     uint64_t v = 0; /* auto|avx2|portable */
+    hpml_simd_t p;
 
-    if (hpml__setting_env(HPML__S_SIMD, &v) && v == 2)
-        return HPML_SIMD_PORTABLE;
+    if (!hpml__setting_env(HPML__S_SIMD, &v))
+        v = 0;
     /* "avx2" on a CPU without it falls back rather than crashing. */
-    return avx2_usable() ? HPML_SIMD_AVX2 : HPML_SIMD_PORTABLE;
+    p = v != 2 && avx2_usable() ? HPML_SIMD_AVX2 : HPML_SIMD_PORTABLE;
+    __atomic_store_n(&simd_wide, p == HPML_SIMD_AVX2 && v == 0 && hpml_cpu_has_avx512f() ? 2 : 1,
+                     __ATOMIC_RELAXED);
+    return p;
 }
 
 hpml_simd_t hpml__simd_path(void)
@@ -71,6 +86,12 @@ hpml_simd_t hpml__simd_path(void)
     return (hpml_simd_t)p;
 }
 
+int hpml__simd_avx512(void)
+{
+    (void)hpml__simd_path();
+    return __atomic_load_n(&simd_wide, __ATOMIC_RELAXED) == 2;
+}
+
 int hpml_simd_select(hpml_simd_t which)
 {
     switch (which) {
@@ -79,11 +100,13 @@ int hpml_simd_select(hpml_simd_t which)
         return 0;
     case HPML_SIMD_PORTABLE:
         __atomic_store_n(&simd_path, (int)HPML_SIMD_PORTABLE, __ATOMIC_RELAXED);
+        __atomic_store_n(&simd_wide, 1, __ATOMIC_RELAXED);
         return 0;
     case HPML_SIMD_AVX2:
         if (!avx2_usable())
             return hpml_set_error(HPML_ERR_UNSUPPORTED, "this CPU lacks AVX2, F16C or FMA");
         __atomic_store_n(&simd_path, (int)HPML_SIMD_AVX2, __ATOMIC_RELAXED);
+        __atomic_store_n(&simd_wide, 1, __ATOMIC_RELAXED);
         return 0;
     }
     return hpml_set_error(HPML_ERR_INVAL, "unknown SIMD path %d", (int)which);

@@ -24,8 +24,8 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
                            "error|warn|info|debug|0|1|2|3|warning", 0,
                            "diagnostics on stderr, prefixed [hpml r<rank>] (0-3: error-debug)"},
     [HPML__S_SIMD] = {"HPML_SIMD", HPML_SETTING_CHOICE, "auto", 0, 0, "auto|avx2|portable", 0,
-                      "reduction kernels: the CPU's AVX2/F16C/FMA where it has them, or the "
-                      "portable C ones"},
+                      "SIMD kernels: auto = the widest the CPU has (AVX-512 for K-Means), "
+                      "avx2 = at most AVX2/F16C/FMA, portable = plain C (K-Means via BLAS)"},
     [HPML__S_CHECK] = {"HPML_CHECK", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 1,
                        "1: compare every collective's signature across ranks; ranks that "
                        "disagree get an error naming them instead of a hang"},
@@ -85,8 +85,11 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
                          "0: never read peers' buffers with cross-memory attach "
                          "(process_vm_readv); the local ranks agree when the segment is made"},
     [HPML__S_KMEANS_GEMM] = {"HPML_KMEANS_GEMM", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 0,
-                             "1: K-Means distances through BLAS GEMM even where the fused "
-                             "AVX-512 kernel applies"},
+                             "1: K-Means distances through BLAS GEMM tiles instead of the "
+                             "fused AVX2/AVX-512 kernel"},
+    [HPML__S_KNN_DGEMM] = {"HPML_KNN_DGEMM", HPML_SETTING_CHOICE, "0", 0, 0, "0|1", 0,
+                           "1: k-NN distances through DGEMM even where SGEMM with exact "
+                           "rescoring applies"},
     [HPML__S_BENCH_BREAK] = {"HPML_BENCH_BREAK", HPML_SETTING_CHOICE, "", 0, 0, "drop-last", 0,
                              "test aid: `hpml bench` corrupts the last element of hpml's "
                              "results, to show that -c validation catches it"},

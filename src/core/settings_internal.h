@@ -34,6 +34,7 @@ typedef enum {
     HPML__S_SHM_SPIN,
     HPML__S_SHM_CMA,
     HPML__S_KMEANS_GEMM,
+    HPML__S_KNN_DGEMM,
     HPML__S_BENCH_BREAK,
     HPML__S_COUNT
 } hpml__setting_id_t;

@@ -15,6 +15,10 @@
  * relaxed atomic load after the first call. */
 hpml_simd_t hpml__simd_path(void);
 
+/* 1 when the ML kernels may use AVX-512 (path AVX2 chosen by AUTO, CPU with AVX-512F);
+ * 0 under HPML_SIMD=avx2|portable or after hpml_simd_select(AVX2|PORTABLE). */
+int hpml__simd_avx512(void);
+
 /* Portable (plain C, bit-exact RNE) array conversions. */
 void hpml__f16_to_f32_portable(float *dst, const uint16_t *src, size_t n);
 void hpml__f32_to_f16_portable(uint16_t *dst, const float *src, size_t n);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/settings_internal.h"
+#include "core/simd_internal.h"
 #include "hpml/core.h"
 #include "ml/kmeans_internal.h"
 
@@ -52,144 +52,15 @@ argmin_rows_f32_avx512(const float *dt, size_t m, size_t k, const float *cn, flo
     }
 }
 
-static int use_avx512 = -1;
-
 static int argmin_fast_f32(const float *dt, size_t m, size_t k, const float *cn, float *bv,
                            int32_t *bi)
 {
-    if (use_avx512 < 0)
-        use_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    if (!use_avx512)
+    if (!hpml__simd_avx512())
         return 0;
     argmin_rows_f32_avx512(dt, m, k, cn, bv, bi);
     return 1;
 }
 #define KM_ARGMIN_F32(dt, m, k, cn, bv, bi) argmin_fast_f32(dt, m, k, cn, bv, bi)
-
-/*
- * Fused assign for f32 and k <= 16 without BLAS: all k distances of a row live in one
- * AVX-512 vector. wt (d x 16) holds -2 C^T padded with zero columns; for each feature c
- * one load of wt[c] serves FK rows, each an FMA with the broadcast x_rc, so X streams
- * from memory once with no packing copy (the GEMM path's largest cost at small d:
- * docs/decisions/kmeans-kernel.md). Padded lanes get cn = +inf and never win. The first
- * lane equal to the row minimum is the first argmin, as in the GEMM path.
- */
-#define FK 8
-
-__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-small_rows(const float *x, size_t nr, size_t d, const float *wt, __m512 cnv, float *bv, int32_t *bi)
-{
-    __m512 acc[FK];
-
-    for (size_t r = 0; r < FK; r++)
-        acc[r] = _mm512_setzero_ps();
-    for (size_t c = 0; c < d; c++) {
-        __m512 w = _mm512_loadu_ps(wt + c * 16);
-        for (size_t r = 0; r < nr; r++)
-            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * d + c]), w, acc[r]);
-    }
-    for (size_t r = 0; r < nr; r++) {
-        __m512 v = _mm512_add_ps(cnv, acc[r]);
-        float mn = _mm512_reduce_min_ps(v);
-        __mmask16 eq = _mm512_cmp_ps_mask(v, _mm512_set1_ps(mn), _CMP_EQ_OQ);
-        bv[r] = mn;
-        bi[r] = (int32_t)__builtin_ctz((unsigned)eq);
-    }
-}
-
-__attribute__((target("avx512f"))) static int
-assign_small_f32(const float *X, const float *xn, size_t n, size_t d, const float *C,
-                 const float *cn, size_t k, int32_t *labels, double *sums, double *counts,
-                 double *inertia, size_t *changed, double *mind)
-{
-    float *wt = NULL, *csum = NULL, cnp[16], bv[FK];
-    int32_t bi[FK];
-    double inert = 0.0;
-    size_t nchanged = 0, since_flush = 0;
-    __m512 cnv;
-
-    wt = hpml_malloc(d * 16 * sizeof(float));
-    if (sums != NULL)
-        csum = hpml_calloc(k * d, sizeof(float));
-    if (wt == NULL || (sums != NULL && csum == NULL)) {
-        hpml_free(wt);
-        return HPML_ERR_NOMEM;
-    }
-    for (size_t c = 0; c < d; c++)
-        for (size_t j = 0; j < 16; j++)
-            wt[c * 16 + j] = j < k ? -2.0f * C[j * d + c] : 0.0f;
-    for (size_t j = 0; j < 16; j++)
-        cnp[j] = j < k ? cn[j] : INFINITY;
-    cnv = _mm512_loadu_ps(cnp);
-
-    for (size_t i0 = 0; i0 < n; i0 += FK) {
-        size_t nr = n - i0 < FK ? n - i0 : FK;
-        const float *xt = X + i0 * d;
-
-        if (nr == FK)
-            small_rows(xt, FK, d, wt, cnv, bv, bi);
-        else
-            small_rows(xt, nr, d, wt, cnv, bv, bi);
-        for (size_t r = 0; r < nr; r++) {
-            size_t i = i0 + r;
-            int32_t l = bi[r];
-            double dist = (double)xn[i] + (double)bv[r];
-
-            if (dist < 0.0)
-                dist = 0.0;
-            inert += dist;
-            if (mind != NULL)
-                mind[i] = dist;
-            if (labels[i] != l) {
-                nchanged++;
-                labels[i] = l;
-            }
-            if (sums != NULL) {
-                float *s = csum + (size_t)l * d;
-                const float *x = xt + r * d;
-                size_t c = 0;
-                for (; c + 16 <= d; c += 16)
-                    _mm512_storeu_ps(s + c,
-                                     _mm512_add_ps(_mm512_loadu_ps(s + c), _mm512_loadu_ps(x + c)));
-                for (; c < d; c++)
-                    s[c] += x[c];
-                counts[l] += 1.0;
-            }
-        }
-        if (sums != NULL) {
-            since_flush += nr;
-            if (since_flush >= 4096 || i0 + nr >= n) {
-                for (size_t q = 0; q < k * d; q++) {
-                    sums[q] += (double)csum[q];
-                    csum[q] = 0.0f;
-                }
-                since_flush = 0;
-            }
-        }
-    }
-    *inertia += inert;
-    if (changed != NULL)
-        *changed += nchanged;
-    hpml_free(wt);
-    hpml_free(csum);
-    return 0;
-}
-#undef FK
-
-/* 1: the fused kernel above applies (AVX-512, k <= 16, not disabled by
- * HPML_KMEANS_GEMM=1, which forces the BLAS path for comparison). */
-static int use_small_f32(size_t k)
-{
-    static int ok = -1;
-
-    if (ok < 0) {
-        uint64_t gemm = 0;
-
-        (void)hpml__setting_env(HPML__S_KMEANS_GEMM, &gemm);
-        ok = __builtin_cpu_supports("avx512f") && gemm == 0;
-    }
-    return ok && k <= 16;
-}
 #else
 #define KM_ARGMIN_F32(dt, m, k, cn, bv, bi) 0
 #endif
@@ -240,17 +111,15 @@ int hpml__km_assign(const km_data_t *D, const double *C, size_t k, int32_t *labe
                     double *counts, double *inertia, size_t *changed, double *mind)
 {
     void *cn, *c = centres_to(D->dtype, C, k, D->d, &cn);
+    km_kernel_t kern = hpml__km_kernel();
     int rc;
 
     if (c == NULL)
         return HPML_ERR_NOMEM;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (D->dtype == HPML_F32 && use_small_f32(k))
-        rc = assign_small_f32(D->X, D->xn, D->rows, D->d, c, cn, k, labels, sums, counts, inertia,
-                              changed, mind);
-    else
-#endif
-        if (D->dtype == HPML_F32)
+    if (kern != KM_KERNEL_GEMM)
+        rc = hpml__km_fused_assign(kern, D->dtype, D->X, D->xn, D->rows, D->d, c, cn, k, labels,
+                                   sums, counts, inertia, changed, mind);
+    else if (D->dtype == HPML_F32)
         rc = hpml__kmeans_assign_f32(D->X, D->xn, D->rows, D->d, c, cn, k, D->tile, labels, sums,
                                      counts, inertia, changed, mind);
     else

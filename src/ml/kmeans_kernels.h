@@ -3,8 +3,9 @@
  * file with KM_T (element type), KM_SUF (name suffix) and KM_GEMM (cblas_sgemm or
  * cblas_dgemm) defined.
  *
- * The hot one is assign: per tile of rows, one GEMM gives -2 X.C^T (tile x k), then the
- * argmin of each row (AVX-512 for f32 where the CPU has it), and, while the tile
+ * The GEMM path of assign (kmeans_fused.c has the fused one and the choice): per tile of
+ * rows, one GEMM gives -2 X.C^T (tile x k), then the argmin of each row (AVX-512 for f32
+ * where the SIMD choice allows it), and, while the tile
  * of X is still in cache, the argmin, the label change count, the inertia and the
  * per-cluster sums are done in the same sweep. X is read from memory once per
  * iteration. Sums accumulate in KM_T over blocks of rows and are flushed into double,
@@ -13,9 +14,6 @@
 #define KM_CAT2(a, b) a##_##b
 #define KM_CAT(a, b)  KM_CAT2(a, b)
 #define KM_FN(name)   KM_CAT(hpml__kmeans_##name, KM_SUF)
-
-/* Rows accumulated in KM_T before the partial sums are added into the double sums. */
-#define KM_FLUSH_ROWS 4096
 
 /* Row layout (dt is m x k): bv[i], bi[i] = min and first argmin over j of
  * cn[j] + dt[i*k + j]. Portable form; kmeans_kernels.c has an AVX-512 one for f32. */
@@ -39,6 +37,18 @@ KM_FN(argmin_rows)(const KM_T *restrict dt, size_t m, size_t k, const KM_T *rest
     }
 }
 
+#define KT_T  KM_T
+#define KT_FN KM_FN
+#define KT_ATTR
+#define KT_ADDROW(s, x, d)                                                                         \
+    for (size_t c_ = 0; c_ < (d); c_++)                                                            \
+    (s)[c_] += (x)[c_]
+#include "ml/kmeans_take.h"
+#undef KT_T
+#undef KT_FN
+#undef KT_ATTR
+#undef KT_ADDROW
+
 KM_CLONES
 int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T *C, const KM_T *cn,
                   size_t k, size_t tile, int32_t *labels, double *sums, double *counts,
@@ -46,8 +56,7 @@ int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T 
 {
     KM_T *dt = NULL, *bv = NULL, *csum = NULL;
     int32_t *bi = NULL;
-    double inert = 0.0;
-    size_t nchanged = 0, since_flush = 0;
+    km_tally_t t = {0};
     int rc = HPML_ERR_NOMEM;
 
     if (tile == 0)
@@ -70,41 +79,11 @@ int KM_FN(assign)(const KM_T *X, const KM_T *xn, size_t n, size_t d, const KM_T 
                 C, (int)d, 0.0, dt, (int)k);
         if (!KM_ARGMIN_FAST(dt, m, k, cn, bv, bi))
             KM_FN(argmin_rows)(dt, m, k, cn, bv, bi);
-        for (size_t i = 0; i < m; i++) {
-            int32_t l = bi[i];
-            double dist = (double)xn[i0 + i] + (double)bv[i];
-
-            if (dist < 0.0)
-                dist = 0.0;
-            inert += dist;
-            if (mind != NULL)
-                mind[i0 + i] = dist;
-            if (labels[i0 + i] != l) {
-                nchanged++;
-                labels[i0 + i] = l;
-            }
-            if (sums != NULL) {
-                KM_T *s = csum + (size_t)l * d;
-                const KM_T *x = xt + i * d;
-                for (size_t c = 0; c < d; c++)
-                    s[c] += x[c];
-                counts[l] += 1.0;
-            }
-        }
-        if (sums != NULL) {
-            since_flush += m;
-            if (since_flush >= KM_FLUSH_ROWS || i0 + m >= n) {
-                for (size_t q = 0; q < k * d; q++) {
-                    sums[q] += (double)csum[q];
-                    csum[q] = 0;
-                }
-                since_flush = 0;
-            }
-        }
+        KM_FN(take)
+        (xt, m, d, xn + i0, bv, bi, labels + i0, mind != NULL ? mind + i0 : NULL, csum, counts,
+         sums, k, i0 + m >= n, &t);
     }
-    *inertia += inert;
-    if (changed != NULL)
-        *changed += nchanged;
+    km_tally_out(&t, inertia, changed);
     rc = 0;
 out:
     hpml_free(dt);
@@ -212,7 +191,6 @@ double KM_FN(exact)(const KM_T *X, size_t n, size_t d, const double *C, const in
     return tot;
 }
 
-#undef KM_FLUSH_ROWS
 #undef KM_FN
 #undef KM_CAT
 #undef KM_CAT2

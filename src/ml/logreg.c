@@ -3,8 +3,10 @@
  * row-distributed data, minimised by L-BFGS (Nocedal and Wright, Numerical
  * Optimization, algorithms 7.4 and 3.5-3.6: two-loop recursion, strong-Wolfe line search).
  * The objective is scikit-learn's C*sum(loss) + |W|^2/2 divided by C*n (same minimiser,
- * better scaled). One function evaluation = local loss and gradient by two GEMMs, then
- * one allreduce of p+1 doubles; every rank then takes the same steps on the same data.
+ * better scaled). One function evaluation is one pass over the local rows: per tile of rows
+ * small enough to stay in L2 (256 KiB), a GEMM for the scores, the loss and d loss / d
+ * score (one exp per score), and a GEMM adding the tile's gradient, so X is read from
+ * memory once; then one allreduce of p+1 doubles, and every rank takes the same steps.
  */
 #include <cblas.h>
 #include <float.h>
@@ -14,9 +16,9 @@
 
 #include "hpml/linear.h"
 
-#define LOGREG_MAX_RANGE (1 << 20) /* label value range handled by the class histogram */
-#define LOGREG_TILE      4096      /* rows per GEMM tile in an evaluation */
-#define LS_MAX           40        /* function evaluations per line search */
+#define LOGREG_MAX_RANGE  (1 << 20)    /* label value range handled by the class histogram */
+#define LOGREG_TILE_BYTES (256u << 10) /* a tile of rows stays in L2 between its two GEMMs */
+#define LS_MAX            40           /* function evaluations per line search */
 
 void hpml_logreg_config_init(hpml_logreg_config_t *cfg)
 {
@@ -48,7 +50,8 @@ typedef struct {
     int fi, softmax;
     double C;
     size_t p;    /* parameters: r*d weights then r intercepts when fi */
-    double *z;   /* (LOGREG_TILE, r) scores, then d loss / d score */
+    size_t tile; /* rows per tile: LOGREG_TILE_BYTES of x */
+    double *z;   /* (tile, r) scores, then d loss / d score */
     double *buf; /* p+1: gradient sums and the loss sum, allreduced */
     size_t evals;
 } problem_t;
@@ -61,8 +64,8 @@ static int evaluate(problem_t *pb, const double *w, double *f, double *g)
     int rc;
 
     memset(pb->buf, 0, (p + 1) * sizeof(double));
-    for (size_t i0 = 0; i0 < pb->rows; i0 += LOGREG_TILE) {
-        size_t m = pb->rows - i0 < LOGREG_TILE ? pb->rows - i0 : LOGREG_TILE;
+    for (size_t i0 = 0; i0 < pb->rows; i0 += pb->tile) {
+        size_t m = pb->rows - i0 < pb->tile ? pb->rows - i0 : pb->tile;
         const double *xt = pb->x + i0 * d;
 
         for (size_t i = 0; i < m; i++)
@@ -79,18 +82,19 @@ static int evaluate(problem_t *pb, const double *w, double *f, double *g)
                 double s = c == 1 ? 1.0 : -1.0, mz = s * zi[0];
                 double e = exp(-fabs(zi[0]));
 
-                loss += (mz > 0 ? log1p(exp(-mz)) : -mz + log1p(exp(mz)));
+                /* exp(-|mz|) = e: one exp per row */
+                loss += (mz > 0 ? log1p(e) : -mz + log1p(e));
                 zi[0] = (zi[0] >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e)) - (c == 1);
             } else {
-                double mx = zi[0], sum = 0.0;
+                double mx = zi[0], sum = 0.0, zc = zi[c];
 
                 for (size_t k = 1; k < r; k++)
-                    mx = fmax(mx, zi[k]);
+                    mx = zi[k] > mx ? zi[k] : mx;
+                for (size_t k = 0; k < r; k++) /* one exp per score: e_k kept in zi */
+                    sum += (zi[k] = exp(zi[k] - mx));
+                loss += mx + log(sum) - zc;
                 for (size_t k = 0; k < r; k++)
-                    sum += exp(zi[k] - mx);
-                loss += mx + log(sum) - zi[c];
-                for (size_t k = 0; k < r; k++)
-                    zi[k] = exp(zi[k] - mx) / sum - (k == (size_t)c);
+                    zi[k] = zi[k] / sum - (k == (size_t)c);
             }
             if (pb->fi)
                 for (size_t k = 0; k < r; k++)
@@ -485,7 +489,9 @@ int hpml_logreg_fit(hpml_comm_t *comm, const double *x, const int64_t *y, size_t
     pb.C = cfg->C;
     pb.p = pb.r * d + (pb.fi ? pb.r : 0);
     cls = hpml_malloc((rows ? rows : 1) * sizeof(int32_t));
-    pb.z = hpml_malloc(LOGREG_TILE * pb.r * sizeof(double));
+    pb.tile = LOGREG_TILE_BYTES / (d * sizeof(double));
+    pb.tile = pb.tile < 64 ? 64 : pb.tile > 4096 ? 4096 : pb.tile;
+    pb.z = hpml_malloc(pb.tile * pb.r * sizeof(double));
     pb.buf = hpml_malloc((pb.p + 1) * sizeof(double));
     w = hpml_calloc(pb.p, sizeof(double));
     g = hpml_malloc(pb.p * sizeof(double));

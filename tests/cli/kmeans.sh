@@ -20,19 +20,23 @@ run() { # np args... (output in $tmp/out, $tmp/err, status in $rc)
 
 $PY "$REF" gen "$tmp" || { echo "FAIL: reference generation"; exit 1; }
 
+# fit case CASE (kmeans_ref.py) on NP ranks from its initial centroids into PREFIX and
+# compare with scikit-learn; WHAT names the run in failures.
+fit_check() { # np case prefix what
+    local dt=f64
+    case $2 in f32 | far | wide) dt=f32 ;; esac
+    run "$1" --data "$tmp/$2.X.npy" --init "$tmp/$2.C0.npy" --dtype $dt --out "$3" --json
+    if [ $rc -ne 0 ]; then
+        bad "$4 $2: exit $rc: $(head -3 "$tmp/err")"
+        return
+    fi
+    cp "$tmp/out" "$3.json"
+    $PY "$REF" check "$tmp" "$2" "$3" "$3.json" || bad "$4 $2 differs from scikit-learn"
+}
+
 for np in 1 2 3; do
     for c in f64 f32 empty far; do
-        dt=f64
-        case $c in f32 | far) dt=f32 ;; esac
-        run "$np" --data "$tmp/$c.X.npy" --init "$tmp/$c.C0.npy" --dtype $dt \
-            --out "$tmp/o_${c}_$np" --json
-        if [ $rc -ne 0 ]; then
-            bad "np=$np $c: exit $rc: $(head -3 "$tmp/err")"
-            continue
-        fi
-        cp "$tmp/out" "$tmp/o_${c}_$np.json"
-        $PY "$REF" check "$tmp" "$c" "$tmp/o_${c}_$np" "$tmp/o_${c}_$np.json" ||
-            bad "np=$np $c differs from scikit-learn"
+        fit_check "$np" $c "$tmp/o_${c}_$np" "np=$np"
     done
     # the result does not depend on the number of ranks (f64: identical labels)
     if [ "$np" -gt 1 ]; then
@@ -59,6 +63,24 @@ EOF
     [ $rc -eq 0 ] || bad "np=$np predict: exit $rc: $(head -3 "$tmp/err")"
     $PY -c "import numpy as np,sys; sys.exit(0 if (np.load('$tmp/p_$np.npy')==np.load('$tmp/b_$np.labels.npy')).all() else 1)" ||
         bad "np=$np predict labels differ from the fit's"
+done
+
+# Every assign kernel matches scikit-learn (k > 16 and f64 included), and hpml info names
+# the one HPML_SIMD selects: AVX-512 only under auto, the fused AVX2 one under avx2 (also
+# on an AVX-512 CPU), the BLAS GEMM path under portable.
+has() { grep -qw "$1" /proc/cpuinfo; }
+for simd in auto avx2 portable; do
+    want=GEMM
+    if [ $simd != portable ] && has avx2 && has fma; then want=AVX2; fi
+    if [ $simd = auto ] && has avx512f; then want=AVX-512; fi
+    kern=$(HPML_SIMD=$simd "$HPML" info | sed -n 's/^  kmeans kernel: *//p')
+    case "$kern" in
+    *"$want"*) ;;
+    *) bad "HPML_SIMD=$simd: hpml info says kmeans kernel '$kern', want $want" ;;
+    esac
+    for c in wide wide64; do
+        HPML_SIMD=$simd fit_check 2 $c "$tmp/s_$c" "HPML_SIMD=$simd ($kern)"
+    done
 done
 
 # k-means++ on clustered data: 10 tight blobs, k=10 finds them (inertia near the

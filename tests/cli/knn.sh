@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `hpml knn` matches scikit-learn's brute-force NearestNeighbors / KNeighborsClassifier
 # (indices, distances, predictions, accuracy) at 1, 2 and 3 ranks with row counts that do
-# not divide evenly; exact ties go to the lower index; bad input gives a one-line error
+# not divide evenly, and with every SIMD scan and GEMM precision; exact ties go to the lower index; bad input gives a one-line error
 # and a non-zero exit on every rank.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, HPML_TEST_REPO.
 set -u
@@ -13,22 +13,30 @@ trap 'rm -rf "$d"' EXIT
 fail=0
 $py "$ref" gen "$d" || exit 1
 
-for n in 1 2 3; do
-    out=$($MPIRUN -np $n "$HPML" knn --data "$d/R.npy" --query "$d/Q.npy" -k 5 \
-        --labels "$d/l.npy" --query-labels "$d/ql.npy" --out "$d/np$n" --json) ||
-        { echo "FAIL: knn at $n ranks exited $?"; fail=1; continue; }
+# At 1, 2 and 3 ranks, then at 2 ranks with the AVX2 and the portable scan and with the
+# DGEMM path (run tag: ranks, then the setting's value).
+runs="1 2 3 2:HPML_SIMD=avx2 2:HPML_SIMD=portable 2:HPML_KNN_DGEMM=1"
+tags=
+for run in $runs; do
+    n=${run%%:*} envs=
+    [ "$run" != "$n" ] && envs=${run#*:}
+    tag=$n${envs##*=}
+    tags="$tags $tag"
+    out=$(env $envs $MPIRUN -np $n "$HPML" knn --data "$d/R.npy" --query "$d/Q.npy" -k 5 \
+        --labels "$d/l.npy" --query-labels "$d/ql.npy" --out "$d/np$tag" --json) ||
+        { echo "FAIL: knn run $run exited $?"; fail=1; continue; }
     echo "$out"
-    $py -c 'import json,sys; print(json.loads(sys.argv[1])["accuracy"])' "$out" >"$d/np$n.acc"
-    $MPIRUN -np $n "$HPML" knn --data "$d/Rt.npy" --query "$d/Qt.npy" -k 9 \
-        --out "$d/np$n.t" >/dev/null || { echo "FAIL: ties run at $n ranks"; fail=1; }
-    mv "$d/np$n.t.indices.npy" "$d/np$n.ties.npy" 2>/dev/null
-    mv "$d/np$n.t.distances.npy" "$d/np$n.tiesd.npy" 2>/dev/null
+    $py -c 'import json,sys; print(json.loads(sys.argv[1])["accuracy"])' "$out" >"$d/np$tag.acc"
+    env $envs $MPIRUN -np $n "$HPML" knn --data "$d/Rt.npy" --query "$d/Qt.npy" -k 9 \
+        --out "$d/np$tag.t" >/dev/null || { echo "FAIL: ties run $run"; fail=1; }
+    mv "$d/np$tag.t.indices.npy" "$d/np$tag.ties.npy" 2>/dev/null
+    mv "$d/np$tag.t.distances.npy" "$d/np$tag.tiesd.npy" 2>/dev/null
 done
-$py "$ref" check "$d" 1 2 3 || fail=1
+$py "$ref" check "$d" $tags || fail=1
 
 # Self-query (no --query): each row is its own nearest neighbour at distance 0.
 $MPIRUN -np 2 "$HPML" knn --data "$d/R.npy" -k 1 --out "$d/self.npy" >/dev/null || fail=1
-$py -c 'import numpy as np,sys; i=np.load(sys.argv[1]); sys.exit(0 if (i.ravel()==np.arange(211)).all() else 1)' \
+$py -c 'import numpy as np,sys; i=np.load(sys.argv[1]); sys.exit(0 if (i.ravel()==np.arange(611)).all() else 1)' \
     "$d/self.npy" || { echo "FAIL: self-query"; fail=1; }
 
 # Errors: one clear line, non-zero exit, no hang.

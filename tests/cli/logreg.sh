@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `hpml logreg` matches scikit-learn's LogisticRegression(solver='lbfgs') (multinomial,
 # binary, binary softmax; coefficients, objective, predictions, accuracy, log-loss,
-# probabilities) at 1, 2 and 3 ranks with uneven row blocks; CSV with --target-col;
+# probabilities) at 1, 2 and 3 ranks with uneven row blocks, and with 70 features (several
+# row tiles per evaluation) at 1 and 2; CSV with --target-col;
 # bad input gives a one-line error on every rank.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, HPML_TEST_REPO.
 set -u
@@ -23,6 +24,13 @@ for n in 1 2 3; do
             --pred-out "$d/np$n.$name.pred.npy" --proba-out "$d/np$n.$name.proba.npy" --json \
             >"$d/np$n.$name.json" || { echo "FAIL: logreg $name at $n ranks"; fail=1; }
     done
+done
+# 70 features: several row tiles per evaluation on each rank
+for n in 1 2; do
+    $MPIRUN -np $n "$HPML" logreg --data "$d/Xw.npy" --target "$d/yw.npy" --C 0.5 --tol 1e-10 \
+        --ftol 0 --max-iter 1000 --out "$d/np$n.wide" --pred-out "$d/np$n.wide.pred.npy" \
+        --proba-out "$d/np$n.wide.proba.npy" --json >"$d/np$n.wide.json" ||
+        { echo "FAIL: logreg wide at $n ranks"; fail=1; }
 done
 cat "$d/np3.multi.json"
 $MPIRUN -np 3 "$HPML" logreg --data "$d/Xy.csv" --target-col -1 --C 0.5 --tol 1e-10 --ftol 0 \

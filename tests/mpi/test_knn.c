@@ -1,7 +1,9 @@
 /*
  * hpml_knn_search against a naive exact search over the whole data on every rank:
  * random data (uneven row blocks, a rank with no reference rows), integer data with many
- * exact ties (lower global index first), classification votes, and argument errors.
+ * exact ties (lower global index first), classification votes, and argument errors; data
+ * beyond 2^40 (DGEMM) and near 1e-30 (underflow in SGEMM); several broadcast chunks, query
+ * tiles and reference blocks with each SIMD scan and both GEMM precisions.
  * hpml-test: ranks=1 2 3 4
  * hpml-test: mpich-ranks=1 2 3
  */
@@ -39,7 +41,7 @@ static void naive(const double *ref, size_t n, const double *q, size_t d, size_t
 }
 
 static void run_case(hpml_comm_t *comm, const char *what, size_t nref, size_t nq, size_t d,
-                     size_t k, int integer, uint64_t seed)
+                     size_t k, int integer, uint64_t seed, double scale)
 {
     int P = hpml_comm_size(comm), me = hpml_comm_rank(comm);
     double *ref = malloc(nref * d * sizeof(double)), *qry = malloc(nq * d * sizeof(double));
@@ -49,9 +51,9 @@ static void run_case(hpml_comm_t *comm, const char *what, size_t nref, size_t nq
 
     hpml_rng_init(&rng, seed, 0);
     for (size_t i = 0; i < nref * d; i++)
-        ref[i] = integer ? (double)hpml_rng_below(&rng, 3) : hpml_rng_normal(&rng);
+        ref[i] = scale * (integer ? (double)hpml_rng_below(&rng, 3) : hpml_rng_normal(&rng));
     for (size_t i = 0; i < nq * d; i++)
-        qry[i] = integer ? (double)hpml_rng_below(&rng, 3) : hpml_rng_normal(&rng);
+        qry[i] = scale * (integer ? (double)hpml_rng_below(&rng, 3) : hpml_rng_normal(&rng));
     for (size_t i = 0; i < nref; i++)
         lab[i] = (int64_t)hpml_rng_below(&rng, 3) * 10 - 7;
     hpml_io_partition(nref, me, P, &rb, &re);
@@ -111,13 +113,33 @@ int main(int argc, char **argv)
 
     hpmlt_init(&argc, &argv, "test_knn");
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &comm));
-    run_case(comm, "random", 157, 61, 7, 5, 0, 1);
-    run_case(comm, "ties", 83, 29, 2, 9, 1, 2);          /* 9 grid points: many exact ties */
-    run_case(comm, "tiny reference", 2, 13, 3, 2, 0, 3); /* ranks without reference rows */
-    run_case(comm, "k = n", 11, 5, 4, 11, 0, 4);
+    run_case(comm, "random", 157, 61, 7, 5, 0, 1, 1.0);
+    run_case(comm, "ties", 83, 29, 2, 9, 1, 2, 1.0);          /* 9 grid points: many exact ties */
+    run_case(comm, "tiny reference", 2, 13, 3, 2, 0, 3, 1.0); /* ranks without reference rows */
+    run_case(comm, "k = n", 11, 5, 4, 11, 0, 4, 1.0);
     /* d = 3000: 699-row broadcast chunks, so every block (700 rows or more at 1-3 ranks) is
      * sent in pieces. */
-    run_case(comm, "wide, chunked", 2100, 7, 3000, 3, 0, 5);
+    run_case(comm, "wide, chunked", 2100, 7, 3000, 3, 0, 5, 1.0);
+    /* Values beyond 2^40 take the DGEMM path; values near 1e-30 underflow in the SGEMM
+     * (their products do), which the absolute bound must cover. */
+    run_case(comm, "huge values", 700, 150, 5, 4, 0, 6, 1e13);
+    run_case(comm, "tiny values", 500, 40, 5, 4, 0, 7, 1e-30);
+    /* Several broadcast chunks, query tiles and reference blocks, with every scan (AVX-512,
+     * AVX2, portable, as the CPU has them) and both GEMM precisions. */
+    for (int f64 = 0; f64 < 2; f64++) {
+        setenv("HPML_KNN_DGEMM", f64 ? "1" : "0", 1);
+        for (int path = 0; path < 3; path++) {
+            if (path == 1 && !(hpml_cpu_has_avx2() && hpml_cpu_has_f16c() && hpml_cpu_has_fma()))
+                continue;
+            HPMLT_CALL(hpml_simd_select(path == 0   ? HPML_SIMD_AUTO
+                                        : path == 1 ? HPML_SIMD_AVX2
+                                                    : HPML_SIMD_PORTABLE));
+            run_case(comm, f64 ? "blocked, f64" : "blocked, f32", 4301, 301, 13, 5, 0, 8, 1.0);
+            run_case(comm, "ties, blocked", 2500, 140, 2, 7, 1, 9, 1.0);
+        }
+    }
+    HPMLT_CALL(hpml_simd_select(HPML_SIMD_AUTO));
+    unsetenv("HPML_KNN_DGEMM");
 
     /* k larger than the reference set: HPML_ERR_INVAL on every rank, no hang. */
     rc = hpml_knn_search(comm, one, NULL, hpmlt_rank() == 0 ? 1 : 0, one, 1, 2, 4, idx, NULL, NULL,

@@ -24,6 +24,8 @@ CASES = {
     "f32": ("float32", 1001, 7, 5),
     "empty": ("float64", 601, 3, 4),   # one initial centroid far away: relocated
     "far": ("float32", 503, 4, 3),     # data far from the origin (centring matters)
+    "wide": ("float32", 2003, 9, 21),  # k > 16: several vectors of centres per row
+    "wide64": ("float64", 1501, 5, 19),
 }
 
 

@@ -2,7 +2,7 @@
 """Reference for tests/cli/knn.sh: data, and scikit-learn's answers to compare with.
 
   knn_ref.py gen DIR          write the inputs
-  knn_ref.py check DIR N...   compare DIR/np<N>.* (hpml outputs at N ranks) with sklearn
+  knn_ref.py check DIR N...   compare DIR/np<N>.* (hpml outputs of run N) with sklearn
 """
 import sys
 
@@ -14,9 +14,10 @@ K = 5
 
 def gen(d):
     rng = np.random.default_rng(42)
-    np.save(f"{d}/R.npy", rng.normal(size=(211, 6)))
+    # 611 references: more than one block of the fused search (256 rows)
+    np.save(f"{d}/R.npy", rng.normal(size=(611, 6)))
     np.save(f"{d}/Q.npy", rng.normal(size=(67, 6)))
-    np.save(f"{d}/l.npy", rng.integers(0, 4, size=(211, 1)))
+    np.save(f"{d}/l.npy", rng.integers(0, 4, size=(611, 1)))
     np.save(f"{d}/ql.npy", rng.integers(0, 4, size=(67, 1)))
     # Integer points on a 3x3 grid: many exactly equal distances.
     np.save(f"{d}/Rt.npy", rng.integers(0, 3, size=(61, 2)).astype(np.float64))
@@ -64,4 +65,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2])
     else:
-        sys.exit(check(sys.argv[2], [int(n) for n in sys.argv[3:]]))
+        sys.exit(check(sys.argv[2], sys.argv[3:]))

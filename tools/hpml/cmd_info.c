@@ -9,6 +9,7 @@
 #include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/core.h"
+#include "hpml/kmeans.h"
 #include "hpml/sysinfo.h"
 
 typedef struct {
@@ -92,9 +93,11 @@ static void print_text(const hpml_sysinfo_t *si, const char *cpu)
     printf("CPU\n");
     printf("  model:          %s\n", cpu);
     printf("  online cores:   %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
-    printf("  features:       avx2=%s f16c=%s fma=%s\n", hpml_cpu_has_avx2() ? "yes" : "no",
-           hpml_cpu_has_f16c() ? "yes" : "no", hpml_cpu_has_fma() ? "yes" : "no");
+    printf("  features:       avx2=%s f16c=%s fma=%s avx512f=%s\n",
+           hpml_cpu_has_avx2() ? "yes" : "no", hpml_cpu_has_f16c() ? "yes" : "no",
+           hpml_cpu_has_fma() ? "yes" : "no", hpml_cpu_has_avx512f() ? "yes" : "no");
     printf("  kernels:        %s\n", simd_name(hpml_simd_active()));
+    printf("  kmeans kernel:  %s\n", hpml_kmeans_kernel_name());
     if (llc > 0)
         printf("  cache:          %zu KiB (last level)\n", llc >> 10);
     else
@@ -135,6 +138,8 @@ static void print_json(const hpml_sysinfo_t *si, const char *cpu)
            sysconf(_SC_NPROCESSORS_ONLN), hpml_cpu_has_avx2() ? "true" : "false",
            hpml_cpu_has_f16c() ? "true" : "false", hpml_cpu_has_fma() ? "true" : "false");
     hpml_json_string(stdout, simd_name(hpml_simd_active()));
+    printf(", \"avx512f\": %s, \"kmeans_kernel\": ", hpml_cpu_has_avx512f() ? "true" : "false");
+    hpml_json_string(stdout, hpml_kmeans_kernel_name());
     printf(", \"llc_bytes\": %zu}", hpml_cpu_llc_bytes());
 }
 
