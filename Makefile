@@ -63,6 +63,7 @@ include src/core/module.mk
 -include src/ml/module.mk
 -include src/nn/module.mk
 -include src/bench/module.mk
+-include src/prof/module.mk
 TOOL_SRCS += $(wildcard tools/hpml/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
@@ -71,6 +72,7 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(O)/%.o)
 LIBA := $(O)/lib/libhpml.a
 LIBSO := $(O)/lib/libhpml.so.$(VERSION)
 HPML := $(O)/bin/hpml
+PROF_SO := $(O)/lib/libhpml-prof.so
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -87,7 +89,7 @@ SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
 .PHONY: all lib tests test test-san demo deps install uninstall clean format format-check vec-report
 all: lib $(HPML) tests
 
-lib: $(LIBA) $(LIBSO) $(O)/hpml.pc
+lib: $(LIBA) $(LIBSO) $(O)/hpml.pc $(PROF_SO)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -158,13 +160,15 @@ install: lib $(HPML)
 	ln -sf libhpml.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libhpml.so
 	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
 	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(PROF_SO) $(DESTDIR)$(PREFIX)/lib/
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/hpml
 	rm -f $(DESTDIR)$(PREFIX)/lib/libhpml.a $(DESTDIR)$(PREFIX)/lib/libhpml.so \
 	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(SOMAJOR) \
 	      $(DESTDIR)$(PREFIX)/lib/libhpml.so.$(VERSION) \
-	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml \
+	      $(DESTDIR)$(PREFIX)/lib/libhpml-prof.so
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
@@ -180,4 +184,5 @@ clean:
 	rm -rf build
 
 -include tests/fuzz/fuzz.mk
+-include src/prof/prof.mk
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d) $(MPIT_BINS:=.d) $(HARNESS_OBJ:.o=.d)

@@ -19,6 +19,7 @@ case "${1:-}" in
         dataset-fashion-mnist
         python3 python3-numpy python3-sklearn
         gnuplot-nox
+        python3-mpi4py
         clang-format
     )
     ;;

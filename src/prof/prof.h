@@ -1,0 +1,172 @@
+/*
+ * libhpml-prof.so's private interface: the per-thread tables the wrappers fill, the
+ * communicator cache that turns a communicator's ranks into world ranks, and the
+ * snapshots written to each rank's append-only file (docs/prof.md gives the format).
+ */
+#ifndef HPML_PROF_H
+#define HPML_PROF_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Every function the library interposes, in report order: X(name, has_bytes). */
+#define PROF_CALLS(X)                                                                              \
+    X(MPI_Send, 1)                                                                                 \
+    X(MPI_Ssend, 1)                                                                                \
+    X(MPI_Bsend, 1)                                                                                \
+    X(MPI_Rsend, 1)                                                                                \
+    X(MPI_Isend, 1)                                                                                \
+    X(MPI_Issend, 1)                                                                               \
+    X(MPI_Ibsend, 1)                                                                               \
+    X(MPI_Irsend, 1)                                                                               \
+    X(MPI_Recv, 1)                                                                                 \
+    X(MPI_Irecv, 1)                                                                                \
+    X(MPI_Sendrecv, 1)                                                                             \
+    X(MPI_Sendrecv_replace, 1)                                                                     \
+    X(MPI_Probe, 0)                                                                                \
+    X(MPI_Iprobe, 0)                                                                               \
+    X(MPI_Wait, 0)                                                                                 \
+    X(MPI_Waitall, 0)                                                                              \
+    X(MPI_Waitany, 0)                                                                              \
+    X(MPI_Waitsome, 0)                                                                             \
+    X(MPI_Test, 0)                                                                                 \
+    X(MPI_Testall, 0)                                                                              \
+    X(MPI_Testany, 0)                                                                              \
+    X(MPI_Testsome, 0)                                                                             \
+    X(MPI_Barrier, 0)                                                                              \
+    X(MPI_Bcast, 1)                                                                                \
+    X(MPI_Reduce, 1)                                                                               \
+    X(MPI_Allreduce, 1)                                                                            \
+    X(MPI_Scan, 1)                                                                                 \
+    X(MPI_Exscan, 1)                                                                               \
+    X(MPI_Gather, 1)                                                                               \
+    X(MPI_Gatherv, 1)                                                                              \
+    X(MPI_Scatter, 1)                                                                              \
+    X(MPI_Scatterv, 1)                                                                             \
+    X(MPI_Allgather, 1)                                                                            \
+    X(MPI_Allgatherv, 1)                                                                           \
+    X(MPI_Alltoall, 1)                                                                             \
+    X(MPI_Alltoallv, 1)                                                                            \
+    X(MPI_Reduce_scatter, 1)                                                                       \
+    X(MPI_Reduce_scatter_block, 1)                                                                 \
+    X(MPI_Ibarrier, 0)                                                                             \
+    X(MPI_Ibcast, 1)                                                                               \
+    X(MPI_Ireduce, 1)                                                                              \
+    X(MPI_Iallreduce, 1)                                                                           \
+    X(MPI_Iallgather, 1)                                                                           \
+    X(MPI_Ialltoall, 1)                                                                            \
+    X(MPI_Comm_dup, 0)                                                                             \
+    X(MPI_Comm_split, 0)                                                                           \
+    X(MPI_Comm_split_type, 0)                                                                      \
+    X(MPI_Comm_create, 0)                                                                          \
+    X(MPI_Comm_free, 0)                                                                            \
+    X(MPI_Win_allocate_shared, 1)                                                                  \
+    X(MPI_Win_free, 0)                                                                             \
+    X(MPI_Init, 0)
+
+enum {
+#define PROF_ENUM(name, b) PROF_##name,
+    PROF_CALLS(PROF_ENUM)
+#undef PROF_ENUM
+        PROF_NCALLS
+};
+
+/* POSIX and stdio calls counted per file. */
+#define PROF_IO_CALLS(X)                                                                           \
+    X(open)                                                                                        \
+    X(read)                                                                                        \
+    X(write)                                                                                       \
+    X(pread)                                                                                       \
+    X(pwrite)                                                                                      \
+    X(fsync)                                                                                       \
+    X(close)                                                                                       \
+    X(fopen)                                                                                       \
+    X(fread)                                                                                       \
+    X(fwrite)                                                                                      \
+    X(fclose)
+
+enum {
+#define PROF_IO_ENUM(name) PROF_IO_##name,
+    PROF_IO_CALLS(PROF_IO_ENUM)
+#undef PROF_IO_ENUM
+        PROF_IO_NCALLS
+};
+
+/* Size histograms: bin 0 holds 0 bytes, bin k (1..PROF_HBINS-1) holds [2^(k-1), 2^k),
+ * the last bin everything from 2^(PROF_HBINS-2) up. */
+#define PROF_HBINS 40
+/* Communicator groups with a histogram of their own; later ones share the last. */
+#define PROF_MAX_GROUPS 64
+/* Files with statistics of their own; later ones share the last ("(other files)"). */
+#define PROF_MAX_FILES 256
+
+typedef struct {
+    uint64_t count, total_ns, min_ns, max_ns, bytes;
+} prof_stat_t;
+
+typedef struct {
+    prof_stat_t call[PROF_IO_NCALLS];
+    uint64_t hist[PROF_HBINS]; /* read and write sizes together */
+} prof_file_stat_t;
+
+/* One thread's counters. Only its thread writes them; a snapshot reads them unlocked
+ * (every field only grows, so a snapshot taken meanwhile is at worst a call behind). */
+typedef struct prof_thread {
+    prof_stat_t call[PROF_NCALLS];
+    uint64_t *hist[PROF_MAX_GROUPS]; /* [PROF_NCALLS][PROF_HBINS] each, made when first used */
+    uint64_t *msgs, *bytes;          /* [world size]: point-to-point sent to each world rank */
+    prof_file_stat_t *files[PROF_MAX_FILES];
+    struct prof_thread *next;
+} prof_thread_t;
+
+/* A communicator seen by a wrapper: its group (an index into the groups) and, for each
+ * of its ranks (the remote group's, for an intercommunicator), the world rank. */
+typedef struct prof_comm {
+    MPI_Comm handle;
+    int gid, size, dead;
+    int *world;
+    struct prof_comm *next;
+} prof_comm_t;
+
+extern int hpml__prof_on;              /* set once MPI_Init has returned and the file is open */
+extern uint64_t hpml__prof_next_flush; /* the periodic flush's due time (hpml__prof_now) */
+extern int hpml__prof_world_size;
+
+static inline uint64_t hpml__prof_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's table (made on first use; NULL only when out of memory). */
+prof_thread_t *hpml__prof_thread(void);
+/* The cached facts of comm (NULL for MPI_COMM_NULL or when out of memory). */
+prof_comm_t *hpml__prof_comm(MPI_Comm comm);
+/* comm is being freed: forget its handle. */
+void hpml__prof_comm_forget(MPI_Comm comm);
+
+/* Add one call: its time, its bytes (histogram of comm's group when c != NULL and the
+ * call has bytes), and a message of `bytes` to world rank wpeer when wpeer >= 0. */
+void hpml__prof_record(int id, uint64_t t0, uint64_t t1, uint64_t bytes, const prof_comm_t *c,
+                       int wpeer);
+/* Add one I/O call on file index fi (hpml__prof_file_index). */
+void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t t1, uint64_t bytes);
+/* The index of path in the file table (made on first use). */
+int hpml__prof_file_index(const char *path);
+
+/* After PMPI_Init (called at t_init): open this rank's file and write its header and a
+ * first snapshot. Wall times count from t_init. */
+void hpml__prof_start(uint64_t t_init);
+/* Append a snapshot with state ("run", "final", "abort", "exit", "signal"). Safe to call
+ * from a signal handler that interrupted anything but another snapshot. */
+void hpml__prof_flush(const char *state, int sig);
+/* MPI_Pcontrol(level): level 0 pauses counting, other levels resume it. */
+void hpml__prof_pcontrol(int level);
+
+/* I/O wrappers are off inside the profiler's own writes. */
+extern __thread int hpml__prof_in_io;
+
+#endif

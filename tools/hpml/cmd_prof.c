@@ -1,0 +1,350 @@
+/*
+ * `hpml prof`: run a program under libhpml-prof.so and report, or report on a folder a
+ * run left (`hpml prof merge DIR`). Runs as one process, not under mpirun: it starts the
+ * launcher itself, with the environment it was started with plus LD_PRELOAD and the
+ * profiler's settings (docs/prof.md).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "opts.h"
+#include "hpml/io.h"
+#include "hpml/prof.h"
+
+typedef struct {
+    const char *dir, *lib;
+    double period;
+    int top, quiet;
+} opts_t;
+
+#define OFF(field) offsetof(opts_t, field)
+static const opt_t run_options[] = {
+    {.name = "output",
+     .letter = 'o',
+     .kind = OPT_STRING,
+     .off = OFF(dir),
+     .arg = "DIR",
+     .help = "folder for the ranks' files and the reports (default hpml-prof)"},
+    {.name = "period",
+     .kind = OPT_DOUBLE,
+     .off = OFF(period),
+     .arg = "SEC",
+     .help = "seconds between the ranks' periodic snapshots (default 5; 0: only at the end)",
+     .dmin = 0,
+     .dmax = 86400},
+    {.name = "lib",
+     .kind = OPT_STRING,
+     .off = OFF(lib),
+     .arg = "FILE",
+     .help = "the profiler library (default: libhpml-prof.so in ../lib next to hpml)"},
+    {.name = "top",
+     .kind = OPT_INT,
+     .off = OFF(top),
+     .arg = "N",
+     .help = "calls shown in the text report's tables (default 20; 0: all)",
+     .min = 0,
+     .max = 1000},
+    {.name = "quiet",
+     .letter = 'q',
+     .kind = OPT_FLAG,
+     .off = OFF(quiet),
+     .help = "write the reports into DIR without printing the text report"},
+    {0},
+};
+/* merge takes the report options only. */
+static const opt_t *const merge_options = run_options + 3;
+#undef OFF
+
+static const opt_cmd_t run_command = {
+    .name = "prof",
+    .usage = "Usage: hpml prof [options] -- LAUNCHER ... PROGRAM [ARGS]\n"
+             "       hpml prof merge [options] DIR\n\n"
+             "Profile any MPI program without recompiling it: run the launcher command with\n"
+             "libhpml-prof.so preloaded (PMPI and POSIX/stdio I/O interposition), then merge the\n"
+             "ranks' files in DIR into DIR/report.txt and DIR/report.json and print the text\n"
+             "report. Run hpml prof itself as one process (not under mpirun). `merge` builds\n"
+             "the reports from whatever a run left in DIR, marked incomplete when a rank\n"
+             "stopped early.\n",
+    .epilog = "Example: hpml prof -o prof-out -- mpirun -np 4 hpml bench allreduce\n"
+              "Exit status: the program's (128+N after signal N); 1 when no report could be "
+              "made.\n",
+    .max_operands = INT_MAX, /* refused below with a message that says where they go */
+};
+
+static const opt_cmd_t merge_command = {
+    .name = "prof merge",
+    .usage = "Usage: hpml prof merge [options] DIR\n\n"
+             "Build DIR/report.txt and DIR/report.json from the rank files libhpml-prof.so\n"
+             "left in DIR and print the text report.\n",
+    .epilog = "Exit status: 0 with a complete report, 3 with an incomplete one (a rank\n"
+              "stopped early or left no file), 1 when no report could be made.\n",
+    .max_operands = 1,
+};
+
+/* Write one report into dir/name through a temporary file and a rename. */
+static int write_report(const hpml_prof_report_t *r, const char *dir, const char *name, int json,
+                        int top)
+{
+    char path[PATH_MAX];
+    hpml_io_file_t *w;
+    FILE *f;
+    int rc;
+
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: path too long", dir);
+    if ((rc = hpml_io_file_open(path, &w, &f)) != 0)
+        return rc;
+    if (json)
+        hpml_prof_write_json(r, f);
+    else
+        hpml_prof_write_text(r, f, top);
+    return hpml_io_file_commit(w);
+}
+
+/* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
+static int report(const char *dir, int top, int quiet)
+{
+    hpml_prof_report_t *r = NULL;
+    int rc;
+
+    if ((rc = hpml_prof_load(dir, &r)) != 0 || (rc = write_report(r, dir, "report.json", 1, 0)) ||
+        (rc = write_report(r, dir, "report.txt", 0, top))) {
+        fprintf(stderr, "hpml prof: %s\n",
+                hpml_last_error()[0] ? hpml_last_error() : hpml_strerror(rc));
+        hpml_prof_report_free(r);
+        return CLI_EXIT_FAIL;
+    }
+    if (!quiet) {
+        hpml_prof_write_text(r, stdout, top);
+        fflush(stdout);
+    }
+    rc = hpml_prof_complete(r) ? 0 : 3;
+    if (rc)
+        fprintf(stderr, "hpml prof: report incomplete: %s\n", hpml_prof_incomplete_why(r));
+    fprintf(stderr, "hpml prof: wrote %s/report.txt and %s/report.json\n", dir, dir);
+    hpml_prof_report_free(r);
+    return rc;
+}
+
+/* The environment this process started with: MPI_Init (a singleton's) has added
+ * variables of its own, which must not reach the launcher. NULL-terminated, in *buf. */
+static char **start_env(char **buf, size_t extra)
+{
+    FILE *f = fopen("/proc/self/environ", "rb");
+    size_t len = 0, n = 0, cap = 0;
+    char **env = NULL, *b = NULL;
+    int c;
+
+    *buf = NULL;
+    if (f == NULL)
+        return NULL;
+    while ((c = fgetc(f)) != EOF) {
+        if (len + 2 > cap) {
+            char *nb = realloc(b, cap = cap ? 2 * cap : 4096);
+
+            if (nb == NULL)
+                goto fail;
+            b = nb;
+        }
+        b[len++] = (char)c;
+    }
+    fclose(f);
+    f = NULL;
+    if (b == NULL)
+        return calloc(extra + 1, sizeof(char *));
+    b[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        n += b[i] == '\0';
+    if ((env = calloc(n + extra + 1, sizeof(char *))) == NULL)
+        goto fail;
+    n = 0;
+    for (size_t i = 0; i < len; i += strlen(b + i) + 1)
+        env[n++] = b + i;
+    *buf = b;
+    return env;
+fail:
+    if (f != NULL)
+        fclose(f);
+    free(b);
+    return NULL;
+}
+
+/* Set (replace) NAME=value in env (room for it was reserved). */
+static int env_set(char **env, const char *name, const char *value)
+{
+    size_t nl = strlen(name), i;
+    char *s = malloc(nl + strlen(value) + 2);
+
+    if (s == NULL)
+        return -1;
+    sprintf(s, "%s=%s", name, value);
+    for (i = 0; env[i] != NULL; i++)
+        if (strncmp(env[i], name, nl) == 0 && env[i][nl] == '=')
+            break;
+    env[i] = s; /* replaces, or appends before the NULL that follows */
+    return 0;
+}
+
+static const char *env_get(char **env, const char *name)
+{
+    size_t nl = strlen(name);
+
+    for (size_t i = 0; env[i] != NULL; i++)
+        if (strncmp(env[i], name, nl) == 0 && env[i][nl] == '=')
+            return env[i] + nl + 1;
+    return NULL;
+}
+
+/* The default library: ../lib/libhpml-prof.so from this executable's folder. */
+static int default_lib(char *out, size_t len)
+{
+    char exe[PATH_MAX], *slash;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    if ((slash = strrchr(exe, '/')) == NULL)
+        return -1;
+    *slash = '\0';
+    return snprintf(out, len, "%s/../lib/libhpml-prof.so", exe) < (int)len ? 0 : -1;
+}
+
+static volatile pid_t child_pid;
+
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* Run argv with env; its exit status (128+N after signal N), or -1 if it did not start. */
+static int run_child(char **argv, char **env)
+{
+    struct sigaction sa = {0}, old_int, old_term;
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    if ((pid = fork()) < 0) {
+        fprintf(stderr, "hpml prof: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        execvpe(argv[0], argv, env);
+        fprintf(stderr, "hpml prof: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    /* Ctrl-C reaches the launcher from the terminal; this process stays to report. A
+     * SIGTERM sent to it alone is passed on. */
+    child_pid = pid;
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &sa, &old_int);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    child_pid = 0;
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+static int cmd_prof_merge(int argc, char **argv)
+{
+    opts_t o = {.top = 20};
+    const opt_set_t set = {merge_options, &o};
+    int operand, rc;
+
+    if ((rc = opts_parse(&merge_command, &set, 1, argc, argv, &operand)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (operand >= argc)
+        return cli_usage_error("prof merge", "missing the folder to merge (hpml prof merge DIR)");
+    return report(argv[operand], o.top, o.quiet);
+}
+
+int cmd_prof(int argc, char **argv)
+{
+    opts_t o = {.dir = "hpml-prof", .period = 5, .top = 20};
+    const opt_set_t set = {run_options, &o};
+    char given[PATH_MAX], lib[PATH_MAX], dir[PATH_MAX], period[32], *envbuf = NULL, **env = NULL;
+    const char *preload;
+    int dd, operand, rc, status;
+    struct stat st;
+
+    if (argc >= 2 && strcmp(argv[1], "merge") == 0)
+        return cmd_prof_merge(argc - 1, argv + 1);
+    for (dd = 1; dd < argc && strcmp(argv[dd], "--") != 0; dd++)
+        ;
+    if ((rc = opts_parse(&run_command, &set, 1, dd, argv, &operand)) != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (dd >= argc - 1 || operand < dd)
+        return cli_usage_error("prof", "give the command to profile after '--' "
+                                       "(hpml prof [options] -- mpirun -np N PROGRAM)");
+    if (cli_size() != 1)
+        return cli_usage_error("prof", "run hpml prof as one process, not under mpirun: it "
+                                       "starts the launcher given after '--'");
+    if (o.lib != NULL)
+        snprintf(given, sizeof(given), "%s", o.lib);
+    else if (default_lib(given, sizeof(given)) != 0)
+        return fprintf(stderr, "hpml prof: cannot find libhpml-prof.so (use --lib)\n"),
+               CLI_EXIT_FAIL;
+    if (realpath(given, lib) == NULL || access(lib, R_OK) != 0) {
+        fprintf(stderr, "hpml prof: %s: %s\n", given, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (mkdir(o.dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "hpml prof: cannot create %s: %s\n", o.dir, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (stat(o.dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(o.dir, W_OK) != 0 ||
+        realpath(o.dir, dir) == NULL) {
+        fprintf(stderr, "hpml prof: -o %s: not a writable folder\n", o.dir);
+        return CLI_EXIT_FAIL;
+    }
+    if ((env = start_env(&envbuf, 3)) == NULL) {
+        fprintf(stderr, "hpml prof: cannot read this process's environment\n");
+        return CLI_EXIT_FAIL;
+    }
+    snprintf(period, sizeof(period), "%g", o.period);
+    preload = env_get(env, "LD_PRELOAD");
+    {
+        char *pl = malloc(strlen(lib) + (preload ? strlen(preload) : 0) + 2);
+
+        if (pl == NULL) {
+            status = CLI_EXIT_FAIL;
+            goto out;
+        }
+        sprintf(pl, "%s%s%s", lib, preload && *preload ? ":" : "", preload ? preload : "");
+        rc = env_set(env, "LD_PRELOAD", pl);
+        free(pl);
+    }
+    if (rc != 0 || env_set(env, "HPML_PROF_DIR", dir) != 0 ||
+        env_set(env, "HPML_PROF_PERIOD", period) != 0) {
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    status = run_child(argv + dd + 1, env);
+    if (status < 0) {
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    rc = report(o.dir, o.top, o.quiet);
+    if (rc == CLI_EXIT_FAIL && status == 0)
+        status = CLI_EXIT_FAIL;
+out:
+    free(envbuf);
+    free(env); /* the strings env_set made are few and freed with the process */
+    return status;
+}
