@@ -110,6 +110,28 @@ typedef struct {
     uint64_t hist[PROF_HBINS]; /* read and write sizes together */
 } prof_file_stat_t;
 
+/* Call sites per thread (open addressing; later sites are counted in the calls only). */
+#define PROF_MAX_SITES 2048
+
+/* A call site: the MPI call and one or two return addresses (the caller of MPI_X and,
+ * at depth 2, its caller), with the objects they are in, resolved when first seen. */
+typedef struct {
+    int id, depth;
+    void *pc[2];
+    const char *obj[2], *sym[2];
+    uintptr_t base[2];
+    prof_stat_t st;
+} prof_site_t;
+
+/* An hpml collective (hpml_prof_coll_enter/leave, called by libhpml's dispatchers): the
+ * collective and the algorithm it chose, and the MPI calls made inside it. */
+#define PROF_MAX_HCOLL 64
+typedef struct {
+    prof_stat_t st;             /* the hpml call: time from enter to leave, its bytes */
+    uint64_t mpi_calls, mpi_ns; /* MPI calls made inside, their time */
+    uint64_t mpi_bytes, p2p_msgs, p2p_bytes;
+} prof_hcoll_t;
+
 /* One thread's counters. Only its thread writes them; a snapshot reads them unlocked
  * (every field only grows, so a snapshot taken meanwhile is at worst a call behind). */
 typedef struct prof_thread {
@@ -117,6 +139,10 @@ typedef struct prof_thread {
     uint64_t *hist[PROF_MAX_GROUPS]; /* [PROF_NCALLS][PROF_HBINS] each, made when first used */
     uint64_t *msgs, *bytes;          /* [world size]: point-to-point sent to each world rank */
     prof_file_stat_t *files[PROF_MAX_FILES];
+    prof_site_t *sites; /* [PROF_MAX_SITES], made when first used */
+    prof_hcoll_t hcoll[PROF_MAX_HCOLL];
+    int in_hcoll, hcoll_depth; /* the hpml collective being run (index), nesting */
+    uint64_t hcoll_t0;
     struct prof_thread *next;
 } prof_thread_t;
 
@@ -148,10 +174,11 @@ prof_comm_t *hpml__prof_comm(MPI_Comm comm);
 /* comm is being freed: forget its handle. */
 void hpml__prof_comm_forget(MPI_Comm comm);
 
-/* Add one call: its time, its bytes (histogram of comm's group when c != NULL and the
- * call has bytes), and a message of `bytes` to world rank wpeer when wpeer >= 0. */
-void hpml__prof_record(int id, uint64_t t0, uint64_t t1, uint64_t bytes, const prof_comm_t *c,
-                       int wpeer);
+/* Add one call made from return address ra (its call site): its time, its bytes (histogram of
+ * comm's group when c != NULL and the call has bytes), and a message of `bytes` to world rank wpeer
+ * when wpeer >= 0. */
+void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t t1, uint64_t bytes,
+                       const prof_comm_t *c, int wpeer);
 /* Add one I/O call on file index fi (hpml__prof_file_index). */
 void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t t1, uint64_t bytes);
 /* The index of path in the file table (made on first use). */

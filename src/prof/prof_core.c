@@ -6,7 +6,9 @@
  * complete only when its "e" line is there, so a rank killed mid-write leaves the
  * previous one to read. Format: docs/prof.md.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -40,7 +42,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, grou
 static prof_thread_t *threads;
 static __thread prof_thread_t *mine;
 
-static int world_rank = -1, fd = -1, paused, ended;
+static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
+static pid_t start_pid;
+static char exe_path[4096]; /* the program's absolute path: dladdr names it as started */
 static uint64_t start_ns, period_ns;
 static volatile sig_atomic_t flushing;
 static unsigned long seq;
@@ -82,14 +86,82 @@ static inline int hbin(uint64_t bytes)
     return b < PROF_HBINS ? b : PROF_HBINS - 1;
 }
 
-void hpml__prof_record(int id, uint64_t t0, uint64_t now, uint64_t bytes, const prof_comm_t *c,
-                       int wpeer)
+/* The site's slot for (id, pc) in t's table, made on first use; NULL when full. */
+static prof_site_t *site_slot(prof_thread_t *t, int id, void *const *pc, int depth)
+{
+    uintptr_t h =
+        ((uintptr_t)pc[0] >> 2) * 0x9E3779B97F4A7C15ull ^ (uintptr_t)pc[1] ^ (uintptr_t)id;
+
+    if (t->sites == NULL && (t->sites = calloc(PROF_MAX_SITES, sizeof(prof_site_t))) == NULL)
+        return NULL;
+    for (int probe = 0; probe < 16; probe++) {
+        prof_site_t *s = &t->sites[(h + (uintptr_t)probe) % PROF_MAX_SITES];
+
+        if (s->depth == 0) {
+            Dl_info info;
+
+            s->id = id;
+            for (int k = 0; k < depth; k++) {
+                s->pc[k] = pc[k];
+                if (dladdr(pc[k], &info) != 0) {
+                    s->obj[k] = info.dli_fname != NULL && info.dli_fname[0] == '/' ? info.dli_fname
+                                                                                   : exe_path;
+                    s->sym[k] = info.dli_sname;
+                    s->base[k] = (uintptr_t)info.dli_fbase;
+                }
+            }
+            s->st.min_ns = UINT64_MAX;
+            __atomic_store_n(&s->depth, depth, __ATOMIC_RELEASE); /* published last */
+            return s;
+        }
+        if (s->id == id && s->pc[0] == pc[0] && s->pc[1] == pc[1])
+            return s;
+    }
+    return NULL;
+}
+
+/* The call site of a call whose wrapper returns to ra: ra, and at depth 2 the frame
+ * above it (found by unwinding, whatever the wrappers inlined). */
+static void record_site(prof_thread_t *t, void *ra, int id, uint64_t d, uint64_t bytes)
+{
+    void *pc[2] = {ra, NULL};
+    prof_site_t *s;
+
+    if (site_depth == 2) {
+        void *bt[8];
+        int n = backtrace(bt, 8);
+
+        for (int i = 0; i + 1 < n; i++)
+            if (bt[i] == ra) {
+                pc[1] = bt[i + 1];
+                break;
+            }
+    }
+    if ((s = site_slot(t, id, pc, pc[1] != NULL ? 2 : 1)) != NULL)
+        stat_add(&s->st, d, bytes);
+}
+
+void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t bytes,
+                       const prof_comm_t *c, int wpeer)
 {
     prof_thread_t *t = mine ? mine : hpml__prof_thread();
 
     if (t == NULL || paused)
         return;
     stat_add(&t->call[id], now - t0, bytes);
+    if (site_depth > 0 && ra != NULL)
+        record_site(t, ra, id, now - t0, bytes);
+    if (t->hcoll_depth > 0) {
+        prof_hcoll_t *h = &t->hcoll[t->in_hcoll];
+
+        h->mpi_calls++;
+        h->mpi_ns += now - t0;
+        h->mpi_bytes += bytes;
+        if (wpeer >= 0) {
+            h->p2p_msgs++;
+            h->p2p_bytes += bytes;
+        }
+    }
     if (c != NULL) {
         uint64_t *h = t->hist[c->gid];
 
@@ -109,6 +181,85 @@ void hpml__prof_record(int id, uint64_t t0, uint64_t now, uint64_t bytes, const 
     }
     if (now >= hpml__prof_next_flush)
         hpml__prof_flush("run", 0);
+}
+
+/* ---- hpml's collectives ------------------------------------------------------------- */
+
+static char *hcoll_names[PROF_MAX_HCOLL];
+static int nhcoll;
+
+/* The index of "coll algo" (made on first use; the last slot is shared when full). */
+static int hcoll_index(const char *coll, const char *algo)
+{
+    char name[128];
+    int i;
+
+    snprintf(name, sizeof(name), "hpml_%s %s", coll ? coll : "?", algo ? algo : "?");
+    for (i = 0; i < PROF_MAX_HCOLL; i++) {
+        const char *n = __atomic_load_n(&hcoll_names[i], __ATOMIC_ACQUIRE);
+
+        if (n == NULL)
+            break;
+        if (strcmp(n, name) == 0)
+            return i;
+    }
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < nhcoll; i++)
+        if (strcmp(hcoll_names[i], name) == 0)
+            break;
+    if (i == nhcoll && nhcoll < PROF_MAX_HCOLL - 1) {
+        char *copy = strdup(name);
+
+        if (copy != NULL) {
+            __atomic_store_n(&hcoll_names[i], copy, __ATOMIC_RELEASE);
+            nhcoll++;
+        } else {
+            i = PROF_MAX_HCOLL - 1;
+        }
+    } else if (i == nhcoll) {
+        i = PROF_MAX_HCOLL - 1;
+        if (hcoll_names[i] == NULL)
+            hcoll_names[i] = strdup("hpml_(other collectives) -");
+    }
+    pthread_mutex_unlock(&lock);
+    return i;
+}
+
+/* Called by libhpml's dispatchers (src/comm/prof_hook.c finds these by name): the MPI
+ * calls until the matching leave belong to this hpml collective. Nested calls (an
+ * algorithm that runs another collective) count in the outermost. */
+void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes);
+void hpml_prof_coll_leave(void);
+
+void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes)
+{
+    prof_thread_t *t;
+
+    if (!hpml__prof_on || paused || (t = mine ? mine : hpml__prof_thread()) == NULL)
+        return;
+    if (t->hcoll_depth++ > 0)
+        return;
+    t->in_hcoll = hcoll_index(coll, algo);
+    t->hcoll[t->in_hcoll].st.bytes += bytes;
+    t->hcoll_t0 = hpml__prof_now();
+}
+
+void hpml_prof_coll_leave(void)
+{
+    prof_thread_t *t = mine;
+    prof_hcoll_t *h;
+    uint64_t d;
+
+    if (t == NULL || t->hcoll_depth == 0 || --t->hcoll_depth > 0)
+        return;
+    h = &t->hcoll[t->in_hcoll];
+    d = hpml__prof_now() - t->hcoll_t0;
+    if (h->st.count == 0 || d < h->st.min_ns)
+        h->st.min_ns = d;
+    if (d > h->st.max_ns)
+        h->st.max_ns = d;
+    h->st.count++;
+    h->st.total_ns += d;
 }
 
 /* ---- files (I/O statistics) --------------------------------------------------------- */
@@ -361,6 +512,32 @@ static prof_stat_t sum_calls[PROF_NCALLS];
 static uint64_t sum_hist[PROF_NCALLS * PROF_HBINS];
 static prof_file_stat_t sum_file;
 
+/* One line per call site and thread (merge sums the same site over threads and ranks):
+ * "k CALL DEPTH {OBJECT BASE OFFSET SYMBOL}... STATS", addresses in hex. */
+static void snapshot_sites(prof_thread_t *head)
+{
+    for (prof_thread_t *t = head; t != NULL; t = t->next) {
+        if (t->sites == NULL)
+            continue;
+        for (int i = 0; i < PROF_MAX_SITES; i++) {
+            const prof_site_t *s = &t->sites[i];
+            int depth = __atomic_load_n(&s->depth, __ATOMIC_ACQUIRE);
+
+            if (depth == 0 || s->st.count == 0)
+                continue;
+            outf("k %s %d", call_names[s->id], depth);
+            for (int k = 0; k < depth; k++) {
+                out_path(s->obj[k] != NULL ? s->obj[k] : "?");
+                outf(" %lx %lx", (unsigned long)s->base[k],
+                     (unsigned long)((uintptr_t)s->pc[k] - s->base[k]));
+                out_path(s->sym[k] != NULL ? s->sym[k] : "?");
+            }
+            out_stat(&s->st);
+            outf("\n");
+        }
+    }
+}
+
 static void snapshot(const char *state, int sig)
 {
     prof_thread_t *head = __atomic_load_n(&threads, __ATOMIC_ACQUIRE);
@@ -457,13 +634,40 @@ static void snapshot(const char *state, int sig)
         out_hist(sum_file.hist);
         outf("\n");
     }
+    snapshot_sites(head);
+    for (int i = 0; i < PROF_MAX_HCOLL; i++) {
+        prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
+
+        if (hcoll_names[i] == NULL)
+            continue;
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const prof_hcoll_t *h = &t->hcoll[i];
+
+            sum_stat(&sum.st, &h->st);
+            if (h->st.count == 0)
+                sum.st.bytes += h->st.bytes; /* entered, not yet left */
+            sum.mpi_calls += h->mpi_calls;
+            sum.mpi_ns += h->mpi_ns;
+            sum.mpi_bytes += h->mpi_bytes;
+            sum.p2p_msgs += h->p2p_msgs;
+            sum.p2p_bytes += h->p2p_bytes;
+        }
+        if (sum.st.count == 0)
+            continue;
+        outf("a");
+        out_path(hcoll_names[i]);
+        out_stat(&sum.st);
+        outf(" %llu %llu %llu %llu %llu\n", (unsigned long long)sum.mpi_calls,
+             (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
+             (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
+    }
     outf("e %lu\n", seq);
     out_flush();
 }
 
 void hpml__prof_flush(const char *state, int sig)
 {
-    if (fd < 0 || ended)
+    if (fd < 0 || ended || getpid() != start_pid) /* a child forked after MPI_Init: not a rank */
         return;
     /* One snapshot at a time: a periodic one in another thread, or the one a signal
      * interrupted, is left to finish (or, interrupted for good, to be ignored). */
@@ -527,6 +731,20 @@ static uint64_t period_from_env(void)
     return v == 0 ? UINT64_MAX / 2 : (uint64_t)(v * 1e9);
 }
 
+/* HPML_PROF_CALLSITES: 0 (off), 1 (the caller of each MPI call, default), 2 (and its
+ * caller, by unwinding: slower). */
+static int callsites_from_env(void)
+{
+    const char *s = getenv("HPML_PROF_CALLSITES");
+
+    if (s == NULL || *s == '\0')
+        return 1;
+    if ((s[0] == '0' || s[0] == '1' || s[0] == '2') && s[1] == '\0')
+        return s[0] - '0';
+    fprintf(stderr, "[hpml-prof] HPML_PROF_CALLSITES must be 0, 1 or 2 (got '%s'); using 1\n", s);
+    return 1;
+}
+
 void hpml__prof_start(uint64_t t_init)
 {
     const char *dir = getenv("HPML_PROF_DIR");
@@ -566,6 +784,18 @@ void hpml__prof_start(uint64_t t_init)
     }
     gethostname(host, sizeof(host) - 1);
     period_ns = period_from_env();
+    start_pid = getpid();
+    {
+        ssize_t len = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+
+        exe_path[len > 0 ? len : 0] = '\0';
+    }
+    site_depth = callsites_from_env();
+    if (site_depth == 2) {
+        void *bt[2];
+
+        backtrace(bt, 2); /* loads the unwinder now, not inside a wrapper or a signal */
+    }
     start_ns = t_init;
     outf("hpml-prof 1\nr %s %d %d %ld %s %llu\n", run, world_rank, hpml__prof_world_size,
          (long)getpid(), host, id[0]);

@@ -16,6 +16,8 @@
 
 #define ON  hpml__prof_on
 #define NOW hpml__prof_now
+/* The call site: where the wrapper returns to, in the program. */
+#define RA __builtin_return_address(0)
 
 static inline uint64_t tbytes(int count, MPI_Datatype t)
 {
@@ -45,23 +47,24 @@ static inline int comm_rank(MPI_Comm comm)
 }
 
 /* A send of count x t to dest of comm, between t0 and t1. */
-static inline void rec_send(int id, uint64_t t0, uint64_t t1, int count, MPI_Datatype t, int dest,
-                            MPI_Comm comm)
+static inline void rec_send(void *ra, int id, uint64_t t0, uint64_t t1, int count, MPI_Datatype t,
+                            int dest, MPI_Comm comm)
 {
     prof_comm_t *c = hpml__prof_comm(comm);
     int w = c != NULL && dest >= 0 && dest < c->size ? c->world[dest] : -1;
 
-    hpml__prof_record(id, t0, t1, tbytes(count, t), c, w);
+    hpml__prof_record(ra, id, t0, t1, tbytes(count, t), c, w);
 }
 
-static inline void rec_coll(int id, uint64_t t0, uint64_t t1, uint64_t bytes, MPI_Comm comm)
+static inline void rec_coll(void *ra, int id, uint64_t t0, uint64_t t1, uint64_t bytes,
+                            MPI_Comm comm)
 {
-    hpml__prof_record(id, t0, t1, bytes, hpml__prof_comm(comm), -1);
+    hpml__prof_record(ra, id, t0, t1, bytes, hpml__prof_comm(comm), -1);
 }
 
-static inline void rec_time(int id, uint64_t t0, uint64_t t1)
+static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
 {
-    hpml__prof_record(id, t0, t1, 0, NULL, -1);
+    hpml__prof_record(ra, id, t0, t1, 0, NULL, -1);
 }
 
 /* ---- point to point ------------------------------------------------------------------ */
@@ -76,7 +79,7 @@ static inline void rec_time(int id, uint64_t t0, uint64_t t1)
         t0 = NOW();                                                                                \
         rc = P##NAME(buf, count, t, dest, tag, comm);                                              \
         t1 = NOW();                                                                                \
-        rec_send(PROF_##NAME, t0, t1, count, t, dest, comm);                                       \
+        rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
         return rc;                                                                                 \
     }
 #define ISEND(NAME)                                                                                \
@@ -90,7 +93,7 @@ static inline void rec_time(int id, uint64_t t0, uint64_t t1)
         t0 = NOW();                                                                                \
         rc = P##NAME(buf, count, t, dest, tag, comm, req);                                         \
         t1 = NOW();                                                                                \
-        rec_send(PROF_##NAME, t0, t1, count, t, dest, comm);                                       \
+        rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
         return rc;                                                                                 \
     }
 
@@ -120,7 +123,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm
     if (rc == MPI_SUCCESS && count > 0 && PMPI_Get_count(status, t, &n) == MPI_SUCCESS &&
         n != MPI_UNDEFINED)
         bytes = tbytes(n, t);
-    hpml__prof_record(PROF_MPI_Recv, t0, t1, bytes, hpml__prof_comm(comm), -1);
+    hpml__prof_record(RA, PROF_MPI_Recv, t0, t1, bytes, hpml__prof_comm(comm), -1);
     return rc;
 }
 
@@ -135,7 +138,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Com
     t0 = NOW();
     rc = PMPI_Irecv(buf, count, t, source, tag, comm, req);
     t1 = NOW();
-    hpml__prof_record(PROF_MPI_Irecv, t0, t1, tbytes(count, t), hpml__prof_comm(comm), -1);
+    hpml__prof_record(RA, PROF_MPI_Irecv, t0, t1, tbytes(count, t), hpml__prof_comm(comm), -1);
     return rc;
 }
 
@@ -153,7 +156,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm,
                        status);
     t1 = NOW();
-    rec_send(PROF_MPI_Sendrecv, t0, t1, scount, stype, dest, comm);
+    rec_send(RA, PROF_MPI_Sendrecv, t0, t1, scount, stype, dest, comm);
     return rc;
 }
 
@@ -168,7 +171,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int sta
     t0 = NOW();
     rc = PMPI_Sendrecv_replace(buf, count, t, dest, stag, source, rtag, comm, status);
     t1 = NOW();
-    rec_send(PROF_MPI_Sendrecv_replace, t0, t1, count, t, dest, comm);
+    rec_send(RA, PROF_MPI_Sendrecv_replace, t0, t1, count, t, dest, comm);
     return rc;
 }
 
@@ -182,7 +185,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int sta
             return P##NAME ARGS;                                                                   \
         t0 = NOW();                                                                                \
         rc = P##NAME ARGS;                                                                         \
-        rec_time(PROF_##NAME, t0, NOW());                                                          \
+        rec_time(RA, PROF_##NAME, t0, NOW());                                                      \
         return rc;                                                                                 \
     }
 
@@ -224,7 +227,7 @@ int MPI_Comm_free(MPI_Comm *comm)
     hpml__prof_comm_forget(*comm);
     t0 = NOW();
     rc = PMPI_Comm_free(comm);
-    rec_time(PROF_MPI_Comm_free, t0, NOW());
+    rec_time(RA, PROF_MPI_Comm_free, t0, NOW());
     return rc;
 }
 
@@ -239,7 +242,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
     t0 = NOW();
     rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
     t1 = NOW();
-    rec_coll(PROF_MPI_Win_allocate_shared, t0, t1, size > 0 ? (uint64_t)size : 0, comm);
+    rec_coll(RA, PROF_MPI_Win_allocate_shared, t0, t1, size > 0 ? (uint64_t)size : 0, comm);
     return rc;
 }
 
@@ -256,7 +259,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
         t0 = NOW();                                                                                \
         rc = P##NAME ARGS;                                                                         \
         t1 = NOW();                                                                                \
-        rec_coll(PROF_##NAME, t0, t1, (BYTES), COMM);                                              \
+        rec_coll(RA, PROF_##NAME, t0, t1, (BYTES), COMM);                                          \
         return rc;                                                                                 \
     }
 
@@ -362,7 +365,7 @@ int MPI_Init(int *argc, char ***argv)
     if (rc == MPI_SUCCESS) {
         hpml__prof_start(t0);
         if (ON)
-            rec_time(PROF_MPI_Init, t0, NOW());
+            rec_time(RA, PROF_MPI_Init, t0, NOW());
     }
     return rc;
 }
@@ -375,7 +378,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     if (rc == MPI_SUCCESS) {
         hpml__prof_start(t0);
         if (ON)
-            rec_time(PROF_MPI_Init, t0, NOW());
+            rec_time(RA, PROF_MPI_Init, t0, NOW());
     }
     return rc;
 }

@@ -38,6 +38,21 @@ typedef struct {
     uint64_t bins[HB];
 } file_t;
 
+/* A call site summed over threads and ranks; where[] is filled by symbolize(). */
+typedef struct {
+    int call, depth;
+    char *obj[2], *sym[2], *where[2];
+    uint64_t base[2], off[2];
+    stat_t st;
+} site_t;
+
+/* An hpml collective and algorithm, summed over ranks. */
+typedef struct {
+    char *name;
+    stat_t st;
+    uint64_t mpi_calls, mpi_ns, mpi_bytes, p2p_msgs, p2p_bytes;
+} hcoll_t;
+
 typedef struct {
     int present, has_snap;
     char state[32];
@@ -63,6 +78,10 @@ struct hpml_prof_report {
     int nhists;
     file_t *files;
     int nfiles;
+    site_t *sites;
+    int nsites;
+    hcoll_t *hcolls;
+    int nhcolls;
     char why[512];
 };
 
@@ -261,6 +280,174 @@ static int read_header(const char *text, header_t *h)
                : -1;
 }
 
+/* "k CALL DEPTH {OBJ BASE OFF SYM}... STATS": summed into r's sites. */
+static int parse_site(hpml_prof_report_t *r, const char *line)
+{
+    char name[64], obj[2][4096] = {"", ""}, sym[2][1024] = {"", ""};
+    unsigned long base[2] = {0, 0}, off[2] = {0, 0};
+    site_t *st, *ns;
+    stat_t stat;
+    int k, depth, n, call;
+
+    if (sscanf(line, "k %63s %d%n", name, &depth, &n) != 2 || depth < 1 || depth > 2 ||
+        (call = name_index(r->names, &r->nnames, name)) < 0)
+        return -1;
+    line += n;
+    for (k = 0; k < depth; k++) {
+        if (sscanf(line, " %4095s %lx %lx %1023s%n", obj[k], &base[k], &off[k], sym[k], &n) != 4)
+            return -1;
+        unescape(obj[k]);
+        unescape(sym[k]);
+        line += n;
+    }
+    if (parse_stat(line, &stat) != 0)
+        return -1;
+    for (int i = 0; i < r->nsites; i++) {
+        st = &r->sites[i];
+        if (st->call != call || st->depth != depth)
+            continue;
+        for (k = 0; k < depth; k++)
+            if (st->off[k] != off[k] || strcmp(st->obj[k], obj[k]) != 0)
+                break;
+        if (k == depth) {
+            stat_merge(&st->st, &stat);
+            return 0;
+        }
+    }
+    if ((ns = realloc(r->sites, (size_t)(r->nsites + 1) * sizeof(*ns))) == NULL)
+        return -1;
+    r->sites = ns;
+    st = &ns[r->nsites++];
+    memset(st, 0, sizeof(*st));
+    st->call = call;
+    st->depth = depth;
+    st->st = stat;
+    for (k = 0; k < depth; k++) {
+        st->base[k] = base[k];
+        st->off[k] = off[k];
+        if ((st->obj[k] = strdup(obj[k])) == NULL || (st->sym[k] = strdup(sym[k])) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* "a NAME STATS CALLS NS BYTES MSGS P2PBYTES": summed into r's hpml collectives. */
+static int parse_hcoll(hpml_prof_report_t *r, const char *line)
+{
+    char name[256];
+    hcoll_t h = {0}, *nh;
+    int n;
+
+    if (sscanf(line, "a %255s%n", name, &n) != 1 || parse_stat(line + n, &h.st) != 0 ||
+        sscanf(line + n,
+               "%*u %*u %*u %*u %*u %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
+               &h.mpi_calls, &h.mpi_ns, &h.mpi_bytes, &h.p2p_msgs, &h.p2p_bytes) != 5)
+        return -1;
+    unescape(name);
+    for (int i = 0; i < r->nhcolls; i++)
+        if (strcmp(r->hcolls[i].name, name) == 0) {
+            hcoll_t *a = &r->hcolls[i];
+
+            stat_merge(&a->st, &h.st);
+            a->mpi_calls += h.mpi_calls;
+            a->mpi_ns += h.mpi_ns;
+            a->mpi_bytes += h.mpi_bytes;
+            a->p2p_msgs += h.p2p_msgs;
+            a->p2p_bytes += h.p2p_bytes;
+            return 0;
+        }
+    if ((nh = realloc(r->hcolls, (size_t)(r->nhcolls + 1) * sizeof(*nh))) == NULL)
+        return -1;
+    r->hcolls = nh;
+    if ((h.name = strdup(name)) == NULL)
+        return -1;
+    nh[r->nhcolls++] = h;
+    return 0;
+}
+
+/* Is the ELF file at path a fixed-address executable (ET_EXEC), whose addresses are
+ * absolute, unlike a shared object's or a PIE's? */
+static int elf_exec(const char *path)
+{
+    unsigned char h[18];
+    FILE *f = fopen(path, "rb");
+    int exec = 0;
+
+    if (f != NULL) {
+        exec = fread(h, 1, sizeof(h), f) == sizeof(h) && memcmp(h, "\177ELF", 4) == 0 &&
+               h[16] == 2 && h[17] == 0;
+        fclose(f);
+    }
+    return exec;
+}
+
+/* The frame's name from addr2line's two lines, else the profiler's dladdr symbol, else
+ * object+offset. */
+static char *frame_name(const site_t *s, int k, FILE *p)
+{
+    char fn[1024], loc[2048], buf[3200];
+    int ok = p != NULL && fgets(fn, sizeof(fn), p) != NULL && fgets(loc, sizeof(loc), p) != NULL;
+
+    if (ok) {
+        fn[strcspn(fn, "\n")] = '\0';
+        loc[strcspn(loc, "\n")] = '\0';
+        ok = strcmp(fn, "??") != 0;
+    }
+    if (ok && strncmp(loc, "??", 2) != 0)
+        snprintf(buf, sizeof(buf), "%s (%s)", fn, loc);
+    else if (ok)
+        snprintf(buf, sizeof(buf), "%s", fn);
+    else if (strcmp(s->sym[k], "?") != 0)
+        snprintf(buf, sizeof(buf), "%s (%s)", s->sym[k], s->obj[k]);
+    else
+        snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, s->obj[k], s->off[k]);
+    return strdup(buf);
+}
+
+/* Name every call site's frames "function (file:line)" with addr2line (binutils), one
+ * run per object and 64 frames; without it, or where it knows nothing, frame_name's
+ * fallbacks. */
+static void symbolize(hpml_prof_report_t *r)
+{
+    for (int i = 0; i < r->nsites; i++)
+        for (int k = 0; k < r->sites[i].depth; k++) {
+            const char *obj = r->sites[i].obj[k];
+            char cmd[8192];
+            size_t used;
+            int exec, nq = 0, qi[64], qk[64];
+            FILE *p = NULL;
+
+            if (r->sites[i].where[k] != NULL)
+                continue;
+            exec = elf_exec(obj);
+            used = (size_t)snprintf(cmd, sizeof(cmd), "addr2line -C -f -e '%s'", obj);
+            for (int j = i; j < r->nsites && nq < 64; j++)
+                for (int kk = 0; kk < r->sites[j].depth && nq < 64; kk++) {
+                    const site_t *s = &r->sites[j];
+                    uint64_t a = (exec ? s->base[kk] : 0) + s->off[kk] - 1; /* the call */
+
+                    if (s->where[kk] != NULL || strcmp(s->obj[kk], obj) != 0 ||
+                        used + 40 >= sizeof(cmd))
+                        continue;
+                    used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " 0x%" PRIx64, a);
+                    qi[nq] = j;
+                    qk[nq++] = kk;
+                }
+            if (strchr(obj, '\'') == NULL && obj[0] == '/' && used + 16 < sizeof(cmd)) {
+                strcat(cmd, " 2>/dev/null");
+                p = popen(cmd, "r");
+            }
+            for (int q = 0; q < nq; q++) {
+                site_t *s = &r->sites[qi[q]];
+
+                if ((s->where[qk[q]] = frame_name(s, qk[q], p)) == NULL)
+                    s->where[qk[q]] = s->sym[qk[q]]; /* out of memory: a name still */
+            }
+            if (p != NULL)
+                pclose(p);
+        }
+}
+
 /* Parse one snapshot (lines from s) of world rank `rank` into r. */
 static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
 {
@@ -370,6 +557,14 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
                 return -1;
             break;
         }
+        case 'k':
+            if (parse_site(r, line) != 0)
+                return -1;
+            break;
+        case 'a':
+            if (parse_hcoll(r, line) != 0)
+                return -1;
+            break;
         case '\0': break;
         default: return -1;
         }
@@ -397,6 +592,17 @@ void hpml_prof_report_free(hpml_prof_report_t *r)
     for (int i = 0; i < r->nfiles; i++)
         free(r->files[i].path);
     free(r->files);
+    for (int i = 0; i < r->nsites; i++)
+        for (int k = 0; k < r->sites[i].depth; k++) {
+            if (r->sites[i].where[k] != r->sites[i].sym[k])
+                free(r->sites[i].where[k]);
+            free(r->sites[i].obj[k]);
+            free(r->sites[i].sym[k]);
+        }
+    free(r->sites);
+    for (int i = 0; i < r->nhcolls; i++)
+        free(r->hcolls[i].name);
+    free(r->hcolls);
     free(r);
 }
 
@@ -554,6 +760,7 @@ int hpml_prof_load(const char *dir, hpml_prof_report_t **out)
             goto out;
     }
     explain(r);
+    symbolize(r);
     *out = r;
     r = NULL;
     rc = 0;
@@ -660,6 +867,36 @@ static void bin_range(int b, char *buf, size_t len)
 
 /* ---- text ------------------------------------------------------------------------------ */
 
+/* The `top` call sites by total time (0: all). */
+static void write_sites(const hpml_prof_report_t *r, FILE *f, int top)
+{
+    int *so, ns;
+
+    if (r->nsites == 0 || (so = malloc((size_t)r->nsites * sizeof(int))) == NULL)
+        return;
+    for (int i = 0; i < r->nsites; i++)
+        so[i] = i;
+    for (int i = 1; i < r->nsites; i++)
+        for (int j = i; j > 0 && r->sites[so[j]].st.total_ns > r->sites[so[j - 1]].st.total_ns;
+             j--) {
+            int x = so[j];
+
+            so[j] = so[j - 1];
+            so[j - 1] = x;
+        }
+    ns = top > 0 && top < r->nsites ? top : r->nsites;
+    fprintf(f, "\n## Call sites by total time (all ranks; the caller <- its caller)\n");
+    fprintf(f, "%-22s %10s %12s %16s  %s\n", "call", "count", "total_s", "bytes", "site");
+    for (int j = 0; j < ns; j++) {
+        const site_t *s = &r->sites[so[j]];
+
+        fprintf(f, "%-22s %10" PRIu64 " %12.6f %16" PRIu64 "  %s%s%s\n", r->names[s->call],
+                s->st.count, s->st.total_ns * 1e-9, s->st.bytes, s->where[0],
+                s->depth > 1 ? " <- " : "", s->depth > 1 ? s->where[1] : "");
+    }
+    free(so);
+}
+
 void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
 {
     int order[MAX_NAMES], shown, present = 0;
@@ -734,6 +971,23 @@ void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
         fprintf(f, "%-26s %11.6f %6d %11.6f %11.6f %6d %9.2f\n", r->names[k], mn, rmin, sum / n, mx,
                 rmax, mx / (sum / n));
     }
+
+    if (r->nhcolls > 0) {
+        fprintf(f, "\n## hpml collectives (all ranks): the algorithm chosen and the MPI calls "
+                   "made inside\n");
+        fprintf(f, "%-34s %10s %12s %16s %10s %12s %12s %16s\n", "collective algorithm", "count",
+                "total_s", "bytes", "mpi_calls", "mpi_s", "p2p_msgs", "p2p_bytes");
+        for (int i = 0; i < r->nhcolls; i++) {
+            const hcoll_t *h = &r->hcolls[i];
+
+            fprintf(f,
+                    "%-34s %10" PRIu64 " %12.6f %16" PRIu64 " %10" PRIu64 " %12.6f %12" PRIu64
+                    " %16" PRIu64 "\n",
+                    h->name, h->st.count, h->st.total_ns * 1e-9, h->st.bytes, h->mpi_calls,
+                    h->mpi_ns * 1e-9, h->p2p_msgs, h->p2p_bytes);
+        }
+    }
+    write_sites(r, f, top);
 
     fprintf(f, "\n## Point-to-point matrix: bytes / messages sent (row: sender, column: "
                "receiver; world ranks)\n");
@@ -871,6 +1125,41 @@ void hpml_prof_write_json(const hpml_prof_report_t *r, FILE *f)
             fprintf(f, "%s%" PRIu64, i ? ", " : "", r->rank[i].call[k].bytes);
         fprintf(f, "]}}");
     }
+    fprintf(f, "\n  ],\n  \"hpml_collectives\": [");
+    for (int i = 0; i < r->nhcolls; i++) {
+        const hcoll_t *h = &r->hcolls[i];
+        const char *sp = strchr(h->name, ' ');
+
+        fprintf(f, "%s\n    {\"call\": ", i ? "," : "");
+        fprintf(f, "\"%.*s\", \"algorithm\": ", sp ? (int)(sp - h->name) : (int)strlen(h->name),
+                h->name); /* hpml_<collective>: no character JSON escapes */
+        hpml_json_string(f, sp ? sp + 1 : "");
+        fprintf(f, ", ");
+        json_stat(f, &h->st);
+        fprintf(f,
+                ", \"mpi_calls\": %" PRIu64 ", \"mpi_s\": %.9f, \"mpi_bytes\": %" PRIu64
+                ", \"p2p_messages\": %" PRIu64 ", \"p2p_bytes\": %" PRIu64 "}",
+                h->mpi_calls, h->mpi_ns * 1e-9, h->mpi_bytes, h->p2p_msgs, h->p2p_bytes);
+    }
+    fprintf(f, "\n  ],\n  \"callsites\": [");
+    for (int i = 0; i < r->nsites; i++) {
+        const site_t *s = &r->sites[i];
+
+        fprintf(f, "%s\n    {\"call\": ", i ? "," : "");
+        hpml_json_string(f, r->names[s->call]);
+        fprintf(f, ", ");
+        json_stat(f, &s->st);
+        fprintf(f, ", \"frames\": [");
+        for (int k = 0; k < s->depth; k++) {
+            fprintf(f, "%s{\"where\": ", k ? ", " : "");
+            hpml_json_string(f, s->where[k]);
+            fprintf(f, ", \"object\": ");
+            hpml_json_string(f, s->obj[k]);
+            fprintf(f, ", \"offset\": %" PRIu64 "}", s->off[k]);
+        }
+        fprintf(f, "]}");
+    }
+
     fprintf(f, "\n  ],\n  \"histograms\": [");
     for (int h = 0; h < r->nhists; h++) {
         const group_t *g = &r->groups[r->hists[h].group];

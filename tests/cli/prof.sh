@@ -4,7 +4,8 @@
 #   and the point-to-point matrix equal (iterations + warm-up) per size in each direction
 #   (plus the harness's one connection Sendrecv per pair of ranks);
 # - a collective over point-to-point (hpml's ring allreduce): 2(p-1) messages of n/p
-#   bytes to the right neighbour per call, in the matrix;
+#   bytes to the right neighbour per call, in the matrix, attributed to hpml_allreduce's
+#   ring and to the call sites in allreduce_ring.c;
 # - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
@@ -91,8 +92,17 @@ for i in range(p):
 want = {(s // p).bit_length(): p * 2 * (p - 1) * n for s in sizes}
 want[1] = want.get(1, 0) + p * (p - 1)   # the connection Sendrecvs, 1 byte each
 if hist('MPI_Sendrecv') != want: e.append('histogram %s, want %s' % (hist('MPI_Sendrecv'), want))
+# hpml's dispatcher names the collective and its algorithm; every ring message is inside it.
+hc = [h for h in r['hpml_collectives'] if h['call'] == 'hpml_allreduce' and h['algorithm'] == 'ring']
+if len(hc) != 1 or hc[0]['count'] != p * n * len(sizes) or hc[0]['bytes'] != p * n * sum(sizes) \
+        or hc[0]['p2p_messages'] != p * 2 * (p - 1) * n * len(sizes):
+    e.append('hpml_collectives %s' % r['hpml_collectives'])
+# The ring's Sendrecvs are attributed to the file and function that make them.
+ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_ring' in c['frames'][0]['where']]
+if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
+    e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
 print('; '.join(e))")
-    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix and histogram exact" || fail "ring: $out"
+    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact" || fail "ring: $out"
 fi
 
 # --- in-place allreduce: same result with and without the profiler ----------------------
