@@ -33,6 +33,15 @@ const char *hpml_prof_incomplete_why(const hpml_prof_report_t *r);
 void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top);
 /* The JSON report (docs/prof.md, "JSON"). */
 void hpml_prof_write_json(const hpml_prof_report_t *r, FILE *f);
+/*
+ * The Chrome trace (Trace Event Format JSON, gzip) of a run profiled in trace mode, from
+ * DIR's rank-<r>.trace files of the report's run, written to path through a temporary
+ * file. *events: the events written besides metadata (at most the run's event cap).
+ * Returns 0, 1 when the run left no trace, or an HPML_ERR_*.
+ */
+int hpml_prof_write_trace(const hpml_prof_report_t *r, const char *dir, const char *path,
+                          unsigned long long *events);
+
 /* gnuplot data: the bytes matrix as rows "sender receiver bytes messages", and per rank
  * "rank mpi_seconds other_seconds" followed by one column per call of the top `ncalls`
  * (their names on the first, '#' line). */

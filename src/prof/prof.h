@@ -132,6 +132,20 @@ typedef struct {
     uint64_t mpi_bytes, p2p_msgs, p2p_bytes;
 } prof_hcoll_t;
 
+/* A trace event (trace mode): times from MPI_Init, the call (an MPI call number, or
+ * PROF_TRACE_IO + an I/O call number, or a region's begin or end), the communicator
+ * group (the file index for I/O, the region's name index for regions), the world ranks
+ * and tags of a point-to-point call's send and receive sides (-1: none). */
+typedef struct {
+    uint64_t t0, t1, bytes;
+    int32_t id, gid, speer, stag, rpeer, rtag, tid, pad;
+} prof_event_t;
+#define PROF_TRACE_BUF   4096 /* events per thread between writes */
+#define PROF_TRACE_IO    1000
+#define PROF_TRACE_BEGIN 2000
+#define PROF_TRACE_END   2001
+#define PROF_MAX_REGIONS 256
+
 /* One thread's counters. Only its thread writes them; a snapshot reads them unlocked
  * (every field only grows, so a snapshot taken meanwhile is at worst a call behind). */
 typedef struct prof_thread {
@@ -143,6 +157,8 @@ typedef struct prof_thread {
     prof_hcoll_t hcoll[PROF_MAX_HCOLL];
     int in_hcoll, hcoll_depth; /* the hpml collective being run (index), nesting */
     uint64_t hcoll_t0;
+    prof_event_t *ev; /* trace mode: [PROF_TRACE_BUF] */
+    int nev, tid;
     struct prof_thread *next;
 } prof_thread_t;
 
@@ -190,8 +206,26 @@ void hpml__prof_start(uint64_t t_init);
 /* Append a snapshot with state ("run", "final", "abort", "exit", "signal"). Safe to call
  * from a signal handler that interrupted anything but another snapshot. */
 void hpml__prof_flush(const char *state, int sig);
-/* MPI_Pcontrol(level): level 0 pauses counting, other levels resume it. */
-void hpml__prof_pcontrol(int level);
+/* MPI_Pcontrol(level, name): 0 pauses counting, 1 resumes it; 2, 3, 4: trace regions
+ * and steps (hpml__prof_trace_pcontrol). */
+void hpml__prof_pcontrol(int level, const char *name);
+
+/* Trace mode (prof_trace.c). A wrapper with a message's tags sets hpml__prof_tag_s (the
+ * send's tag), hpml__prof_peer_r and hpml__prof_tag_r (the world rank and tag received)
+ * before recording; the next event takes them and resets them to -1. */
+extern int hpml__prof_tracing;
+extern __thread int hpml__prof_tag_s, hpml__prof_peer_r, hpml__prof_tag_r;
+void hpml__prof_trace_start(const char *dir, int rank, int size, const char *run, uint64_t start_ns,
+                            const char *const *call_names, int ncalls, const char *const *io_names,
+                            int nio);
+void hpml__prof_trace_event(prof_thread_t *t, int id, uint64_t t0, uint64_t t1, uint64_t bytes,
+                            int gid, int speer);
+/* Write out the calling thread's buffer (self), or every thread's (all). */
+void hpml__prof_trace_flush(prof_thread_t *head, prof_thread_t *self, int all);
+/* MPI_Pcontrol levels 2 (begin region `name`), 3 (end it), 4 (a step ends). */
+void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name);
+/* The region names (for the snapshot), the events dropped past the cap, the cap. */
+int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap);
 
 /* I/O wrappers are off inside the profiler's own writes. */
 extern __thread int hpml__prof_in_io;

@@ -1,7 +1,7 @@
 # libhpml-prof.so: the PMPI and I/O interposer loaded with LD_PRELOAD (docs/prof.md),
 # separate from libhpml, linked against the MPI library and libc only. Included at the
 # end of the Makefile (its rules must not become the default goal).
-PROF_SO_SRCS := $(filter-out src/prof/report.c,$(wildcard src/prof/*.c))
+PROF_SO_SRCS := $(filter-out src/prof/report.c src/prof/trace_json.c,$(wildcard src/prof/*.c))
 PROF_SO_OBJS := $(PROF_SO_SRCS:%.c=$(O)/prof-so/%.o)
 
 # Without the sanitizers even in a sanitizer build: a preloaded library cannot bring the

@@ -146,9 +146,13 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
 {
     prof_thread_t *t = mine ? mine : hpml__prof_thread();
 
-    if (t == NULL || paused)
+    if (t == NULL || paused) {
+        hpml__prof_tag_s = hpml__prof_peer_r = hpml__prof_tag_r = -1;
         return;
+    }
     stat_add(&t->call[id], now - t0, bytes);
+    if (hpml__prof_tracing)
+        hpml__prof_trace_event(t, id, t0, now, bytes, c != NULL ? c->gid : -1, wpeer);
     if (site_depth > 0 && ra != NULL)
         record_site(t, ra, id, now - t0, bytes);
     if (t->hcoll_depth > 0) {
@@ -305,6 +309,8 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
             f->call[i].min_ns = UINT64_MAX;
     }
     stat_add(&f->call[op], now - t0, bytes);
+    if (hpml__prof_tracing)
+        hpml__prof_trace_event(t, PROF_TRACE_IO + op, t0, now, bytes, fi, -1);
     if (op == PROF_IO_read || op == PROF_IO_write || op == PROF_IO_pread || op == PROF_IO_pwrite ||
         op == PROF_IO_fread || op == PROF_IO_fwrite)
         f->hist[hbin(bytes)]++;
@@ -635,6 +641,18 @@ static void snapshot(const char *state, int sig)
         outf("\n");
     }
     snapshot_sites(head);
+    if (hpml__prof_tracing) {
+        const char **names;
+        uint64_t dropped, cap;
+        int n = hpml__prof_trace_regions(&names, &dropped, &cap);
+
+        for (int i = 0; i < n; i++) {
+            outf("n %d", i);
+            out_path(names[i]);
+            outf("\n");
+        }
+        outf("x %llu %llu\n", (unsigned long long)dropped, (unsigned long long)cap);
+    }
     for (int i = 0; i < PROF_MAX_HCOLL; i++) {
         prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
 
@@ -674,6 +692,7 @@ void hpml__prof_flush(const char *state, int sig)
     if (__atomic_exchange_n(&flushing, 1, __ATOMIC_ACQUIRE))
         return;
     hpml__prof_in_io++;
+    hpml__prof_trace_flush(threads, mine, strcmp(state, "run") != 0);
     snapshot(state, sig);
     hpml__prof_in_io--;
     if (strcmp(state, "run") == 0)
@@ -683,9 +702,12 @@ void hpml__prof_flush(const char *state, int sig)
     __atomic_store_n(&flushing, 0, __ATOMIC_RELEASE);
 }
 
-void hpml__prof_pcontrol(int level)
+void hpml__prof_pcontrol(int level, const char *name)
 {
-    paused = level == 0;
+    if (level == 0 || level == 1)
+        paused = level == 0;
+    else if (level >= 2 && level <= 4 && hpml__prof_tracing)
+        hpml__prof_trace_pcontrol(mine ? mine : hpml__prof_thread(), level, name);
 }
 
 /* ---- the end of a job ------------------------------------------------------------- */
@@ -799,6 +821,8 @@ void hpml__prof_start(uint64_t t_init)
     start_ns = t_init;
     outf("hpml-prof 1\nr %s %d %d %ld %s %llu\n", run, world_rank, hpml__prof_world_size,
          (long)getpid(), host, id[0]);
+    hpml__prof_trace_start(dir, world_rank, hpml__prof_world_size, run, start_ns, call_names,
+                           PROF_NCALLS, io_names, PROF_IO_NCALLS);
     hpml__prof_on = 1;
     atexit(on_exit_flush);
     memset(&sa, 0, sizeof(sa));

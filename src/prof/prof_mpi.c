@@ -10,6 +10,7 @@
  * counted"): count x type size for sends and reductions, the size received for blocking
  * receives, the posted size for MPI_Irecv.
  */
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "prof/prof.h"
@@ -56,6 +57,21 @@ static inline void rec_send(void *ra, int id, uint64_t t0, uint64_t t1, int coun
     hpml__prof_record(ra, id, t0, t1, tbytes(count, t), c, w);
 }
 
+/* Trace mode: the source (as a world rank; -2 for MPI_ANY_SOURCE) and tag (-2 for
+ * MPI_ANY_TAG) of a receive, for the next event. */
+static inline void received(MPI_Comm comm, int source, int tag)
+{
+    prof_comm_t *c;
+
+    if (!hpml__prof_tracing)
+        return;
+    c = hpml__prof_comm(comm);
+    hpml__prof_peer_r = source == MPI_ANY_SOURCE                       ? -2
+                        : c != NULL && source >= 0 && source < c->size ? c->world[source]
+                                                                       : -1;
+    hpml__prof_tag_r = tag == MPI_ANY_TAG ? -2 : tag;
+}
+
 static inline void rec_coll(void *ra, int id, uint64_t t0, uint64_t t1, uint64_t bytes,
                             MPI_Comm comm)
 {
@@ -79,6 +95,7 @@ static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
         t0 = NOW();                                                                                \
         rc = P##NAME(buf, count, t, dest, tag, comm);                                              \
         t1 = NOW();                                                                                \
+        hpml__prof_tag_s = tag;                                                                    \
         rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
         return rc;                                                                                 \
     }
@@ -93,6 +110,7 @@ static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
         t0 = NOW();                                                                                \
         rc = P##NAME(buf, count, t, dest, tag, comm, req);                                         \
         t1 = NOW();                                                                                \
+        hpml__prof_tag_s = tag;                                                                    \
         rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
         return rc;                                                                                 \
     }
@@ -123,6 +141,8 @@ int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm
     if (rc == MPI_SUCCESS && count > 0 && PMPI_Get_count(status, t, &n) == MPI_SUCCESS &&
         n != MPI_UNDEFINED)
         bytes = tbytes(n, t);
+    if (rc == MPI_SUCCESS)
+        received(comm, status->MPI_SOURCE, status->MPI_TAG);
     hpml__prof_record(RA, PROF_MPI_Recv, t0, t1, bytes, hpml__prof_comm(comm), -1);
     return rc;
 }
@@ -138,6 +158,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Com
     t0 = NOW();
     rc = PMPI_Irecv(buf, count, t, source, tag, comm, req);
     t1 = NOW();
+    received(comm, source, tag); /* as posted: MPI_ANY_SOURCE, MPI_ANY_TAG are kept */
     hpml__prof_record(RA, PROF_MPI_Irecv, t0, t1, tbytes(count, t), hpml__prof_comm(comm), -1);
     return rc;
 }
@@ -146,16 +167,23 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
                  int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                  MPI_Status *status)
 {
+    MPI_Status own;
     uint64_t t0, t1;
     int rc;
 
     if (!ON)
         return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag,
                              comm, status);
+    if (status == MPI_STATUS_IGNORE && hpml__prof_tracing)
+        status = &own;
     t0 = NOW();
     rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm,
                        status);
     t1 = NOW();
+    if (rc == MPI_SUCCESS && hpml__prof_tracing) {
+        hpml__prof_tag_s = stag;
+        received(comm, status->MPI_SOURCE, status->MPI_TAG);
+    }
     rec_send(RA, PROF_MPI_Sendrecv, t0, t1, scount, stype, dest, comm);
     return rc;
 }
@@ -163,14 +191,21 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int source,
                          int rtag, MPI_Comm comm, MPI_Status *status)
 {
+    MPI_Status own;
     uint64_t t0, t1;
     int rc;
 
     if (!ON)
         return PMPI_Sendrecv_replace(buf, count, t, dest, stag, source, rtag, comm, status);
+    if (status == MPI_STATUS_IGNORE && hpml__prof_tracing)
+        status = &own;
     t0 = NOW();
     rc = PMPI_Sendrecv_replace(buf, count, t, dest, stag, source, rtag, comm, status);
     t1 = NOW();
+    if (rc == MPI_SUCCESS && hpml__prof_tracing) {
+        hpml__prof_tag_s = stag;
+        received(comm, status->MPI_SOURCE, status->MPI_TAG);
+    }
     rec_send(RA, PROF_MPI_Sendrecv_replace, t0, t1, count, t, dest, comm);
     return rc;
 }
@@ -399,7 +434,17 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 
 int MPI_Pcontrol(const int level, ...)
 {
-    if (ON)
-        hpml__prof_pcontrol(level);
+    const char *name = NULL;
+
+    if (!ON)
+        return MPI_SUCCESS;
+    if (level == 2) {
+        va_list ap;
+
+        va_start(ap, level);
+        name = va_arg(ap, const char *);
+        va_end(ap);
+    }
+    hpml__prof_pcontrol(level, name);
     return MPI_SUCCESS;
 }

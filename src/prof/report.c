@@ -15,75 +15,7 @@
 #include "hpml/core.h"
 #include "hpml/prof.h"
 
-#define MAX_NAMES 128
-#define HB        64 /* bins accepted in a file (the profiler writes 40) */
-
-typedef struct {
-    uint64_t count, total_ns, min_ns, max_ns, bytes;
-} stat_t;
-
-typedef struct {
-    int size;
-    int *world;
-} group_t;
-
-typedef struct {
-    int call, group; /* report-wide indices */
-    uint64_t bins[HB];
-} hist_t;
-
-typedef struct {
-    char *path;
-    stat_t op[MAX_NAMES]; /* by I/O name index */
-    uint64_t bins[HB];
-} file_t;
-
-/* A call site summed over threads and ranks; where[] is filled by symbolize(). */
-typedef struct {
-    int call, depth;
-    char *obj[2], *sym[2], *where[2];
-    uint64_t base[2], off[2];
-    stat_t st;
-} site_t;
-
-/* An hpml collective and algorithm, summed over ranks. */
-typedef struct {
-    char *name;
-    stat_t st;
-    uint64_t mpi_calls, mpi_ns, mpi_bytes, p2p_msgs, p2p_bytes;
-} hcoll_t;
-
-typedef struct {
-    int present, has_snap;
-    char state[32];
-    long pid;
-    char host[64];
-    unsigned long seq;
-    double elapsed;
-    stat_t call[MAX_NAMES];
-    uint64_t *msgs, *bytes; /* [ranks] sent to each world rank */
-} rank_t;
-
-struct hpml_prof_report {
-    char run[64];
-    int ranks, stale;
-    rank_t *rank;
-    char *names[MAX_NAMES]; /* MPI call names */
-    int nnames;
-    char *ionames[MAX_NAMES];
-    int nionames;
-    group_t *groups;
-    int ngroups;
-    hist_t *hists;
-    int nhists;
-    file_t *files;
-    int nfiles;
-    site_t *sites;
-    int nsites;
-    hcoll_t *hcolls;
-    int nhcolls;
-    char why[512];
-};
+#include "prof/report_internal.h"
 
 static int name_index(char **names, int *n, const char *s)
 {
@@ -148,6 +80,14 @@ static file_t *file_for(hpml_prof_report_t *r, const char *path)
         return NULL;
     r->nfiles++;
     return f;
+}
+
+static int file_index(const hpml_prof_report_t *r, const char *path)
+{
+    for (int i = 0; i < r->nfiles; i++)
+        if (strcmp(r->files[i].path, path) == 0)
+            return i;
+    return -1;
 }
 
 static void stat_merge(stat_t *a, const stat_t *b)
@@ -451,12 +391,14 @@ static void symbolize(hpml_prof_report_t *r)
 /* Parse one snapshot (lines from s) of world rank `rank` into r. */
 static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
 {
-    int lid[64 + 1]; /* the file's group numbers -> the report's */
-    file_t *fmap[257] = {0};
+    int lid[64 + 1];      /* the file's group numbers -> the report's */
+    int fmap[PROF_FILES]; /* the file's file numbers -> r->files (which may move) */
     int rc = 0;
 
     for (int i = 0; i <= 64; i++)
         lid[i] = -1;
+    for (int i = 0; i < PROF_FILES; i++)
+        fmap[i] = -1;
     for (char *line = s, *next; line != NULL && *line; line = next) {
         char name[64];
         int k, n;
@@ -534,8 +476,9 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
             if (sscanf(line, "f %d %4095s", &fi, path) != 2 || fi < 0 || fi > 256)
                 return -1;
             unescape(path);
-            if ((fmap[fi] = file_for(r, path)) == NULL)
+            if (file_for(r, path) == NULL)
                 return -1;
+            fmap[fi] = file_index(r, path);
             break;
         }
         case 'i': {
@@ -543,17 +486,17 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
             stat_t st;
 
             if (sscanf(line, "i %d %63s %n", &fi, name, &n) != 2 || fi < 0 || fi > 256 ||
-                fmap[fi] == NULL || parse_stat(line + n, &st) != 0 ||
+                fmap[fi] < 0 || parse_stat(line + n, &st) != 0 ||
                 (k = name_index(r->ionames, &r->nionames, name)) < 0)
                 return -1;
-            stat_merge(&fmap[fi]->op[k], &st);
+            stat_merge(&r->files[fmap[fi]].op[k], &st);
             break;
         }
         case 'j': {
             int fi;
 
-            if (sscanf(line, "j %d%n", &fi, &n) != 1 || fi < 0 || fi > 256 || fmap[fi] == NULL ||
-                parse_bins(line + n, fmap[fi]->bins) != 0)
+            if (sscanf(line, "j %d%n", &fi, &n) != 1 || fi < 0 || fi > 256 || fmap[fi] < 0 ||
+                parse_bins(line + n, r->files[fmap[fi]].bins) != 0)
                 return -1;
             break;
         }
@@ -565,10 +508,30 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
             if (parse_hcoll(r, line) != 0)
                 return -1;
             break;
+        case 'n': {
+            int ri;
+            char region[1024];
+
+            if (sscanf(line, "n %d %1023s", &ri, region) != 2 || ri < 0 || ri >= PROF_REGIONS)
+                return -1;
+            unescape(region);
+            free(rk->region[ri]);
+            if ((rk->region[ri] = strdup(region)) == NULL)
+                return -1;
+            break;
+        }
+        case 'x':
+            if (sscanf(line, "x %" SCNu64 " %" SCNu64, &rk->trace_dropped, &rk->trace_cap) != 2)
+                return -1;
+            break;
         case '\0': break;
         default: return -1;
         }
     }
+    for (int g = 0; g < PROF_GROUPS; g++)
+        rk->gmap[g] = lid[g];
+    for (int f = 0; f < PROF_FILES; f++)
+        rk->fpath[f] = fmap[f] >= 0 ? r->files[fmap[f]].path : NULL;
     return rc;
 }
 
@@ -579,6 +542,8 @@ void hpml_prof_report_free(hpml_prof_report_t *r)
     for (int i = 0; r->rank != NULL && i < r->ranks; i++) {
         free(r->rank[i].msgs);
         free(r->rank[i].bytes);
+        for (int k = 0; k < PROF_REGIONS; k++)
+            free(r->rank[i].region[k]);
     }
     free(r->rank);
     for (int i = 0; i < r->nnames; i++)

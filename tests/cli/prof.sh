@@ -11,6 +11,9 @@
 # - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank and kill -TERM of one rank still leave every rank's file and a
 #   report from `hpml prof merge`, marked incomplete;
+# - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
+#   (pid = world rank on every event, "X" with dur, flows "s"/"f" from each send to the
+#   receive that matched it), respects its event cap within 1%, keeps only the steps asked;
 # - usage and file errors.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
 # hpml-test: timeout=200
@@ -237,6 +240,69 @@ PY
 else
     echo "skipped: python3 with mpi4py (Open MPI only; needs python3-mpi4py)"
 fi
+
+# --- trace mode: Chrome trace-event JSON (gzip) -----------------------------------------
+# tcheck DIR PYTHON: run PYTHON with ev = the trace's events (gzip + JSON parse)
+tcheck() {
+    /usr/bin/python3 - "$1/trace.json.gz" "$2" <<'PY'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1]))
+ev = d["traceEvents"]
+e = []
+# The Trace Event Format: every event has name, ph, pid, tid and (but metadata) ts; "X"
+# has dur; flows "s"/"f" share an id; pid is the world rank everywhere.
+for x in ev:
+    if not all(k in x for k in ("name", "ph", "pid", "tid")) or x["ph"] not in "MXBEsf":
+        e.append("malformed %s" % x); break
+    if x["ph"] != "M" and not isinstance(x.get("ts"), (int, float)): e.append("no ts %s" % x); break
+    if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
+    if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
+X = [x for x in ev if x["ph"] == "X"]
+exec(sys.argv[2])
+print("; ".join(e))
+PY
+}
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/tr" -- $MPIRUN -np 2 "$HPML" bench latency -m 0:64 -i 10 -x 1 \
+    >"$tmp/tr.out" 2>"$tmp/tr.err"
+rc=$?
+if [ $rc -ne 0 ] || [ ! -f "$tmp/tr/trace.json.gz" ]; then fail "trace: exit $rc: $(tail -2 "$tmp/tr.err")"
+else
+    out=$(tcheck "$tmp/tr" '
+n = 8 * 11                      # sizes 0, 1, ..., 64; 10 iterations + 1 warm-up
+sends = {p: sum(1 for x in X if x["name"] == "MPI_Send" and x["pid"] == p) for p in (0, 1)}
+if sends != {0: n, 1: n}: e.append("MPI_Send events %s" % sends)
+if any(x["args"]["to"] != 1 - x["pid"] for x in X if x["name"] == "MPI_Send"): e.append("send peers")
+s = {x["id"]: x for x in ev if x["ph"] == "s"}
+f = {x["id"]: x for x in ev if x["ph"] == "f"}
+# Every message flows from a send on one rank to its receive on the other: one per
+# MPI_Send and one per connection Sendrecv in each direction.
+if len(s) != 2 * (n + 1) or set(s) != set(f): e.append("flows: %d starts, %d ends" % (len(s), len(f)))
+def inside(x, names):
+    return any(y["pid"] == x["pid"] and y["name"] in names and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
+for i in list(s)[:40]:
+    if s[i]["pid"] == f[i]["pid"] or not inside(s[i], ("MPI_Send", "MPI_Sendrecv")) \
+            or not inside(f[i], ("MPI_Recv", "MPI_Sendrecv")):
+        e.append("flow %s -> %s" % (s[i], f[i])); break')
+    [ -z "$out" ] && ok "trace: valid JSON, pid = rank, 2 x 88 MPI_Send events, 178 flows send -> receive" ||
+        fail "trace: $out"
+fi
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \
+    -m 0:64 -i 10 -x 1 >/dev/null 2>"$tmp/cap.err"
+out=$(tcheck "$tmp/cap" 'm = sum(1 for x in ev if x["ph"] != "M")
+if not 297 <= m <= 300: e.append("%d events for a cap of 300" % m)' 2>&1)
+[ -z "$out" ] && ok "trace cap 300: $(grep -o '[0-9]* events' "$tmp/cap.err")" || fail "trace cap: $out"
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace --trace-steps 1:2 -o "$tmp/steps" -- $MPIRUN -np 2 "$prog" steps \
+    >/dev/null 2>"$tmp/steps.err"
+out=$(tcheck "$tmp/steps" '
+sends = sorted(x["pid"] for x in X if x["name"] == "MPI_Send")
+if sends != [0, 0, 1, 1]: e.append("MPI_Send events of step 1: %s" % sends)
+reg = sorted((x["pid"], x["ph"], x["name"]) for x in ev if x["ph"] in "BE")
+if reg != [(0, "B", "step"), (0, "E", "step"), (1, "B", "step"), (1, "E", "step")]: e.append("regions %s" % reg)' 2>&1)
+[ -z "$out" ] && ok "trace steps 1:2: step 1 only (2 round trips), its region on both ranks" ||
+    fail "trace steps: $out"
 
 # --- usage and file errors ---------------------------------------------------------------------
 "$HPML" prof -q -o "$tmp/x" "$prog" >/dev/null 2>"$tmp/e1"

@@ -20,9 +20,9 @@
 #include "hpml/prof.h"
 
 typedef struct {
-    const char *dir, *lib;
-    double period;
-    int top, quiet;
+    const char *dir, *lib, *window, *steps;
+    double period, trace_max;
+    int top, quiet, trace;
 } opts_t;
 
 #define OFF(field) offsetof(opts_t, field)
@@ -40,6 +40,27 @@ static const opt_t run_options[] = {
      .help = "seconds between the ranks' periodic snapshots (default 5; 0: only at the end)",
      .dmin = 0,
      .dmax = 86400},
+    {.name = "trace",
+     .kind = OPT_FLAG,
+     .off = OFF(trace),
+     .help = "also record every call as an event: DIR/trace.json.gz (Chrome/Perfetto)"},
+    {.name = "trace-max",
+     .kind = OPT_DOUBLE,
+     .off = OFF(trace_max),
+     .arg = "N",
+     .help = "events in the whole trace at most (default 1000000; each rank its share)",
+     .dmin = 1,
+     .dmax = 1e12},
+    {.name = "trace-window",
+     .kind = OPT_STRING,
+     .off = OFF(window),
+     .arg = "S:E",
+     .help = "trace only from S to E seconds after MPI_Init (E may be empty)"},
+    {.name = "trace-steps",
+     .kind = OPT_STRING,
+     .off = OFF(steps),
+     .arg = "A:B",
+     .help = "trace only steps A to B-1 (a step ends at each MPI_Pcontrol(4))"},
     {.name = "lib",
      .kind = OPT_STRING,
      .off = OFF(lib),
@@ -60,7 +81,7 @@ static const opt_t run_options[] = {
     {0},
 };
 /* merge takes the report options only. */
-static const opt_t *const merge_options = run_options + 3;
+static const opt_t *const merge_options = run_options + 7;
 #undef OFF
 
 static const opt_cmd_t run_command = {
@@ -109,6 +130,20 @@ static int write_report(const hpml_prof_report_t *r, const char *dir, const char
     return hpml_io_file_commit(w);
 }
 
+/* dir/trace.json.gz when the run was traced: 0 (or 1: not traced), or an hpml error. */
+static int write_trace(const hpml_prof_report_t *r, const char *dir)
+{
+    char path[PATH_MAX];
+    unsigned long long n;
+    int rc;
+
+    if (snprintf(path, sizeof(path), "%s/trace.json.gz", dir) >= (int)sizeof(path))
+        return hpml_set_error(HPML_ERR_INVAL, "%s: path too long", dir);
+    if ((rc = hpml_prof_write_trace(r, dir, path, &n)) == 0)
+        fprintf(stderr, "hpml prof: wrote %s (%llu events)\n", path, n);
+    return rc;
+}
+
 /* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
 static int report(const char *dir, int top, int quiet)
 {
@@ -116,7 +151,7 @@ static int report(const char *dir, int top, int quiet)
     int rc;
 
     if ((rc = hpml_prof_load(dir, &r)) != 0 || (rc = write_report(r, dir, "report.json", 1, 0)) ||
-        (rc = write_report(r, dir, "report.txt", 0, top))) {
+        (rc = write_report(r, dir, "report.txt", 0, top)) || (rc = write_trace(r, dir)) < 0) {
         fprintf(stderr, "hpml prof: %s\n",
                 hpml_last_error()[0] ? hpml_last_error() : hpml_strerror(rc));
         hpml_prof_report_free(r);
@@ -218,6 +253,22 @@ static int default_lib(char *out, size_t len)
     return snprintf(out, len, "%s/../lib/libhpml-prof.so", exe) < (int)len ? 0 : -1;
 }
 
+/* "A:B" with numbers A >= 0 and B > A, or B empty; usage error otherwise. */
+static int check_range(const char *opt, const char *s)
+{
+    char *end;
+    double a = strtod(s, &end), b;
+
+    if (end == s || *end != ':' || !(a >= 0))
+        return cli_usage_error("prof", "%s must be START:END (got '%s')", opt, s);
+    if (end[1] == '\0')
+        return 0;
+    b = strtod(end + 1, &end);
+    if (*end != '\0' || !(b > a))
+        return cli_usage_error("prof", "%s must be START:END with END > START (got '%s')", opt, s);
+    return 0;
+}
+
 static volatile pid_t child_pid;
 
 static void forward(int sig)
@@ -313,7 +364,11 @@ int cmd_prof(int argc, char **argv)
         fprintf(stderr, "hpml prof: -o %s: not a writable folder\n", o.dir);
         return CLI_EXIT_FAIL;
     }
-    if ((env = start_env(&envbuf, 3)) == NULL) {
+    if (o.window != NULL && check_range("--trace-window", o.window) != 0)
+        return CLI_EXIT_USAGE;
+    if (o.steps != NULL && check_range("--trace-steps", o.steps) != 0)
+        return CLI_EXIT_USAGE;
+    if ((env = start_env(&envbuf, 7)) == NULL) {
         fprintf(stderr, "hpml prof: cannot read this process's environment\n");
         return CLI_EXIT_FAIL;
     }
@@ -333,6 +388,21 @@ int cmd_prof(int argc, char **argv)
     if (rc != 0 || env_set(env, "HPML_PROF_DIR", dir) != 0 ||
         env_set(env, "HPML_PROF_PERIOD", period) != 0) {
         status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (o.trace) {
+        char max[32];
+
+        snprintf(max, sizeof(max), "%.0f", o.trace_max > 0 ? o.trace_max : 1e6);
+        if (env_set(env, "HPML_PROF_TRACE", "1") != 0 || env_set(env, "HPML_PROF_TRACE_MAX", max) ||
+            (o.window && env_set(env, "HPML_PROF_TRACE_WINDOW", o.window)) ||
+            (o.steps && env_set(env, "HPML_PROF_TRACE_STEPS", o.steps))) {
+            status = CLI_EXIT_FAIL;
+            goto out;
+        }
+    } else if (o.trace_max > 0 || o.window != NULL || o.steps != NULL) {
+        status = cli_usage_error("prof", "--trace-max, --trace-window and --trace-steps need "
+                                         "--trace");
         goto out;
     }
     status = run_child(argv + dd + 1, env);
