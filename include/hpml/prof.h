@@ -23,6 +23,8 @@ typedef struct hpml_prof_report hpml_prof_report_t;
 int hpml_prof_load(const char *dir, hpml_prof_report_t **out);
 void hpml_prof_report_free(hpml_prof_report_t *r); /* NULL-safe */
 
+/* The run's number of ranks. */
+int hpml_prof_ranks(const hpml_prof_report_t *r);
 /* 1 when every rank of the run left a final snapshot. */
 int hpml_prof_complete(const hpml_prof_report_t *r);
 /* A one-line summary of what is missing ("rank 1: signal 15 after 2.0 s"), "" if none. */
@@ -42,9 +44,9 @@ void hpml_prof_write_json(const hpml_prof_report_t *r, FILE *f);
 int hpml_prof_write_trace(const hpml_prof_report_t *r, const char *dir, const char *path,
                           unsigned long long *events);
 
-/* gnuplot data: the bytes matrix as rows "sender receiver bytes messages", and per rank
- * "rank mpi_seconds other_seconds" followed by one column per call of the top `ncalls`
- * (their names on the first, '#' line). */
+/* gnuplot data: the matrix as rows "sender receiver bytes messages" (a blank line after
+ * each sender), and per rank "rank not_in_MPI <seconds in each of the top `ncalls` calls>
+ * other_MPI", the column names on the first line. */
 void hpml_prof_write_matrix_dat(const hpml_prof_report_t *r, FILE *f);
 void hpml_prof_write_ranks_dat(const hpml_prof_report_t *r, FILE *f, int ncalls);
 

@@ -738,6 +738,11 @@ out:
     return rc;
 }
 
+int hpml_prof_ranks(const hpml_prof_report_t *r)
+{
+    return r->ranks;
+}
+
 int hpml_prof_complete(const hpml_prof_report_t *r)
 {
     return r->why[0] == '\0';
@@ -1197,10 +1202,10 @@ void hpml_prof_write_ranks_dat(const hpml_prof_report_t *r, FILE *f, int ncalls)
     calls_by_time(r, order);
     if (ncalls > r->nnames)
         ncalls = r->nnames;
-    fprintf(f, "# rank other");
+    fprintf(f, "rank not_in_MPI");
     for (int j = 0; j < ncalls; j++)
         fprintf(f, " %s", r->names[order[j]]);
-    fprintf(f, " MPI_other\n");
+    fprintf(f, " other_MPI\n");
     for (int i = 0; i < r->ranks; i++) {
         double m = rank_mpi_s(r, i), shown = 0, other = r->rank[i].elapsed - m;
 

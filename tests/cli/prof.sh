@@ -108,6 +108,16 @@ print('; '.join(e))")
     [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact" || fail "ring: $out"
 fi
 
+# The pictures, from the ring's folder: gnuplot's SVGs, whole (closing tag), the matrix an image.
+"$HPML" prof merge -q --plot "$tmp/ring" 2>"$tmp/plot.err"
+if [ $? -eq 0 ] && tail -c 20 "$tmp/ring/matrix.svg" | grep -q '</svg>' &&
+    tail -c 20 "$tmp/ring/ranks.svg" | grep -q '</svg>' && grep -q '<image' "$tmp/ring/matrix.svg" &&
+    grep -q 'MPI_Sendrecv' "$tmp/ring/ranks.svg"; then
+    ok "--plot: matrix.svg (heat map) and ranks.svg (time per rank)"
+else
+    fail "--plot: $(cat "$tmp/plot.err")"
+fi
+
 # --- in-place allreduce: same result with and without the profiler ----------------------
 # shellcheck disable=SC2086
 plain=$($MPIRUN -np 3 "$prog" inplace 1000 2>&1)

@@ -22,7 +22,7 @@
 typedef struct {
     const char *dir, *lib, *window, *steps;
     double period, trace_max;
-    int top, quiet, trace;
+    int top, quiet, trace, plot;
 } opts_t;
 
 #define OFF(field) offsetof(opts_t, field)
@@ -73,6 +73,11 @@ static const opt_t run_options[] = {
      .help = "calls shown in the text report's tables (default 20; 0: all)",
      .min = 0,
      .max = 1000},
+    {.name = "plot",
+     .kind = OPT_FLAG,
+     .off = OFF(plot),
+     .help = "also draw DIR/matrix.svg (heat map) and DIR/ranks.svg (time per rank) "
+             "with gnuplot"},
     {.name = "quiet",
      .letter = 'q',
      .kind = OPT_FLAG,
@@ -144,8 +149,106 @@ static int write_trace(const hpml_prof_report_t *r, const char *dir)
     return rc;
 }
 
+/* Has gnuplot finished the SVG at path (its closing tag)? gnuplot exits 0 even when a
+ * write fails, so this tells a whole picture from a cut one. */
+static int svg_complete(const char *path)
+{
+    char tail[32] = "";
+    FILE *f = fopen(path, "rb");
+    int ok = 0;
+
+    if (f != NULL) {
+        if (fseek(f, -(long)sizeof(tail) + 1, SEEK_END) == 0) {
+            size_t n = fread(tail, 1, sizeof(tail) - 1, f);
+
+            tail[n] = '\0';
+            ok = strstr(tail, "</svg>") != NULL;
+        }
+        fclose(f);
+    }
+    return ok;
+}
+
+/* One picture: gnuplot draws `script` (which plots $data) with data inline into a
+ * temporary next to dir/name, renamed into place when whole. 0, or -1 after a message. */
+static int plot_one(const char *dir, const char *name, const char *data, const char *script)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 64];
+    FILE *g;
+    int fd, rc;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if ((fd = hpml_io_temp_next_to(path, 0, tmp, sizeof(tmp))) < 0) {
+        fprintf(stderr, "hpml prof: %s\n", hpml_last_error());
+        return -1;
+    }
+    /* mkstemp made it 0600: a picture is readable as any file this process writes. */
+    {
+        mode_t mask = umask(0);
+
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
+    close(fd);
+    /* gnuplot writes the picture to its stdout when it cannot open the output. */
+    if ((g = popen("gnuplot >/dev/null", "w")) == NULL) {
+        fprintf(stderr, "hpml prof: cannot run gnuplot\n");
+        unlink(tmp);
+        return -1;
+    }
+    fprintf(g,
+            "set terminal svg size 900,600 dynamic noenhanced\nset output '%s'\n$data << "
+            "EOD\n%sEOD\n%s",
+            tmp, data, script);
+    rc = pclose(g);
+    if (rc != 0 || !svg_complete(tmp) || rename(tmp, path) != 0) {
+        fprintf(stderr, "hpml prof: gnuplot could not draw %s (status %d)\n", path, rc);
+        unlink(tmp);
+        return -1;
+    }
+    fprintf(stderr, "hpml prof: wrote %s\n", path);
+    return 0;
+}
+
+/* The pictures: the matrix as a heat map (bytes, sender by receiver) and each rank's
+ * time split into time outside MPI and the top calls. 0, or -1 after a message. */
+static int plot(const hpml_prof_report_t *r, const char *dir)
+{
+    char *data = NULL, script[1024];
+    size_t len = 0;
+    FILE *m;
+    int rc = 0, ncalls = 6, tics = hpml_prof_ranks(r) > 16 ? hpml_prof_ranks(r) / 16 : 1;
+
+    if ((m = open_memstream(&data, &len)) == NULL)
+        return -1;
+    hpml_prof_write_matrix_dat(r, m);
+    fclose(m);
+    snprintf(script, sizeof(script),
+             "set title 'Point-to-point bytes sent (world ranks)'\n"
+             "set xlabel 'receiver'\nset ylabel 'sender'\nset cblabel 'bytes'\n"
+             "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset palette rgb 21,22,23\n"
+             "set xtics %d\nset ytics %d\nplot $data using 2:1:3 with image notitle\n",
+             hpml_prof_ranks(r) - 1, hpml_prof_ranks(r) - 1, tics, tics);
+    rc |= plot_one(dir, "matrix.svg", data, script);
+    free(data);
+    data = NULL;
+    if ((m = open_memstream(&data, &len)) == NULL)
+        return -1;
+    hpml_prof_write_ranks_dat(r, m, ncalls);
+    fclose(m);
+    snprintf(script, sizeof(script),
+             "set title 'Time per rank (seconds)'\nset xlabel 'rank'\nset ylabel 'seconds'\n"
+             "set style data histograms\nset style histogram rowstacked\n"
+             "set style fill solid border -1\nset key outside right autotitle columnheader\n"
+             "plot for [i=2:%d] $data using i:xtic(1)\n",
+             ncalls + 3);
+    rc |= plot_one(dir, "ranks.svg", data, script);
+    free(data);
+    return rc;
+}
+
 /* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
-static int report(const char *dir, int top, int quiet)
+static int report(const char *dir, int top, int quiet, int pictures)
 {
     hpml_prof_report_t *r = NULL;
     int rc;
@@ -154,6 +257,10 @@ static int report(const char *dir, int top, int quiet)
         (rc = write_report(r, dir, "report.txt", 0, top)) || (rc = write_trace(r, dir)) < 0) {
         fprintf(stderr, "hpml prof: %s\n",
                 hpml_last_error()[0] ? hpml_last_error() : hpml_strerror(rc));
+        hpml_prof_report_free(r);
+        return CLI_EXIT_FAIL;
+    }
+    if (pictures && plot(r, dir) != 0) {
         hpml_prof_report_free(r);
         return CLI_EXIT_FAIL;
     }
@@ -322,7 +429,7 @@ static int cmd_prof_merge(int argc, char **argv)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (operand >= argc)
         return cli_usage_error("prof merge", "missing the folder to merge (hpml prof merge DIR)");
-    return report(argv[operand], o.top, o.quiet);
+    return report(argv[operand], o.top, o.quiet, o.plot);
 }
 
 int cmd_prof(int argc, char **argv)
@@ -410,7 +517,7 @@ int cmd_prof(int argc, char **argv)
         status = CLI_EXIT_FAIL;
         goto out;
     }
-    rc = report(o.dir, o.top, o.quiet);
+    rc = report(o.dir, o.top, o.quiet, o.plot);
     if (rc == CLI_EXIT_FAIL && status == 0)
         status = CLI_EXIT_FAIL;
 out:
