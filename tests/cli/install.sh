@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make install` into a staging folder gives headers, both libraries (with a soname), the
-# hpml binary and a working hpml.pc; a program built only from what was installed runs;
+# profiler's libhpml-prof.so, the hpml binary and a working hpml.pc; a program built only
+# from what was installed runs;
 # `make uninstall` removes everything it installed.
 # Env (from tests/run.sh): MPI, MPIRUN, HPML_TEST_REPO.
 set -eu
@@ -11,7 +12,7 @@ prefix=/opt/hpml-test
 make -s MPI="$MPI" install DESTDIR="$stage" PREFIX="$prefix" >/dev/null
 root=$stage$prefix
 for f in include/hpml/hpml.h include/hpml/core.h include/hpml/comm.h lib/libhpml.a \
-         lib/libhpml.so lib/pkgconfig/hpml.pc bin/hpml; do
+         lib/libhpml.so lib/libhpml-prof.so lib/pkgconfig/hpml.pc bin/hpml; do
     [ -e "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 soname=$(objdump -p "$root/lib/libhpml.so" | awk '/SONAME/ {print $2}')
