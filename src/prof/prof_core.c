@@ -777,6 +777,13 @@ void hpml__prof_start(uint64_t t_init)
 
     if (dir == NULL || *dir == '\0')
         dir = "hpml-prof";
+    MPI_Comm parent = MPI_COMM_NULL;
+
+    /* Processes started by MPI_Comm_spawn have world ranks of their own, which would take
+     * the parent job's file names: they are not profiled. */
+    PMPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL)
+        return;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &hpml__prof_world_size);
     /* One run id for every rank (rank 0's clock and pid): merge tells this run's files

@@ -278,7 +278,7 @@ static int report(const char *dir, int top, int quiet, int pictures)
 
 /* The environment this process started with: MPI_Init (a singleton's) has added
  * variables of its own, which must not reach the launcher. NULL-terminated, in *buf. */
-static char **start_env(char **buf, size_t extra)
+static char **start_env(char **buf, size_t *buflen, size_t extra)
 {
     FILE *f = fopen("/proc/self/environ", "rb");
     size_t len = 0, n = 0, cap = 0;
@@ -286,6 +286,7 @@ static char **start_env(char **buf, size_t extra)
     int c;
 
     *buf = NULL;
+    *buflen = 0;
     if (f == NULL)
         return NULL;
     while ((c = fgetc(f)) != EOF) {
@@ -311,6 +312,7 @@ static char **start_env(char **buf, size_t extra)
     for (size_t i = 0; i < len; i += strlen(b + i) + 1)
         env[n++] = b + i;
     *buf = b;
+    *buflen = len;
     return env;
 fail:
     if (f != NULL)
@@ -436,6 +438,7 @@ int cmd_prof(int argc, char **argv)
 {
     opts_t o = {.dir = "hpml-prof", .period = 5, .top = 20};
     const opt_set_t set = {run_options, &o};
+    size_t envlen = 0;
     char given[PATH_MAX], lib[PATH_MAX], dir[PATH_MAX], period[32], *envbuf = NULL, **env = NULL;
     const char *preload;
     int dd, operand, rc, status;
@@ -475,7 +478,7 @@ int cmd_prof(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (o.steps != NULL && check_range("--trace-steps", o.steps) != 0)
         return CLI_EXIT_USAGE;
-    if ((env = start_env(&envbuf, 7)) == NULL) {
+    if ((env = start_env(&envbuf, &envlen, 7)) == NULL) {
         fprintf(stderr, "hpml prof: cannot read this process's environment\n");
         return CLI_EXIT_FAIL;
     }
@@ -521,7 +524,11 @@ int cmd_prof(int argc, char **argv)
     if (rc == CLI_EXIT_FAIL && status == 0)
         status = CLI_EXIT_FAIL;
 out:
+    /* The strings env_set made are the ones outside the environment's buffer. */
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        if (env[i] < envbuf || env[i] >= envbuf + envlen)
+            free(env[i]);
     free(envbuf);
-    free(env); /* the strings env_set made are few and freed with the process */
+    free(env);
     return status;
 }
