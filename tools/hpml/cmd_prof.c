@@ -76,8 +76,8 @@ static const opt_t run_options[] = {
     {.name = "plot",
      .kind = OPT_FLAG,
      .off = OFF(plot),
-     .help = "also draw DIR/matrix.svg (heat map) and DIR/ranks.svg (time per rank) "
-             "with gnuplot"},
+     .help = "also draw DIR/matrix.svg (heat map) and DIR/ranks.svg\n"
+             "(time per rank) with gnuplot"},
     {.name = "quiet",
      .letter = 'q',
      .kind = OPT_FLAG,
@@ -95,10 +95,10 @@ static const opt_cmd_t run_command = {
              "       hpml prof merge [options] DIR\n\n"
              "Profile any MPI program without recompiling it: run the launcher command with\n"
              "libhpml-prof.so preloaded (PMPI and POSIX/stdio I/O interposition), then merge the\n"
-             "ranks' files in DIR into DIR/report.txt and DIR/report.json and print the text\n"
-             "report. Run hpml prof itself as one process (not under mpirun). `merge` builds\n"
-             "the reports from whatever a run left in DIR, marked incomplete when a rank\n"
-             "stopped early.\n",
+             "ranks' files in DIR into DIR/report.txt and DIR/report.json (with --trace also\n"
+             "DIR/trace.json.gz) and print the text report (docs/prof.md). Run hpml prof\n"
+             "itself as one process (not under mpirun). `merge` builds the reports from\n"
+             "whatever a run left in DIR, marked incomplete when a rank stopped early.\n",
     .epilog = "Example: hpml prof -o prof-out -- mpirun -np 4 hpml bench allreduce\n"
               "Exit status: the program's (128+N after signal N); 1 when no report could be "
               "made.\n",
@@ -108,8 +108,8 @@ static const opt_cmd_t run_command = {
 static const opt_cmd_t merge_command = {
     .name = "prof merge",
     .usage = "Usage: hpml prof merge [options] DIR\n\n"
-             "Build DIR/report.txt and DIR/report.json from the rank files libhpml-prof.so\n"
-             "left in DIR and print the text report.\n",
+             "Build DIR/report.txt and DIR/report.json (and DIR/trace.json.gz from a traced\n"
+             "run) from the rank files libhpml-prof.so left in DIR and print the text report.\n",
     .epilog = "Exit status: 0 with a complete report, 3 with an incomplete one (a rank\n"
               "stopped early or left no file), 1 when no report could be made.\n",
     .max_operands = 1,
