@@ -217,13 +217,22 @@ static int plot(const hpml_prof_report_t *r, const char *dir)
     char *data = NULL, script[1024];
     size_t len = 0;
     FILE *m;
-    int rc = 0, ncalls = 6, tics = hpml_prof_ranks(r) > 16 ? hpml_prof_ranks(r) / 16 : 1;
+    int rc = 0, ncalls = 6, ncols = 0, empty = 1;
+    int tics = hpml_prof_ranks(r) > 16 ? hpml_prof_ranks(r) / 16 : 1;
 
     if ((m = open_memstream(&data, &len)) == NULL)
         return -1;
     hpml_prof_write_matrix_dat(r, m);
     fclose(m);
-    snprintf(script, sizeof(script),
+    /* No point-to-point bytes at all: a colour range gnuplot can draw. */
+    for (const char *l = strchr(data, '\n'); l != NULL && empty; l = strchr(l + 1, '\n')) {
+        unsigned long long bytes = 0;
+
+        if (sscanf(l + 1, "%*d %*d %llu", &bytes) == 1 && bytes > 0)
+            empty = 0;
+    }
+    snprintf(script, sizeof(script), "%s", empty ? "set cbrange [0:1]\n" : "");
+    snprintf(script + strlen(script), sizeof(script) - strlen(script),
              "set title 'Point-to-point bytes sent (world ranks)'\n"
              "set xlabel 'receiver'\nset ylabel 'sender'\nset cblabel 'bytes'\n"
              "set xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\nset palette rgb 21,22,23\n"
@@ -236,12 +245,15 @@ static int plot(const hpml_prof_report_t *r, const char *dir)
         return -1;
     hpml_prof_write_ranks_dat(r, m, ncalls);
     fclose(m);
+    /* The columns: the words of the first line (fewer calls than ncalls, fewer columns). */
+    for (const char *c = data; *c && *c != '\n'; c++)
+        ncols += (c == data || c[-1] == ' ') && *c != ' ';
     snprintf(script, sizeof(script),
              "set title 'Time per rank (seconds)'\nset xlabel 'rank'\nset ylabel 'seconds'\n"
              "set style data histograms\nset style histogram rowstacked\n"
              "set style fill solid border -1\nset key outside right autotitle columnheader\n"
              "plot for [i=2:%d] $data using i:xtic(1)\n",
-             ncalls + 3);
+             ncols);
     rc |= plot_one(dir, "ranks.svg", data, script);
     free(data);
     return rc;
