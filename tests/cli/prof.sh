@@ -137,8 +137,11 @@ print("; ".join(e))')
 fi
 
 # --- POSIX and stdio I/O -------------------------------------------------------------------
+# (traced: the I/O calls are on the timeline too, checked with the trace below)
 mkdir -p "$tmp/iodata"
-prof "$tmp/io" -np 2 "$prog" io "$tmp/iodata"
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/io" -- $MPIRUN -np 2 "$prog" io "$tmp/iodata" >"$tmp/io.out" 2>"$tmp/io.err"
+rc=$?
 if [ $rc -ne 0 ]; then fail "io: exit $rc: $(tail -3 "$tmp/io.err")"
 else
     out=$(check "$tmp/io" "
@@ -313,6 +316,12 @@ reg = sorted((x["pid"], x["ph"], x["name"]) for x in ev if x["ph"] in "BE")
 if reg != [(0, "B", "step"), (0, "E", "step"), (1, "B", "step"), (1, "E", "step")]: e.append("regions %s" % reg)' 2>&1)
 [ -z "$out" ] && ok "trace steps 1:2: step 1 only (2 round trips), its region on both ranks" ||
     fail "trace steps: $out"
+out=$(tcheck "$tmp/io" "
+w = sorted((x['pid'], x['args']['file'], x['args']['bytes']) for x in X if x['cat'] == 'io' and x['name'] == 'write')
+want = sorted((p, '$tmp/iodata/io-%d.dat' % p, 4096) for p in (0, 1) for _ in range(3))
+if w != want: e.append('write events %s' % w)" 2>&1)
+[ -z "$out" ] && ok "trace: each rank's 3 writes of 4096 bytes on the timeline, with their file" ||
+    fail "trace of I/O: $out"
 
 # --- usage and file errors ---------------------------------------------------------------------
 "$HPML" prof -q -o "$tmp/x" "$prog" >/dev/null 2>"$tmp/e1"
