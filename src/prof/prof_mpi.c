@@ -266,6 +266,14 @@ int MPI_Comm_free(MPI_Comm *comm)
     return rc;
 }
 
+/* A disconnected communicator's handle may come back for another: forget it too. */
+int MPI_Comm_disconnect(MPI_Comm *comm)
+{
+    if (ON)
+        hpml__prof_comm_forget(*comm);
+    return PMPI_Comm_disconnect(comm);
+}
+
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                             void *baseptr, MPI_Win *win)
 {
