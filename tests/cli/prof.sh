@@ -9,8 +9,8 @@
 # - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
-# - MPI_Abort on one rank and kill -TERM of one rank still leave every rank's file and a
-#   report from `hpml prof merge`, marked incomplete;
+# - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
+#   leave every rank's file and a report from `hpml prof merge`, marked incomplete;
 # - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
 #   (pid = world rank on every event, "X" with dur, flows "s"/"f" from each send to the
 #   receive that matched it), respects its event cap within 1%, keeps only the steps asked;
@@ -185,6 +185,16 @@ print("; ".join(e))')
         ok "MPI_Abort: both files, report incomplete (rank 1: MPI_Abort)" ||
         fail "MPI_Abort: $out; $(grep incomplete "$tmp/abort.err")"
 fi
+
+# --- exit without MPI_Finalize on rank 1 -----------------------------------------------
+prof "$tmp/exit" -np 2 "$prog" exit
+out=$(check "$tmp/exit" '
+e = []
+if r["complete"] or r["rank_info"][1]["state"] != "exit": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+if not all(x["file"] for x in r["rank_info"]): e.append("a rank without its file")
+print("; ".join(e))' 2>&1)
+[ $rc -ne 0 ] && [ -z "$out" ] && ok "exit without MPI_Finalize: both files, rank 1 'exit'" ||
+    fail "exit: exit $rc: $out"
 
 # --- kill -TERM of one rank ---------------------------------------------------------------------
 # shellcheck disable=SC2086

@@ -3,6 +3,7 @@
  *   prof_prog inplace N   allreduce of N doubles in place and not, checked against the
  *                         closed form; prints "inplace ok <sum>" on rank 0 (exit 1 if wrong)
  *   prof_prog abort       a barrier, then rank 1 calls MPI_Abort(3) while the others wait
+ *   prof_prog exit        a barrier, then rank 1 calls exit(4) without MPI_Finalize
  *   prof_prog spin        ranks 0 and 1 ping-pong 8 bytes every millisecond until killed
  *   prof_prog io DIR      each rank writes and reads DIR/io-<rank>.dat with known sizes
  *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
@@ -109,6 +110,11 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 3);
         else
             MPI_Recv(NULL, 0, MPI_BYTE, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "exit") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1)
+            exit(4);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "spin") == 0) {
         struct timespec ms = {0, 1000000};
 
@@ -136,8 +142,9 @@ int main(int argc, char **argv)
         }
     } else {
         if (rank == 0)
-            fprintf(stderr,
-                    "usage: prof_prog inplace N | abort | spin | io DIR | pcontrol | steps\n");
+            fprintf(
+                stderr,
+                "usage: prof_prog inplace N | abort | exit | spin | io DIR | pcontrol | steps\n");
         rc = 2;
     }
     MPI_Finalize();
