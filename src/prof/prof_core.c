@@ -169,16 +169,26 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
     if (c != NULL) {
         uint64_t *h = t->hist[c->gid];
 
-        if (h == NULL && (h = t->hist[c->gid] = calloc(PROF_NCALLS * PROF_HBINS, 8)) == NULL)
-            return;
+        if (h == NULL) {
+            if ((h = calloc(PROF_NCALLS * PROF_HBINS, 8)) == NULL)
+                return;
+            __atomic_store_n(&t->hist[c->gid], h, __ATOMIC_RELEASE);
+        }
         h[id * PROF_HBINS + hbin(bytes)]++;
     }
     if (wpeer >= 0 && wpeer < hpml__prof_world_size) {
         if (t->msgs == NULL) {
-            t->msgs = calloc((size_t)hpml__prof_world_size, 8);
-            t->bytes = calloc((size_t)hpml__prof_world_size, 8);
-            if (t->msgs == NULL || t->bytes == NULL)
+            uint64_t *m = calloc((size_t)hpml__prof_world_size, 8);
+            uint64_t *b = calloc((size_t)hpml__prof_world_size, 8);
+
+            if (m == NULL || b == NULL) {
+                free(m);
+                free(b);
                 return;
+            }
+            /* A snapshot in another thread reads bytes once it sees msgs. */
+            t->bytes = b;
+            __atomic_store_n(&t->msgs, m, __ATOMIC_RELEASE);
         }
         t->msgs[wpeer]++;
         t->bytes[wpeer] += bytes;
@@ -303,10 +313,11 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
         return;
     f = t->files[fi];
     if (f == NULL) {
-        if ((f = t->files[fi] = calloc(1, sizeof(*f))) == NULL)
+        if ((f = calloc(1, sizeof(*f))) == NULL)
             return;
         for (int i = 0; i < PROF_IO_NCALLS; i++)
             f->call[i].min_ns = UINT64_MAX;
+        __atomic_store_n(&t->files[fi], f, __ATOMIC_RELEASE); /* complete before seen */
     }
     stat_add(&f->call[op], now - t0, bytes);
     if (hpml__prof_tracing)
@@ -569,12 +580,15 @@ static void snapshot(const char *state, int sig)
         int used = 0;
 
         memset(sum_hist, 0, sizeof(sum_hist));
-        for (prof_thread_t *t = head; t != NULL; t = t->next)
-            if (t->hist[g] != NULL) {
-                used = 1;
-                for (int k = 0; k < PROF_NCALLS * PROF_HBINS; k++)
-                    sum_hist[k] += t->hist[g][k];
-            }
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const uint64_t *th = __atomic_load_n(&t->hist[g], __ATOMIC_ACQUIRE);
+
+            if (th == NULL)
+                continue;
+            used = 1;
+            for (int k = 0; k < PROF_NCALLS * PROF_HBINS; k++)
+                sum_hist[k] += th[k];
+        }
         if (!used)
             continue;
         if (g < ng) {
@@ -601,11 +615,14 @@ static void snapshot(const char *state, int sig)
     for (int r = 0; r < hpml__prof_world_size; r++) {
         uint64_t m = 0, b = 0;
 
-        for (prof_thread_t *t = head; t != NULL; t = t->next)
-            if (t->msgs != NULL) {
-                m += t->msgs[r];
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const uint64_t *tm = __atomic_load_n(&t->msgs, __ATOMIC_ACQUIRE);
+
+            if (tm != NULL) {
+                m += tm[r];
                 b += t->bytes[r];
             }
+        }
         if (m)
             outf("m %d %llu %llu\n", r, (unsigned long long)m, (unsigned long long)b);
     }
@@ -617,14 +634,17 @@ static void snapshot(const char *state, int sig)
         memset(&sum_file, 0, sizeof(sum_file));
         for (int i = 0; i < PROF_IO_NCALLS; i++)
             sum_file.call[i].min_ns = UINT64_MAX;
-        for (prof_thread_t *t = head; t != NULL; t = t->next)
-            if (t->files[f] != NULL) {
-                used = 1;
-                for (int i = 0; i < PROF_IO_NCALLS; i++)
-                    sum_stat(&sum_file.call[i], &t->files[f]->call[i]);
-                for (int b = 0; b < PROF_HBINS; b++)
-                    sum_file.hist[b] += t->files[f]->hist[b];
-            }
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const prof_file_stat_t *tf = __atomic_load_n(&t->files[f], __ATOMIC_ACQUIRE);
+
+            if (tf == NULL)
+                continue;
+            used = 1;
+            for (int i = 0; i < PROF_IO_NCALLS; i++)
+                sum_stat(&sum_file.call[i], &tf->call[i]);
+            for (int b = 0; b < PROF_HBINS; b++)
+                sum_file.hist[b] += tf->hist[b];
+        }
         if (!used)
             continue;
         outf("f %d", f);
