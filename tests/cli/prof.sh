@@ -77,7 +77,8 @@ fi
 # MPICH busy-polls: 2 ranks there, 4 on Open MPI.
 np=4
 [ "$MPI" = mpich ] && np=2
-prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
+# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof).
+HPML_PROF_CALLSITES=2 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
 if [ $rc -ne 0 ]; then fail "ring allreduce: exit $rc: $(tail -3 "$tmp/ring.err")"
 else
     out=$(check "$tmp/ring" "
@@ -100,8 +101,10 @@ hc = [h for h in r['hpml_collectives'] if h['call'] == 'hpml_allreduce' and h['a
 if len(hc) != 1 or hc[0]['count'] != p * n * len(sizes) or hc[0]['bytes'] != p * n * sum(sizes) \
         or hc[0]['p2p_messages'] != p * 2 * (p - 1) * n * len(sizes):
     e.append('hpml_collectives %s' % r['hpml_collectives'])
-# The ring's Sendrecvs are attributed to the file and function that make them.
-ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_ring' in c['frames'][0]['where']]
+# The ring's Sendrecvs are attributed to the file and function that make them, called
+# from hpml's dispatcher.
+ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_ring' in c['frames'][0]['where']
+        and len(c['frames']) == 2 and c['frames'][1]['where'].startswith('hpml_allreduce_algo (')]
 if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
     e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
 print('; '.join(e))")
