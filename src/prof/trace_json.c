@@ -5,6 +5,9 @@
  * and a flow ("s" then "f") from each send to the blocking receive that matched it. The
  * ranks' clocks are lined up by the real-time clock each read at MPI_Init.
  *
+ * A flow's ends are at the middle of its send's and its receive's slices, so that each
+ * binds to its slice (the enclosing slice, for both "s" and "f" with "bp": "e").
+ *
  * Matching follows MPI's non-overtaking rule: between two ranks on one communicator group
  * and tag, the k-th send meets the k-th receive. Receives the profiler cannot see complete
  * (MPI_Irecv ... MPI_Wait) would shift that count, so no flow is drawn between two ranks
@@ -265,12 +268,11 @@ static long flows(gzFile gz, const hpml_prof_report_t *r, rtrace_t *tr, int nt, 
                     gz,
                     ",\n{\"name\": \"message\", \"cat\": \"flow\", \"ph\": \"s\", \"id\": %ld, "
                     "\"pid\": %d, \"tid\": %d, \"ts\": %.3f}",
-                    id, ts->rank, es->tid, us(ts, base, es->t0));
+                    id, ts->rank, es->tid, us(ts, base, es->t0 + (es->t1 - es->t0) / 2));
                 gzprintf(gz,
                          ",\n{\"name\": \"message\", \"cat\": \"flow\", \"ph\": \"f\", \"bp\": "
                          "\"e\", \"id\": %ld, \"pid\": %d, \"tid\": %d, \"ts\": %.3f}",
-                         id, tv->rank, ev->tid,
-                         us(tv, base, ev->t1 > ev->t0 ? ev->t1 - 1 : ev->t0));
+                         id, tv->rank, ev->tid, us(tv, base, ev->t0 + (ev->t1 - ev->t0) / 2));
                 id++;
                 written += 2;
             }
