@@ -206,8 +206,14 @@ void hpml__prof_start(uint64_t t_init);
 /* Append a snapshot with state ("run", "final", "abort", "exit", "signal"). Safe to call
  * from a signal handler that interrupted anything but another snapshot. */
 void hpml__prof_flush(const char *state, int sig);
-/* MPI_Pcontrol(level, name): 0 pauses counting, 1 resumes it; 2, 3, 4: trace regions
- * and steps (hpml__prof_trace_pcontrol). */
+/* MPI_Pcontrol levels of hpml's own, far above those of other profilers (mpiP's 2 to 4
+ * take no arguments): a region begins (with its name), ends, a step ends. */
+#define PROF_PCONTROL_BEGIN 100
+#define PROF_PCONTROL_END   101
+#define PROF_PCONTROL_STEP  102
+
+/* MPI_Pcontrol(level, name): 0 pauses counting, 1 resumes it; PROF_PCONTROL_*: trace
+ * regions and steps (hpml__prof_trace_pcontrol); other levels are ignored. */
 void hpml__prof_pcontrol(int level, const char *name);
 
 /* Trace mode (prof_trace.c). A wrapper with a message's tags sets hpml__prof_tag_s (the
@@ -222,7 +228,7 @@ void hpml__prof_trace_event(prof_thread_t *t, int id, uint64_t t0, uint64_t t1, 
                             int gid, int speer);
 /* Write out the calling thread's buffer (self), or every thread's (all). */
 void hpml__prof_trace_flush(prof_thread_t *head, prof_thread_t *self, int all);
-/* MPI_Pcontrol levels 2 (begin region `name`), 3 (end it), 4 (a step ends). */
+/* MPI_Pcontrol levels PROF_PCONTROL_BEGIN (region `name`), _END, _STEP. */
 void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name);
 /* The region names (for the snapshot), the events dropped past the cap, the cap. */
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap);

@@ -726,7 +726,7 @@ void hpml__prof_pcontrol(int level, const char *name)
 {
     if (level == 0 || level == 1)
         paused = level == 0;
-    else if (level >= 2 && level <= 4 && hpml__prof_tracing)
+    else if (level >= PROF_PCONTROL_BEGIN && level <= PROF_PCONTROL_STEP && hpml__prof_tracing)
         hpml__prof_trace_pcontrol(mine ? mine : hpml__prof_thread(), level, name);
 }
 

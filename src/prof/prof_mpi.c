@@ -446,7 +446,7 @@ int MPI_Pcontrol(const int level, ...)
 
     if (!ON)
         return MPI_SUCCESS;
-    if (level == 2) {
+    if (level == PROF_PCONTROL_BEGIN) { /* its name, the one argument it takes */
         va_list ap;
 
         va_start(ap, level);

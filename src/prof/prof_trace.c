@@ -4,9 +4,9 @@
  * per-thread buffer, appended to the rank's rank-<r>.trace when full and at each
  * snapshot. The rank records at most HPML_PROF_TRACE_MAX / ranks events, only inside
  * the window HPML_PROF_TRACE_WINDOW (seconds since MPI_Init, "START:END") and the steps
- * HPML_PROF_TRACE_STEPS ("FIRST:LAST", steps counted by MPI_Pcontrol(4)). MPI_Pcontrol(2,
- * "name") and MPI_Pcontrol(3) open and close a region. `hpml prof merge` turns the files
- * into Chrome trace-event JSON (docs/prof.md).
+ * HPML_PROF_TRACE_STEPS ("FIRST:LAST", steps counted by MPI_Pcontrol(102)).
+ * MPI_Pcontrol(100, "name") and MPI_Pcontrol(101) open and close a region. `hpml prof merge` turns
+ * the files into Chrome trace-event JSON (docs/prof.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -204,11 +204,11 @@ void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name)
     uint64_t now = hpml__prof_now();
     int r = 0;
 
-    if (level == 4) {
+    if (level == PROF_PCONTROL_STEP) {
         step++;
         return;
     }
-    if (level == 2) {
+    if (level == PROF_PCONTROL_BEGIN) {
         pthread_mutex_lock(&tlock);
         for (r = 0; r < nregions; r++)
             if (strcmp(regions[r], name ? name : "region") == 0)
@@ -221,8 +221,8 @@ void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name)
             return;
     }
     if (t != NULL)
-        hpml__prof_trace_event(t, level == 2 ? PROF_TRACE_BEGIN : PROF_TRACE_END, now, now, 0, r,
-                               -1);
+        hpml__prof_trace_event(t, level == PROF_PCONTROL_BEGIN ? PROF_TRACE_BEGIN : PROF_TRACE_END,
+                               now, now, 0, r, -1);
 }
 
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap)

@@ -7,8 +7,8 @@
  *   prof_prog spin        ranks 0 and 1 ping-pong 8 bytes every millisecond until killed
  *   prof_prog io DIR      each rank writes and reads DIR/io-<rank>.dat with known sizes
  *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
- *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(4) after each), step s a region
- *                         "step" (MPI_Pcontrol(2, "step") ... MPI_Pcontrol(3)) of s + 1
+ *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(102) after each), step s a region
+ *                         "step" (MPI_Pcontrol(100, "step") ... MPI_Pcontrol(101)) of s + 1
  *                         round trips between ranks 0 and 1
  */
 #define _POSIX_C_SOURCE 200809L
@@ -135,10 +135,11 @@ int main(int argc, char **argv)
         ping(rank, 3);
     } else if (strcmp(mode, "steps") == 0) {
         for (int s = 0; s < 3; s++) {
-            MPI_Pcontrol(2, "step");
+            MPI_Pcontrol(2); /* mpiP's levels 2-4 take no argument: ignored */
+            MPI_Pcontrol(100, "step");
             ping(rank, s + 1);
-            MPI_Pcontrol(3);
-            MPI_Pcontrol(4);
+            MPI_Pcontrol(101);
+            MPI_Pcontrol(102);
         }
     } else {
         if (rank == 0)
