@@ -41,7 +41,7 @@ trap 'rm -rf "$tmp"' EXIT
 if [ $quick -eq 1 ]; then
     lat_iters=2000 rows=20000 train=(--iters 5 --warmup-iters 2) kiter=5
 else
-    lat_iters=200000 rows=400000 train=(--iters 1500 --warmup-iters 10) kiter=300
+    lat_iters=200000 rows=400000 train=(--iters 1000 --warmup-iters 10) kiter=300
 fi
 /usr/bin/python3 -c "
 import numpy as np
