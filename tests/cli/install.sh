@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make install` into a staging folder gives headers, both libraries (with a soname), the
 # profiler's libhpml-prof.so, the hpml binary and a working hpml.pc; a program built only
-# from what was installed runs;
+# from what was installed runs, and runs under the installed hpml prof;
 # `make uninstall` removes everything it installed.
 # Env (from tests/run.sh): MPI, MPIRUN, HPML_TEST_REPO.
 set -eu
@@ -45,6 +45,11 @@ mpicc."$MPI" $flags -o "$stage/prog" "$stage/prog.c" $libs
 out=$($MPIRUN -np 2 env LD_LIBRARY_PATH="$root/lib" "$stage/prog" | sort -u)
 [ "$out" = "0.1.0 0 2 4 6" ] || { echo "FAIL: installed program printed '$out'"; exit 1; }
 "$root/bin/hpml" --version | grep -q "hpml 0.1.0" || { echo "FAIL: installed hpml --version"; exit 1; }
+# The installed hpml prof finds the installed libhpml-prof.so (../lib next to it).
+# shellcheck disable=SC2086
+"$root/bin/hpml" prof -q -o "$stage/prof" -- $MPIRUN -np 2 env LD_LIBRARY_PATH="$root/lib" \
+    "$stage/prog" >/dev/null 2>&1 && grep -q '"complete": true' "$stage/prof/report.json" ||
+    { echo "FAIL: installed hpml prof"; exit 1; }
 
 make -s MPI="$MPI" uninstall DESTDIR="$stage" PREFIX="$prefix" >/dev/null
 left=$(find "$root" -type f -o -type l)
