@@ -171,6 +171,11 @@ typedef struct prof_comm {
     struct prof_comm *next;
 } prof_comm_t;
 
+/* Thread-local state in the initial-exec model: the library is always loaded at start-up
+ * (LD_PRELOAD), so its TLS sits in the static block and an access is one instruction,
+ * not a call to __tls_get_addr on every MPI call. */
+#define PROF_TLS __thread __attribute__((tls_model("initial-exec")))
+
 extern int hpml__prof_on;              /* set once MPI_Init has returned and the file is open */
 extern uint64_t hpml__prof_next_flush; /* the periodic flush's due time (hpml__prof_now) */
 extern int hpml__prof_world_size;
@@ -220,7 +225,7 @@ void hpml__prof_pcontrol(int level, const char *name);
  * send's tag), hpml__prof_peer_r and hpml__prof_tag_r (the world rank and tag received)
  * before recording; the next event takes them and resets them to -1. */
 extern int hpml__prof_tracing;
-extern __thread int hpml__prof_tag_s, hpml__prof_peer_r, hpml__prof_tag_r;
+extern PROF_TLS int hpml__prof_tag_s, hpml__prof_peer_r, hpml__prof_tag_r;
 void hpml__prof_trace_start(const char *dir, int rank, int size, const char *run, uint64_t start_ns,
                             const char *const *call_names, int ncalls, const char *const *io_names,
                             int nio);
@@ -234,6 +239,6 @@ void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name);
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap);
 
 /* I/O wrappers are off inside the profiler's own writes. */
-extern __thread int hpml__prof_in_io;
+extern PROF_TLS int hpml__prof_in_io;
 
 #endif

@@ -25,7 +25,7 @@
 int hpml__prof_on;
 uint64_t hpml__prof_next_flush = UINT64_MAX;
 int hpml__prof_world_size;
-__thread int hpml__prof_in_io;
+PROF_TLS int hpml__prof_in_io;
 
 static const char *const call_names[PROF_NCALLS] = {
 #define PROF_NAME(name, b) #name,
@@ -40,7 +40,7 @@ static const char *const io_names[PROF_IO_NCALLS] = {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, groups, files */
 static prof_thread_t *threads;
-static __thread prof_thread_t *mine;
+static PROF_TLS prof_thread_t *mine;
 
 static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
 static pid_t start_pid;
@@ -342,11 +342,11 @@ static prof_comm_t *comms;
 static unsigned comm_gen; /* bumped when a communicator is freed: per-thread caches drop */
 
 #define TL_CACHE 4
-static __thread struct {
+static PROF_TLS struct {
     MPI_Comm h;
     prof_comm_t *c;
 } tl_cache[TL_CACHE];
-static __thread unsigned tl_gen, tl_next;
+static PROF_TLS unsigned tl_gen, tl_next;
 
 /* The group index of the world ranks w[0..n) (under lock). */
 static int group_of(const int *w, int n)

@@ -21,7 +21,7 @@
 #include "prof/prof.h"
 
 int hpml__prof_tracing;
-__thread int hpml__prof_tag_s = -1, hpml__prof_peer_r = -1, hpml__prof_tag_r = -1;
+PROF_TLS int hpml__prof_tag_s = -1, hpml__prof_peer_r = -1, hpml__prof_tag_r = -1;
 
 static int tfd = -1, nthreads;
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
