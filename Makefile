@@ -70,6 +70,7 @@ include src/core/module.mk
 -include src/ml/module.mk
 -include src/nn/module.mk
 -include src/bench/module.mk
+-include src/prof/module.mk
 TOOL_SRCS += $(wildcard tools/hpml/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
@@ -78,6 +79,7 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(O)/%.o)
 LIBA := $(O)/lib/libhpml.a
 LIBSO := $(O)/lib/libhpml.so.$(VERSION)
 HPML := $(O)/bin/hpml
+PROF_SO := $(O)/lib/libhpml-prof.so
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -94,7 +96,7 @@ SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
 .PHONY: all lib tests test test-san demo deps install uninstall examples clean format format-check vec-report
 all: lib $(HPML) tests
 
-lib: $(LIBA) $(LIBSO) $(O)/hpml.pc
+lib: $(LIBA) $(LIBSO) $(O)/hpml.pc $(PROF_SO)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -200,11 +202,13 @@ install: lib $(HPML) $(LIBSO_INST)
 	ln -sf lib$(FLAVOR).so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so
 	$(PC_SED) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(FLAVOR).pc
 	install -m 755 $(HPML) $(DESTDIR)$(PREFIX)/bin/$(FLAVOR)
+	install -m 755 $(PROF_SO) $(DESTDIR)$(PREFIX)/lib/libhpml-prof-$(MPI).so
 ifeq ($(MPI),$(DEFAULT_MPI))
 	ln -sf lib$(FLAVOR).so $(DESTDIR)$(PREFIX)/lib/libhpml.so
 	ln -sf lib$(FLAVOR).a $(DESTDIR)$(PREFIX)/lib/libhpml.a
 	ln -sf $(FLAVOR).pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc
 	ln -sf $(FLAVOR) $(DESTDIR)$(PREFIX)/bin/hpml
+	ln -sf libhpml-prof-$(MPI).so $(DESTDIR)$(PREFIX)/lib/libhpml-prof.so
 endif
 ifneq ($(PYVER),)
 	install -d $(DESTDIR)$(PYDIR)/hpml
@@ -217,10 +221,12 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).a $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so \
 	      $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so.$(SOMAJOR) \
 	      $(DESTDIR)$(PREFIX)/lib/lib$(FLAVOR).so.$(VERSION) \
-	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(FLAVOR).pc $(DESTDIR)$(PREFIX)/bin/$(FLAVOR)
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(FLAVOR).pc $(DESTDIR)$(PREFIX)/bin/$(FLAVOR) \
+	      $(DESTDIR)$(PREFIX)/lib/libhpml-prof-$(MPI).so
 ifeq ($(MPI),$(DEFAULT_MPI))
 	rm -f $(DESTDIR)$(PREFIX)/lib/libhpml.so $(DESTDIR)$(PREFIX)/lib/libhpml.a \
-	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml.pc $(DESTDIR)$(PREFIX)/bin/hpml \
+	      $(DESTDIR)$(PREFIX)/lib/libhpml-prof.so
 endif
 	if ! ls $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml-*.pc >/dev/null 2>&1; then \
 	    rm -rf $(DESTDIR)$(PREFIX)/include/hpml; \
@@ -240,4 +246,5 @@ clean:
 	rm -rf build
 
 -include tests/fuzz/fuzz.mk
+-include src/prof/prof.mk
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d) $(MPIT_BINS:=.d) $(HARNESS_OBJ:.o=.d)

@@ -20,6 +20,7 @@ case "${1:-}" in
         python3 python3-numpy python3-sklearn python3-jsonschema
         python3-mpi4py python3-pytest python3-cffi
         gnuplot-nox
+        python3-mpi4py
         clang-format
     )
     ;;

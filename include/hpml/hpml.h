@@ -12,5 +12,6 @@
 #include "hpml/linear.h"  /* linear/ridge and logistic regression */
 #include "hpml/nn.h"      /* DNN engine and data-parallel trainer */
 #include "hpml/bench.h"   /* OMB-compatible benchmark harness */
+#include "hpml/prof.h"    /* reports of libhpml-prof.so (hpml prof merge) */
 
 #endif /* HPML_H */

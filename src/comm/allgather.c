@@ -60,11 +60,15 @@ int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
                               "implement allgather",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
-    if (count <= maxc)
-        return fn(sendbuf, recvbuf, count, dtype, comm);
-
-    if ((tmp = hpml_malloc((size_t)p * maxc * es)) == NULL)
-        return HPML_ERR_NOMEM;
+    hpml__prof_enter(HPML_COLL_ALLGATHER, algo, (size_t)p * blk);
+    if (count <= maxc) {
+        rc = fn(sendbuf, recvbuf, count, dtype, comm);
+        goto out;
+    }
+    if ((tmp = hpml_malloc((size_t)p * maxc * es)) == NULL) {
+        rc = HPML_ERR_NOMEM;
+        goto out;
+    }
     for (size_t off = 0; off < count; off += n) {
         n = hpml__min(maxc, count - off);
         if ((rc = fn(mine + off * es, tmp, n, dtype, comm)) != 0)
@@ -74,6 +78,7 @@ int hpml_allgather_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
                 memcpy(r + (size_t)q * blk + off * es, tmp + (size_t)q * n * es, n * es);
     }
 out:
+    hpml__prof_leave();
     hpml_free(tmp);
     return rc;
 }

@@ -64,13 +64,15 @@ int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
                               "implement allreduce",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
-    for (off = 0; off < count; off += n) {
+    hpml__prof_enter(HPML_COLL_ALLREDUCE, algo, count * es);
+    for (off = 0; off < count && rc == 0; off += n) {
         n = hpml__min(maxc, count - off);
         rc = fn(sendbuf == HPML_IN_PLACE ? HPML_IN_PLACE : (const char *)sendbuf + off * es,
                 (char *)recvbuf + off * es, n, dtype, rop, comm);
-        if (rc != 0)
-            return rc;
     }
+    hpml__prof_leave();
+    if (rc != 0)
+        return rc;
     if (op == HPML_AVG)
         rc = hpml_reduce_finish(recvbuf, count, dtype, op, comm->size);
     return rc;

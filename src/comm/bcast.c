@@ -49,12 +49,13 @@ int hpml_bcast_algo(hpml_algo_t algo, void *buf, size_t count, hpml_dtype_t dtyp
                               "bcast",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
-    for (size_t off = 0; off < count; off += n) {
+    hpml__prof_enter(HPML_COLL_BCAST, algo, count * es);
+    for (size_t off = 0; off < count && rc == 0; off += n) {
         n = hpml__min(maxc, count - off);
-        if ((rc = fn((char *)buf + off * es, n, dtype, root, comm)) != 0)
-            return rc;
+        rc = fn((char *)buf + off * es, n, dtype, root, comm);
     }
-    return 0;
+    hpml__prof_leave();
+    return rc;
 }
 
 int hpml_bcast(void *buf, size_t count, hpml_dtype_t dtype, int root, hpml_comm_t *comm)

@@ -129,6 +129,10 @@ void hpml__select_source(const hpml_comm_t *comm, char *buf, size_t size);
 /* The algorithm to run for `coll` with `bytes` of payload (never AUTO); the public
  * hpml_algo_selected is the same call. */
 hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes);
+
+/* prof_hook.c: around the algorithm's calls in each dispatcher, for libhpml-prof.so. */
+void hpml__prof_enter(hpml_coll_t coll, hpml_algo_t algo, size_t bytes);
+void hpml__prof_leave(void);
 /* Parse a tuning file; errors as HPML_ERR_FORMAT / HPML_ERR_IO with a message naming the
  * file and line. */
 int hpml__select_load(struct hpml_select **out, const char *path);

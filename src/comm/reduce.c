@@ -61,13 +61,15 @@ int hpml_reduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, size_
                               "reduce",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
-    for (size_t off = 0; off < count; off += n) {
+    hpml__prof_enter(HPML_COLL_REDUCE, algo, count * es);
+    for (size_t off = 0; off < count && rc == 0; off += n) {
         n = hpml__min(maxc, count - off);
         rc = fn(in_place ? HPML_IN_PLACE : (const char *)sendbuf + off * es,
                 recvbuf == NULL ? NULL : (char *)recvbuf + off * es, n, dtype, rop, root, comm);
-        if (rc != 0)
-            return rc;
     }
+    hpml__prof_leave();
+    if (rc != 0)
+        return rc;
     if (op == HPML_AVG && comm->rank == root)
         rc = hpml_reduce_finish(recvbuf, count, dtype, op, comm->size);
     return rc;

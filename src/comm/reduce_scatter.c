@@ -60,11 +60,12 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
                               "implement reduce_scatter",
                               hpml_algo_name(algo));
     maxc = hpml__max_chunk_elems(dtype, comm);
+    hpml__prof_enter(HPML_COLL_REDUCE_SCATTER, algo, (size_t)p * blk);
     if (count <= maxc) {
         rc = fn(sendbuf, recvbuf, count, dtype, rop, comm);
+    } else if ((tmp = hpml_malloc((size_t)p * maxc * es)) == NULL) {
+        rc = HPML_ERR_NOMEM;
     } else {
-        if ((tmp = hpml_malloc((size_t)p * maxc * es)) == NULL)
-            return HPML_ERR_NOMEM;
         /* In place, piece `off` of the result overwrites piece `off` of input block 0,
          * which has just been packed; later pieces are untouched. */
         for (size_t off = 0; off < count && rc == 0; off += n) {
@@ -75,6 +76,7 @@ int hpml_reduce_scatter_algo(hpml_algo_t algo, const void *sendbuf, void *recvbu
         }
         hpml_free(tmp);
     }
+    hpml__prof_leave();
     if (rc == 0 && op == HPML_AVG)
         rc = hpml_reduce_finish(recvbuf, count, dtype, op, p);
     return rc;

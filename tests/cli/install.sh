@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `make install` gives headers, both libraries (with a soname), the hpml binary and a
-# working pkg-config file, under names that carry the MPI (hpml-openmpi.pc,
-# libhpml-mpich.so, ...), so that the Open MPI and MPICH builds install side by side; the
+# `make install` gives headers, both libraries (with a soname), the profiler's
+# libhpml-prof-<mpi>.so, the hpml binary and a working pkg-config file, under names that
+# carry the MPI (hpml-openmpi.pc, libhpml-mpich.so, ...), so that the Open MPI and MPICH builds install side by side; the
 # Open MPI build also owns the plain names (hpml.pc, libhpml.so, bin/hpml). The examples
 # (examples/*.c) build with plain `cc` and `pkg-config --cflags --libs hpml-$MPI` only
 # (no MPI wrapper, no LD_LIBRARY_PATH: the rpath finds the library) and run correctly;
+# the installed hpml prof finds its own MPI's profiler library and profiles an example;
 # `make uninstall` of both removes everything installed.
 # Env (from tests/run.sh): MPI, MPIRUN, HPML_TEST_REPO.
 set -eu
@@ -18,7 +19,7 @@ prefix=/opt/hpml-test
 make -s MPI="$MPI" install DESTDIR="$stage/d" PREFIX="$prefix" >/dev/null
 root=$stage/d$prefix
 for f in include/hpml/hpml.h include/hpml/core.h include/hpml/comm.h lib/libhpml-$MPI.a \
-         lib/libhpml-$MPI.so lib/pkgconfig/hpml-$MPI.pc bin/hpml-$MPI; do
+         lib/libhpml-$MPI.so lib/libhpml-prof-$MPI.so lib/pkgconfig/hpml-$MPI.pc bin/hpml-$MPI; do
     [ -e "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 soname=$(objdump -p "$root/lib/libhpml-$MPI.so" | awk '/SONAME/ {print $2}')
@@ -33,7 +34,8 @@ p=$stage/p
 make -s MPI=openmpi install PREFIX="$p" >/dev/null
 make -s MPI=mpich install PREFIX="$p" >/dev/null
 for m in openmpi mpich; do
-    for f in lib/libhpml-$m.so.0.1.0 lib/libhpml-$m.a lib/pkgconfig/hpml-$m.pc bin/hpml-$m; do
+    for f in lib/libhpml-$m.so.0.1.0 lib/libhpml-$m.a lib/libhpml-prof-$m.so lib/pkgconfig/hpml-$m.pc \
+             bin/hpml-$m; do
         [ -f "$p/$f" ] || { echo "FAIL: $f missing with both MPIs installed"; exit 1; }
     done
     "$p/bin/hpml-$m" info | grep -qi "$m" || { echo "FAIL: hpml-$m is not the $m build"; exit 1; }
@@ -59,6 +61,12 @@ for src in examples/*.c; do
     out="$out
   $line"
 done
+# The installed hpml-$MPI prof preloads libhpml-prof-$MPI.so (next to its bin/) into an
+# example built from the installed files.
+# shellcheck disable=SC2086
+"$p/bin/hpml-$MPI" prof -q -o "$stage/prof" -- $MPIRUN -np 2 "$stage/iallreduce_overlap" \
+    >/dev/null 2>&1 && grep -q '"complete": true' "$stage/prof/report.json" ||
+    { echo "FAIL: installed hpml-$MPI prof"; exit 1; }
 for m in openmpi mpich; do make -s MPI=$m uninstall PREFIX="$p" >/dev/null; done
 left=$(find "$p" -type f -o -type l)
 [ -z "$left" ] || { echo "FAIL: uninstall of both left: $left"; exit 1; }

@@ -15,3 +15,4 @@ HPML_COMMAND(eval, "accuracy and loss of a trained model (hpml train --save) on 
 HPML_COMMAND(predict, "class predictions of a trained model for the rows of an image file")
 HPML_COMMAND(tune,
              "time every collective algorithm here and write a tuning file for HPML_TUNING_FILE")
+HPML_COMMAND(prof, "profile any MPI program (LD_PRELOAD): MPI calls, matrix, sizes, I/O, report")

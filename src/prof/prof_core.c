@@ -1,0 +1,861 @@
+/*
+ * libhpml-prof.so's state: per-thread counters (no lock on the hot path), the
+ * communicator cache (world ranks of every communicator's ranks), and each rank's
+ * append-only file, to which a whole snapshot of the counters is appended periodically
+ * and when the job ends (MPI_Finalize, exit, SIGTERM/SIGINT, MPI_Abort). A snapshot is
+ * complete only when its "e" line is there, so a rank killed mid-write leaves the
+ * previous one to read. Format: docs/prof.md.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prof/prof.h"
+
+int hpml__prof_on;
+uint64_t hpml__prof_next_flush = UINT64_MAX;
+int hpml__prof_world_size;
+PROF_TLS int hpml__prof_in_io;
+
+static const char *const call_names[PROF_NCALLS] = {
+#define PROF_NAME(name, b) #name,
+    PROF_CALLS(PROF_NAME)
+#undef PROF_NAME
+};
+static const char *const io_names[PROF_IO_NCALLS] = {
+#define PROF_IO_NAME(name) #name,
+    PROF_IO_CALLS(PROF_IO_NAME)
+#undef PROF_IO_NAME
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, groups, files */
+static prof_thread_t *threads;
+static PROF_TLS prof_thread_t *mine;
+
+static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
+static pid_t start_pid;
+static char exe_path[4096]; /* the program's absolute path: dladdr names it as started */
+static uint64_t start_ns, period_ns;
+static volatile sig_atomic_t flushing;
+static unsigned long seq;
+
+/* ---- per-thread tables --------------------------------------------------------------- */
+
+prof_thread_t *hpml__prof_thread(void)
+{
+    prof_thread_t *t;
+
+    if (mine != NULL)
+        return mine;
+    if ((t = calloc(1, sizeof(*t))) == NULL)
+        return NULL;
+    for (int i = 0; i < PROF_NCALLS; i++)
+        t->call[i].min_ns = UINT64_MAX;
+    pthread_mutex_lock(&lock);
+    t->next = threads;
+    __atomic_store_n(&threads, t, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+    return mine = t;
+}
+
+static inline void stat_add(prof_stat_t *s, uint64_t d, uint64_t bytes)
+{
+    s->count++;
+    s->total_ns += d;
+    s->bytes += bytes;
+    if (d < s->min_ns)
+        s->min_ns = d;
+    if (d > s->max_ns)
+        s->max_ns = d;
+}
+
+static inline int hbin(uint64_t bytes)
+{
+    int b = bytes ? 64 - __builtin_clzll(bytes) : 0;
+
+    return b < PROF_HBINS ? b : PROF_HBINS - 1;
+}
+
+/* The site's slot for (id, pc) in t's table, made on first use; NULL when full. */
+static prof_site_t *site_slot(prof_thread_t *t, int id, void *const *pc, int depth)
+{
+    uintptr_t h =
+        ((uintptr_t)pc[0] >> 2) * 0x9E3779B97F4A7C15ull ^ (uintptr_t)pc[1] ^ (uintptr_t)id;
+
+    if (t->sites == NULL && (t->sites = calloc(PROF_MAX_SITES, sizeof(prof_site_t))) == NULL)
+        return NULL;
+    for (int probe = 0; probe < 16; probe++) {
+        prof_site_t *s = &t->sites[(h + (uintptr_t)probe) % PROF_MAX_SITES];
+
+        if (s->depth == 0) {
+            Dl_info info;
+
+            s->id = id;
+            for (int k = 0; k < depth; k++) {
+                s->pc[k] = pc[k];
+                if (dladdr(pc[k], &info) != 0) {
+                    s->obj[k] = info.dli_fname != NULL && info.dli_fname[0] == '/' ? info.dli_fname
+                                                                                   : exe_path;
+                    s->sym[k] = info.dli_sname;
+                    s->base[k] = (uintptr_t)info.dli_fbase;
+                }
+            }
+            s->st.min_ns = UINT64_MAX;
+            __atomic_store_n(&s->depth, depth, __ATOMIC_RELEASE); /* published last */
+            return s;
+        }
+        if (s->id == id && s->pc[0] == pc[0] && s->pc[1] == pc[1])
+            return s;
+    }
+    return NULL;
+}
+
+/* The call site of a call whose wrapper returns to ra: ra, and at depth 2 the frame
+ * above it (found by unwinding, whatever the wrappers inlined). */
+static void record_site(prof_thread_t *t, void *ra, int id, uint64_t d, uint64_t bytes)
+{
+    void *pc[2] = {ra, NULL};
+    prof_site_t *s;
+
+    if (site_depth == 2) {
+        void *bt[8];
+        int n = backtrace(bt, 8);
+
+        for (int i = 0; i + 1 < n; i++)
+            if (bt[i] == ra) {
+                pc[1] = bt[i + 1];
+                break;
+            }
+    }
+    if ((s = site_slot(t, id, pc, pc[1] != NULL ? 2 : 1)) != NULL)
+        stat_add(&s->st, d, bytes);
+}
+
+void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t bytes,
+                       const prof_comm_t *c, int wpeer)
+{
+    prof_thread_t *t = mine ? mine : hpml__prof_thread();
+
+    if (t == NULL || paused) {
+        hpml__prof_tag_s = hpml__prof_peer_r = hpml__prof_tag_r = -1;
+        return;
+    }
+    stat_add(&t->call[id], now - t0, bytes);
+    if (hpml__prof_tracing)
+        hpml__prof_trace_event(t, id, t0, now, bytes, c != NULL ? c->gid : -1, wpeer);
+    if (site_depth > 0 && ra != NULL)
+        record_site(t, ra, id, now - t0, bytes);
+    if (t->hcoll_depth > 0) {
+        prof_hcoll_t *h = &t->hcoll[t->in_hcoll];
+
+        h->mpi_calls++;
+        h->mpi_ns += now - t0;
+        h->mpi_bytes += bytes;
+        if (wpeer >= 0) {
+            h->p2p_msgs++;
+            h->p2p_bytes += bytes;
+        }
+    }
+    if (c != NULL) {
+        uint64_t *h = t->hist[c->gid];
+
+        if (h == NULL) {
+            if ((h = calloc(PROF_NCALLS * PROF_HBINS, 8)) == NULL)
+                return;
+            __atomic_store_n(&t->hist[c->gid], h, __ATOMIC_RELEASE);
+        }
+        h[id * PROF_HBINS + hbin(bytes)]++;
+    }
+    if (wpeer >= 0 && wpeer < hpml__prof_world_size) {
+        if (t->msgs == NULL) {
+            uint64_t *m = calloc((size_t)hpml__prof_world_size, 8);
+            uint64_t *b = calloc((size_t)hpml__prof_world_size, 8);
+
+            if (m == NULL || b == NULL) {
+                free(m);
+                free(b);
+                return;
+            }
+            /* A snapshot in another thread reads bytes once it sees msgs. */
+            t->bytes = b;
+            __atomic_store_n(&t->msgs, m, __ATOMIC_RELEASE);
+        }
+        t->msgs[wpeer]++;
+        t->bytes[wpeer] += bytes;
+    }
+    if (now >= hpml__prof_next_flush)
+        hpml__prof_flush("run", 0);
+}
+
+/* ---- hpml's collectives ------------------------------------------------------------- */
+
+static char *hcoll_names[PROF_MAX_HCOLL];
+static int nhcoll;
+
+/* The index of "coll algo" (made on first use; the last slot is shared when full). */
+static int hcoll_index(const char *coll, const char *algo)
+{
+    char name[128];
+    int i;
+
+    snprintf(name, sizeof(name), "hpml_%s %s", coll ? coll : "?", algo ? algo : "?");
+    for (i = 0; i < PROF_MAX_HCOLL; i++) {
+        const char *n = __atomic_load_n(&hcoll_names[i], __ATOMIC_ACQUIRE);
+
+        if (n == NULL)
+            break;
+        if (strcmp(n, name) == 0)
+            return i;
+    }
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < nhcoll; i++)
+        if (strcmp(hcoll_names[i], name) == 0)
+            break;
+    if (i == nhcoll && nhcoll < PROF_MAX_HCOLL - 1) {
+        char *copy = strdup(name);
+
+        if (copy != NULL) {
+            __atomic_store_n(&hcoll_names[i], copy, __ATOMIC_RELEASE);
+            nhcoll++;
+        } else {
+            i = PROF_MAX_HCOLL - 1;
+        }
+    } else if (i == nhcoll) {
+        i = PROF_MAX_HCOLL - 1;
+        if (hcoll_names[i] == NULL)
+            hcoll_names[i] = strdup("hpml_(other collectives) -");
+    }
+    pthread_mutex_unlock(&lock);
+    return i;
+}
+
+/* Called by libhpml's dispatchers (src/comm/prof_hook.c finds these by name): the MPI
+ * calls until the matching leave belong to this hpml collective. Nested calls (an
+ * algorithm that runs another collective) count in the outermost. */
+void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes);
+void hpml_prof_coll_leave(void);
+
+void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes)
+{
+    prof_thread_t *t;
+
+    if (!hpml__prof_on || paused || (t = mine ? mine : hpml__prof_thread()) == NULL)
+        return;
+    if (t->hcoll_depth++ > 0)
+        return;
+    t->in_hcoll = hcoll_index(coll, algo);
+    t->hcoll[t->in_hcoll].st.bytes += bytes;
+    t->hcoll_t0 = hpml__prof_now();
+}
+
+void hpml_prof_coll_leave(void)
+{
+    prof_thread_t *t = mine;
+    prof_hcoll_t *h;
+    uint64_t d;
+
+    if (t == NULL || t->hcoll_depth == 0 || --t->hcoll_depth > 0)
+        return;
+    h = &t->hcoll[t->in_hcoll];
+    d = hpml__prof_now() - t->hcoll_t0;
+    if (h->st.count == 0 || d < h->st.min_ns)
+        h->st.min_ns = d;
+    if (d > h->st.max_ns)
+        h->st.max_ns = d;
+    h->st.count++;
+    h->st.total_ns += d;
+}
+
+/* ---- files (I/O statistics) --------------------------------------------------------- */
+
+static char *file_paths[PROF_MAX_FILES];
+static int nfiles;
+
+int hpml__prof_file_index(const char *path)
+{
+    int i;
+
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < nfiles; i++)
+        if (strcmp(file_paths[i], path) == 0)
+            goto out;
+    if (nfiles == PROF_MAX_FILES - 1) {
+        if (file_paths[i] == NULL)
+            file_paths[i] = strdup("(other files)");
+        goto out;
+    }
+    if ((file_paths[i] = strdup(path)) == NULL) {
+        i = -1;
+        goto out;
+    }
+    nfiles++;
+out:
+    pthread_mutex_unlock(&lock);
+    return i;
+}
+
+void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t bytes)
+{
+    prof_thread_t *t = mine ? mine : hpml__prof_thread();
+    prof_file_stat_t *f;
+
+    if (t == NULL || paused || fi < 0)
+        return;
+    f = t->files[fi];
+    if (f == NULL) {
+        if ((f = calloc(1, sizeof(*f))) == NULL)
+            return;
+        for (int i = 0; i < PROF_IO_NCALLS; i++)
+            f->call[i].min_ns = UINT64_MAX;
+        __atomic_store_n(&t->files[fi], f, __ATOMIC_RELEASE); /* complete before seen */
+    }
+    stat_add(&f->call[op], now - t0, bytes);
+    if (hpml__prof_tracing)
+        hpml__prof_trace_event(t, PROF_TRACE_IO + op, t0, now, bytes, fi, -1);
+    if (op == PROF_IO_read || op == PROF_IO_write || op == PROF_IO_pread || op == PROF_IO_pwrite ||
+        op == PROF_IO_fread || op == PROF_IO_fwrite)
+        f->hist[hbin(bytes)]++;
+    if (hpml__prof_on && now >= hpml__prof_next_flush)
+        hpml__prof_flush("run", 0);
+}
+
+/* ---- communicators and their groups ------------------------------------------------ */
+
+typedef struct {
+    int size;
+    int *world;
+} group_t;
+
+static group_t groups[PROF_MAX_GROUPS];
+static int ngroups;
+static prof_comm_t *comms;
+static unsigned comm_gen; /* bumped when a communicator is freed: per-thread caches drop */
+
+#define TL_CACHE 4
+static PROF_TLS struct {
+    MPI_Comm h;
+    prof_comm_t *c;
+} tl_cache[TL_CACHE];
+static PROF_TLS unsigned tl_gen, tl_next;
+
+/* The group index of the world ranks w[0..n) (under lock). */
+static int group_of(const int *w, int n)
+{
+    int g;
+
+    for (g = 0; g < ngroups; g++)
+        if (groups[g].size == n && memcmp(groups[g].world, w, (size_t)n * sizeof(int)) == 0)
+            return g;
+    if (ngroups == PROF_MAX_GROUPS - 1)
+        return PROF_MAX_GROUPS - 1; /* the shared last group, printed as "other" */
+    if ((groups[g].world = malloc((size_t)n * sizeof(int))) == NULL)
+        return PROF_MAX_GROUPS - 1;
+    memcpy(groups[g].world, w, (size_t)n * sizeof(int));
+    groups[g].size = n;
+    ngroups++;
+    return g;
+}
+
+static prof_comm_t *comm_make(MPI_Comm comm)
+{
+    prof_comm_t *c = calloc(1, sizeof(*c));
+    MPI_Group g = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
+    int inter = 0, *idx = NULL;
+
+    if (c == NULL)
+        return NULL;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        PMPI_Comm_remote_group(comm, &g);
+    else
+        PMPI_Comm_group(comm, &g);
+    PMPI_Group_size(g, &c->size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    c->world = malloc((size_t)c->size * sizeof(int));
+    idx = malloc((size_t)c->size * sizeof(int));
+    if (c->world == NULL || idx == NULL) {
+        free(c->world);
+        free(c);
+        c = NULL;
+        goto out;
+    }
+    for (int i = 0; i < c->size; i++)
+        idx[i] = i;
+    PMPI_Group_translate_ranks(g, c->size, idx, wg, c->world);
+    c->handle = comm;
+    c->gid = group_of(c->world, c->size);
+out:
+    free(idx);
+    if (g != MPI_GROUP_NULL)
+        PMPI_Group_free(&g);
+    if (wg != MPI_GROUP_NULL)
+        PMPI_Group_free(&wg);
+    return c;
+}
+
+prof_comm_t *hpml__prof_comm(MPI_Comm comm)
+{
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    prof_comm_t *c;
+
+    if (comm == MPI_COMM_NULL)
+        return NULL;
+    if (tl_gen == gen) {
+        for (int i = 0; i < TL_CACHE; i++)
+            if (tl_cache[i].c != NULL && tl_cache[i].h == comm)
+                return tl_cache[i].c;
+    } else {
+        memset(tl_cache, 0, sizeof(tl_cache));
+        tl_gen = gen;
+    }
+    pthread_mutex_lock(&lock);
+    for (c = comms; c != NULL; c = c->next)
+        if (!c->dead && c->handle == comm)
+            break;
+    if (c == NULL && (c = comm_make(comm)) != NULL) {
+        c->next = comms;
+        comms = c;
+    }
+    pthread_mutex_unlock(&lock);
+    if (c != NULL) {
+        tl_cache[tl_next].h = comm;
+        tl_cache[tl_next].c = c;
+        tl_next = (tl_next + 1) % TL_CACHE;
+    }
+    return c;
+}
+
+void hpml__prof_comm_forget(MPI_Comm comm)
+{
+    pthread_mutex_lock(&lock);
+    for (prof_comm_t *c = comms; c != NULL; c = c->next)
+        if (!c->dead && c->handle == comm)
+            c->dead = 1; /* kept: other threads may still hold the pointer */
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- snapshots ----------------------------------------------------------------------- */
+
+/* The output buffer: filled, written out whenever it nears full. No allocation, so a
+ * snapshot can be taken in a signal handler. */
+static char obuf[1 << 16];
+static size_t olen;
+
+static void out_flush(void)
+{
+    size_t off = 0;
+
+    while (off < olen) {
+        ssize_t n = write(fd, obuf + off, olen - off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    olen = 0;
+}
+
+static void outf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void outf(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (olen > sizeof(obuf) - 4096)
+        out_flush();
+    va_start(ap, fmt);
+    n = vsnprintf(obuf + olen, sizeof(obuf) - olen, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        olen += (size_t)n < sizeof(obuf) - olen ? (size_t)n : sizeof(obuf) - olen - 1;
+}
+
+/* A path with space, '%' and control characters as %XX, so it is one word. */
+static void out_path(const char *p)
+{
+    outf(" ");
+    for (; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+
+        if (ch <= ' ' || ch == '%' || ch == 127)
+            outf("%%%02X", ch);
+        else
+            outf("%c", ch);
+    }
+}
+
+static void out_stat(const prof_stat_t *s)
+{
+    outf(" %llu %llu %llu %llu %llu", (unsigned long long)s->count, (unsigned long long)s->total_ns,
+         (unsigned long long)(s->count ? s->min_ns : 0), (unsigned long long)s->max_ns,
+         (unsigned long long)s->bytes);
+}
+
+static void sum_stat(prof_stat_t *a, const prof_stat_t *b)
+{
+    if (b->count == 0)
+        return;
+    a->count += b->count;
+    a->total_ns += b->total_ns;
+    a->bytes += b->bytes;
+    if (b->min_ns < a->min_ns)
+        a->min_ns = b->min_ns;
+    if (b->max_ns > a->max_ns)
+        a->max_ns = b->max_ns;
+}
+
+static void out_hist(const uint64_t *h)
+{
+    for (int b = 0; b < PROF_HBINS; b++)
+        if (h[b])
+            outf(" %d:%llu", b, (unsigned long long)h[b]);
+}
+
+/* Sums over threads go through these (static: no allocation in a signal handler). */
+static prof_stat_t sum_calls[PROF_NCALLS];
+static uint64_t sum_hist[PROF_NCALLS * PROF_HBINS];
+static prof_file_stat_t sum_file;
+
+/* One line per call site and thread (merge sums the same site over threads and ranks):
+ * "k CALL DEPTH {OBJECT BASE OFFSET SYMBOL}... STATS", addresses in hex. */
+static void snapshot_sites(prof_thread_t *head)
+{
+    for (prof_thread_t *t = head; t != NULL; t = t->next) {
+        if (t->sites == NULL)
+            continue;
+        for (int i = 0; i < PROF_MAX_SITES; i++) {
+            const prof_site_t *s = &t->sites[i];
+            int depth = __atomic_load_n(&s->depth, __ATOMIC_ACQUIRE);
+
+            if (depth == 0 || s->st.count == 0)
+                continue;
+            outf("k %s %d", call_names[s->id], depth);
+            for (int k = 0; k < depth; k++) {
+                out_path(s->obj[k] != NULL ? s->obj[k] : "?");
+                outf(" %lx %lx", (unsigned long)s->base[k],
+                     (unsigned long)((uintptr_t)s->pc[k] - s->base[k]));
+                out_path(s->sym[k] != NULL ? s->sym[k] : "?");
+            }
+            out_stat(&s->st);
+            outf("\n");
+        }
+    }
+}
+
+static void snapshot(const char *state, int sig)
+{
+    prof_thread_t *head = __atomic_load_n(&threads, __ATOMIC_ACQUIRE);
+    int ng = ngroups;
+
+    seq++;
+    if (sig)
+        outf("s %lu %s:%d %llu\n", seq, state, sig,
+             (unsigned long long)(hpml__prof_now() - start_ns));
+    else
+        outf("s %lu %s %llu\n", seq, state, (unsigned long long)(hpml__prof_now() - start_ns));
+    for (int i = 0; i < PROF_NCALLS; i++) {
+        sum_calls[i] = (prof_stat_t){.min_ns = UINT64_MAX};
+        for (prof_thread_t *t = head; t != NULL; t = t->next)
+            sum_stat(&sum_calls[i], &t->call[i]);
+        if (sum_calls[i].count) {
+            outf("c %s", call_names[i]);
+            out_stat(&sum_calls[i]);
+            outf("\n");
+        }
+    }
+    for (int g = 0; g < PROF_MAX_GROUPS; g++) {
+        int used = 0;
+
+        memset(sum_hist, 0, sizeof(sum_hist));
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const uint64_t *th = __atomic_load_n(&t->hist[g], __ATOMIC_ACQUIRE);
+
+            if (th == NULL)
+                continue;
+            used = 1;
+            for (int k = 0; k < PROF_NCALLS * PROF_HBINS; k++)
+                sum_hist[k] += th[k];
+        }
+        if (!used)
+            continue;
+        if (g < ng) {
+            outf("g %d %d", g, groups[g].size);
+            for (int r = 0; r < groups[g].size; r++)
+                outf(" %d", groups[g].world[r]);
+            outf("\n");
+        } else {
+            outf("g %d 0\n", g);
+        }
+        for (int i = 0; i < PROF_NCALLS; i++) {
+            const uint64_t *h = sum_hist + i * PROF_HBINS;
+            int any = 0;
+
+            for (int b = 0; b < PROF_HBINS; b++)
+                any |= h[b] != 0;
+            if (!any)
+                continue;
+            outf("h %s %d", call_names[i], g);
+            out_hist(h);
+            outf("\n");
+        }
+    }
+    for (int r = 0; r < hpml__prof_world_size; r++) {
+        uint64_t m = 0, b = 0;
+
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const uint64_t *tm = __atomic_load_n(&t->msgs, __ATOMIC_ACQUIRE);
+
+            if (tm != NULL) {
+                m += tm[r];
+                b += t->bytes[r];
+            }
+        }
+        if (m)
+            outf("m %d %llu %llu\n", r, (unsigned long long)m, (unsigned long long)b);
+    }
+    for (int f = 0; f < PROF_MAX_FILES; f++) {
+        int used = 0;
+
+        if (file_paths[f] == NULL)
+            continue;
+        memset(&sum_file, 0, sizeof(sum_file));
+        for (int i = 0; i < PROF_IO_NCALLS; i++)
+            sum_file.call[i].min_ns = UINT64_MAX;
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const prof_file_stat_t *tf = __atomic_load_n(&t->files[f], __ATOMIC_ACQUIRE);
+
+            if (tf == NULL)
+                continue;
+            used = 1;
+            for (int i = 0; i < PROF_IO_NCALLS; i++)
+                sum_stat(&sum_file.call[i], &tf->call[i]);
+            for (int b = 0; b < PROF_HBINS; b++)
+                sum_file.hist[b] += tf->hist[b];
+        }
+        if (!used)
+            continue;
+        outf("f %d", f);
+        out_path(file_paths[f]);
+        outf("\n");
+        for (int i = 0; i < PROF_IO_NCALLS; i++)
+            if (sum_file.call[i].count) {
+                outf("i %d %s", f, io_names[i]);
+                out_stat(&sum_file.call[i]);
+                outf("\n");
+            }
+        outf("j %d", f);
+        out_hist(sum_file.hist);
+        outf("\n");
+    }
+    snapshot_sites(head);
+    if (hpml__prof_tracing) {
+        const char **names;
+        uint64_t dropped, cap;
+        int n = hpml__prof_trace_regions(&names, &dropped, &cap);
+
+        for (int i = 0; i < n; i++) {
+            outf("n %d", i);
+            out_path(names[i]);
+            outf("\n");
+        }
+        outf("x %llu %llu\n", (unsigned long long)dropped, (unsigned long long)cap);
+    }
+    for (int i = 0; i < PROF_MAX_HCOLL; i++) {
+        prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
+
+        if (hcoll_names[i] == NULL)
+            continue;
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const prof_hcoll_t *h = &t->hcoll[i];
+
+            sum_stat(&sum.st, &h->st);
+            if (h->st.count == 0)
+                sum.st.bytes += h->st.bytes; /* entered, not yet left */
+            sum.mpi_calls += h->mpi_calls;
+            sum.mpi_ns += h->mpi_ns;
+            sum.mpi_bytes += h->mpi_bytes;
+            sum.p2p_msgs += h->p2p_msgs;
+            sum.p2p_bytes += h->p2p_bytes;
+        }
+        if (sum.st.count == 0)
+            continue;
+        outf("a");
+        out_path(hcoll_names[i]);
+        out_stat(&sum.st);
+        outf(" %llu %llu %llu %llu %llu\n", (unsigned long long)sum.mpi_calls,
+             (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
+             (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
+    }
+    outf("e %lu\n", seq);
+    out_flush();
+}
+
+void hpml__prof_flush(const char *state, int sig)
+{
+    if (fd < 0 || ended || getpid() != start_pid) /* a child forked after MPI_Init: not a rank */
+        return;
+    /* One snapshot at a time: a periodic one in another thread, or the one a signal
+     * interrupted, is left to finish (or, interrupted for good, to be ignored). */
+    if (__atomic_exchange_n(&flushing, 1, __ATOMIC_ACQUIRE))
+        return;
+    hpml__prof_in_io++;
+    hpml__prof_trace_flush(threads, mine, strcmp(state, "run") != 0);
+    snapshot(state, sig);
+    hpml__prof_in_io--;
+    if (strcmp(state, "run") == 0)
+        hpml__prof_next_flush = hpml__prof_now() + period_ns;
+    else
+        ended = 1; /* final, abort, exit or signal: the last word */
+    __atomic_store_n(&flushing, 0, __ATOMIC_RELEASE);
+}
+
+void hpml__prof_pcontrol(int level, const char *name)
+{
+    if (level == 0 || level == 1)
+        paused = level == 0;
+    else if (level >= PROF_PCONTROL_BEGIN && level <= PROF_PCONTROL_STEP && hpml__prof_tracing)
+        hpml__prof_trace_pcontrol(mine ? mine : hpml__prof_thread(), level, name);
+}
+
+/* ---- the end of a job ------------------------------------------------------------- */
+
+static struct sigaction old_term, old_int;
+
+static void on_signal(int sig)
+{
+    struct sigaction *old = sig == SIGTERM ? &old_term : &old_int;
+
+    hpml__prof_flush("signal", sig);
+    /* Then what the program would have done without the profiler. */
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && !(old->sa_flags & SA_SIGINFO)) {
+        old->sa_handler(sig);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN)
+        return;
+    sigaction(sig, old, NULL);
+    raise(sig);
+}
+
+static void on_exit_flush(void)
+{
+    hpml__prof_flush("exit", 0);
+}
+
+/* Seconds from HPML_PROF_PERIOD (default 5; 0 turns periodic snapshots off). */
+static uint64_t period_from_env(void)
+{
+    const char *s = getenv("HPML_PROF_PERIOD");
+    char *end;
+    double v;
+
+    if (s == NULL || *s == '\0')
+        return 5000000000ull;
+    v = strtod(s, &end);
+    if (*end != '\0' || !(v >= 0) || v > 1e6) {
+        fprintf(stderr, "[hpml-prof] HPML_PROF_PERIOD must be seconds >= 0 (got '%s'); using 5\n",
+                s);
+        return 5000000000ull;
+    }
+    return v == 0 ? UINT64_MAX / 2 : (uint64_t)(v * 1e9);
+}
+
+/* HPML_PROF_CALLSITES: 0 (off), 1 (the caller of each MPI call, default), 2 (and its
+ * caller, by unwinding: slower). */
+static int callsites_from_env(void)
+{
+    const char *s = getenv("HPML_PROF_CALLSITES");
+
+    if (s == NULL || *s == '\0')
+        return 1;
+    if ((s[0] == '0' || s[0] == '1' || s[0] == '2') && s[1] == '\0')
+        return s[0] - '0';
+    fprintf(stderr, "[hpml-prof] HPML_PROF_CALLSITES must be 0, 1 or 2 (got '%s'); using 1\n", s);
+    return 1;
+}
+
+void hpml__prof_start(uint64_t t_init)
+{
+    const char *dir = getenv("HPML_PROF_DIR");
+    char path[PATH_MAX], host[256] = "?", run[64];
+    unsigned long long id[2] = {0, 0};
+    struct sigaction sa;
+    int n;
+
+    if (dir == NULL || *dir == '\0')
+        dir = "hpml-prof";
+    MPI_Comm parent = MPI_COMM_NULL;
+
+    /* Processes started by MPI_Comm_spawn have world ranks of their own, which would take
+     * the parent job's file names: they are not profiled. */
+    PMPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL)
+        return;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &hpml__prof_world_size);
+    /* One run id for every rank (rank 0's clock and pid): merge tells this run's files
+     * from an earlier run's left in the same folder. */
+    if (world_rank == 0) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        id[0] = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+        id[1] = (unsigned long long)getpid();
+    }
+    PMPI_Bcast(id, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    snprintf(run, sizeof(run), "%llx-%llx", id[0], id[1]);
+    mkdir(dir, 0777); /* usually made by `hpml prof`; all ranks may race to make it */
+    n = snprintf(path, sizeof(path), "%s/rank-%d.prof", dir, world_rank);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        fprintf(stderr, "[hpml-prof r%d] HPML_PROF_DIR too long; not profiling\n", world_rank);
+        return;
+    }
+    hpml__prof_in_io++;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    hpml__prof_in_io--;
+    if (fd < 0) {
+        fprintf(stderr, "[hpml-prof r%d] cannot create %s: %s; not profiling\n", world_rank, path,
+                strerror(errno));
+        return;
+    }
+    gethostname(host, sizeof(host) - 1);
+    period_ns = period_from_env();
+    start_pid = getpid();
+    {
+        ssize_t len = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+
+        exe_path[len > 0 ? len : 0] = '\0';
+    }
+    site_depth = callsites_from_env();
+    if (site_depth == 2) {
+        void *bt[2];
+
+        backtrace(bt, 2); /* loads the unwinder now, not inside a wrapper or a signal */
+    }
+    start_ns = t_init;
+    outf("hpml-prof 1\nr %s %d %d %ld %s %llu\n", run, world_rank, hpml__prof_world_size,
+         (long)getpid(), host, id[0]);
+    hpml__prof_trace_start(dir, world_rank, hpml__prof_world_size, run, start_ns, call_names,
+                           PROF_NCALLS, io_names, PROF_IO_NCALLS);
+    hpml__prof_on = 1;
+    atexit(on_exit_flush);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+    hpml__prof_flush("run", 0);
+}

@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# hpml prof and libhpml-prof.so against analytic totals:
+# - hpml bench latency on 2 ranks: MPI_Send/MPI_Recv counts, their log2 size histograms
+#   and the point-to-point matrix equal (iterations + warm-up) per size in each direction
+#   (plus the harness's one connection Sendrecv per pair of ranks);
+# - a collective over point-to-point (hpml's ring allreduce): 2(p-1) messages of n/p
+#   bytes to the right neighbour per call, in the matrix, attributed to hpml_allreduce's
+#   ring and to the call sites in allreduce_ring.c;
+# - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
+#   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
+# - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
+# - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
+#   leave every rank's file and a report from `hpml prof merge`, marked incomplete;
+# - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
+#   (pid = world rank on every event, "X" with dur, flows "s"/"f" from each send to the
+#   receive that matched it), respects its event cap within 1%, keeps only the steps asked;
+# - usage and file errors.
+# Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
+# hpml-test: timeout=200
+set -u
+: "${HPML:?}" "${MPIRUN:?}" "${MPI:?}" "${BUILD:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+prog=$BUILD/tests/cli/prof_prog
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# prof DIR ARGS...: hpml prof -q -o DIR -- $MPIRUN ARGS; status in $rc, output in DIR.out
+prof() {
+    local d=$1
+    shift
+    # shellcheck disable=SC2086 # MPIRUN is a command with its options
+    timeout 120 "$HPML" prof -q -o "$d" -- $MPIRUN "$@" >"$d.out" 2>"$d.err"
+    rc=$?
+}
+# check DIR PYTHON: run PYTHON with r = the JSON report of DIR; prints what failed
+check() {
+    /usr/bin/python3 - "$1/report.json" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+calls = {c["name"]: c for c in r["calls"]}
+def hist(call, comm="world"):
+    for h in r["histograms"]:
+        if h["call"] == call and h["comm"] == comm:
+            return {b["bin"]: b["count"] for b in h["bins"]}
+    return {}
+M, B = r["matrix"]["messages"], r["matrix"]["bytes"]
+exec(sys.argv[2])
+PY
+}
+
+# --- latency on 2 ranks: sizes 0, 1, 2, ... 8192, 50 iterations + 5 warm-up each ----------
+prof "$tmp/lat" -np 2 "$HPML" bench latency -m 0:8K -i 50 -x 5
+if [ $rc -ne 0 ]; then fail "latency under hpml prof: exit $rc: $(tail -3 "$tmp/lat.err")"
+else
+    out=$(check "$tmp/lat" '
+sizes = [0] + [1 << k for k in range(14)]          # 0, 1, 2, ..., 8192
+n = 50 + 5
+e = []
+if not r["complete"]: e.append("incomplete: " + r["incomplete"])
+for call in ("MPI_Send", "MPI_Recv"):
+    c = calls[call]
+    if c["per_rank"]["count"] != [n * len(sizes)] * 2: e.append(call + " counts %s" % c["per_rank"]["count"])
+    if c["per_rank"]["bytes"] != [n * sum(sizes)] * 2: e.append(call + " bytes %s" % c["per_rank"]["bytes"])
+    want = {(s.bit_length() if s else 0): 2 * n for s in sizes}
+    if hist(call) != want: e.append(call + " histogram %s, want %s" % (hist(call), want))
+# One connection Sendrecv of 1 byte per ordered pair (the harness touches every pair once).
+if M != [[0, n * len(sizes) + 1], [n * len(sizes) + 1, 0]]: e.append("messages %s" % M)
+if B != [[0, n * sum(sizes) + 1], [n * sum(sizes) + 1, 0]]: e.append("bytes %s" % B)
+print("; ".join(e))')
+    [ -z "$out" ] && ok "latency: counts, histograms and matrix exact" || fail "latency: $out"
+    grep -q "^## Point-to-point matrix" "$tmp/lat/report.txt" || fail "latency: no matrix in report.txt"
+fi
+
+# --- ring allreduce (hpml's algorithm over MPI_Sendrecv) ----------------------------------
+# MPICH busy-polls: 2 ranks there, 4 on Open MPI.
+np=4
+[ "$MPI" = mpich ] && np=2
+# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof).
+HPML_PROF_CALLSITES=2 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
+if [ $rc -ne 0 ]; then fail "ring allreduce: exit $rc: $(tail -3 "$tmp/ring.err")"
+else
+    out=$(check "$tmp/ring" "
+p = $np
+sizes = [4, 8, 16, 32, 64]
+n = 20 + 2
+e = []
+for i in range(p):
+    for j in range(p):
+        right = j == (i + 1) % p
+        wm = (2 * (p - 1) * n * len(sizes) if right else 0) + (1 if i != j else 0)
+        wb = (2 * (p - 1) * n * sum(s // p for s in sizes) if right else 0) + (1 if i != j else 0)
+        if M[i][j] != wm or B[i][j] != wb:
+            e.append('%d->%d: %d msgs %d bytes, want %d %d' % (i, j, M[i][j], B[i][j], wm, wb))
+want = {(s // p).bit_length(): p * 2 * (p - 1) * n for s in sizes}
+want[1] = want.get(1, 0) + p * (p - 1)   # the connection Sendrecvs, 1 byte each
+if hist('MPI_Sendrecv') != want: e.append('histogram %s, want %s' % (hist('MPI_Sendrecv'), want))
+# hpml's dispatcher names the collective and its algorithm; every ring message is inside it.
+hc = [h for h in r['hpml_collectives'] if h['call'] == 'hpml_allreduce' and h['algorithm'] == 'ring']
+if len(hc) != 1 or hc[0]['count'] != p * n * len(sizes) or hc[0]['bytes'] != p * n * sum(sizes) \
+        or hc[0]['p2p_messages'] != p * 2 * (p - 1) * n * len(sizes):
+    e.append('hpml_collectives %s' % r['hpml_collectives'])
+# The ring's Sendrecvs are attributed to the file and function that make them, called
+# from hpml's dispatcher.
+ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_ring' in c['frames'][0]['where']
+        and len(c['frames']) == 2 and c['frames'][1]['where'].startswith('hpml_allreduce_algo (')]
+if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
+    e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
+print('; '.join(e))")
+    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact" || fail "ring: $out"
+fi
+
+# --- sub-communicators: their ranks counted as world ranks ---------------------------------
+# hpml's hierarchical allreduce on 2 virtual nodes of 2 ranks (HPML_RANKS_PER_NODE=2): the
+# node part goes through shared memory; each half of the vector is allreduced between the
+# two ranks that own it on the two nodes, over their own communicator ({0,2} and {1,3}),
+# which on 2 ranks is one exchange of n/2 bytes. Open MPI only (4 ranks; MPICH busy-polls).
+if [ "$MPI" = openmpi ]; then
+    HPML_RANKS_PER_NODE=2 prof "$tmp/hier" -np 4 -x HPML_RANKS_PER_NODE "$HPML" bench allreduce \
+        --impl hpml:hier -m 1K:4K -i 10 -x 1
+    out=$(check "$tmp/hier" '
+n, sizes = 11, [1024, 2048, 4096]
+e = []
+for i in range(4):
+    for j in range(4):
+        pair = (i + 2) % 4 == j
+        wm = (n * len(sizes) if pair else 0) + (i != j)
+        wb = (n * sum(s // 2 for s in sizes) if pair else 0) + (i != j)
+        if (M[i][j], B[i][j]) != (wm, wb): e.append("%d->%d: %d %d, want %d %d" % (i, j, M[i][j], B[i][j], wm, wb))
+for g in ("2 ranks {0,2}", "2 ranks {1,3}"):
+    if hist("MPI_Sendrecv", g) != {10: 2 * n, 11: 2 * n, 12: 2 * n}: e.append("%s: %s" % (g, hist("MPI_Sendrecv", g)))
+print("; ".join(e))' 2>&1)
+    [ $rc -eq 0 ] && [ -z "$out" ] && ok "hierarchical allreduce: slice communicators' messages between world ranks 0-2 and 1-3, exact" ||
+        fail "hier: exit $rc: $out"
+fi
+
+# The pictures, from the ring's folder: gnuplot's SVGs, whole (closing tag), the matrix an image.
+"$HPML" prof merge -q --plot "$tmp/ring" 2>"$tmp/plot.err"
+if [ $? -eq 0 ] && tail -c 20 "$tmp/ring/matrix.svg" | grep -q '</svg>' &&
+    tail -c 20 "$tmp/ring/ranks.svg" | grep -q '</svg>' && grep -q '<image' "$tmp/ring/matrix.svg" &&
+    grep -q 'MPI_Sendrecv' "$tmp/ring/ranks.svg"; then
+    ok "--plot: matrix.svg (heat map) and ranks.svg (time per rank)"
+else
+    fail "--plot: $(cat "$tmp/plot.err")"
+fi
+
+# --- in-place allreduce: same result with and without the profiler ----------------------
+# shellcheck disable=SC2086
+plain=$($MPIRUN -np 3 "$prog" inplace 1000 2>&1)
+prof "$tmp/inpl" -np 3 "$prog" inplace 1000
+profiled=$(cat "$tmp/inpl.out")
+if [ $rc -ne 0 ] || [ "$plain" != "$profiled" ] || [ "${plain%% *}" != "inplace" ] ||
+    ! grep -q '^inplace ok' <<<"$plain"; then
+    fail "in-place allreduce: without '$plain', with '$profiled' (exit $rc)"
+else
+    out=$(check "$tmp/inpl" '
+c = calls["MPI_Allreduce"]
+e = []
+if c["per_rank"]["count"] != [3, 3, 3]: e.append("counts %s" % c["per_rank"]["count"])
+if c["per_rank"]["bytes"] != [8000 + 8000 + 4] * 3: e.append("bytes %s" % c["per_rank"]["bytes"])
+print("; ".join(e))')
+    [ -z "$out" ] && ok "in-place allreduce: $plain with and without" || fail "in-place: $out"
+fi
+
+# --- POSIX and stdio I/O -------------------------------------------------------------------
+# (traced: the I/O calls are on the timeline too, checked with the trace below)
+mkdir -p "$tmp/iodata"
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/io" -- $MPIRUN -np 2 "$prog" io "$tmp/iodata" >"$tmp/io.out" 2>"$tmp/io.err"
+rc=$?
+if [ $rc -ne 0 ]; then fail "io: exit $rc: $(tail -3 "$tmp/io.err")"
+else
+    out=$(check "$tmp/io" "
+e = []
+want = {'open': (2, 0), 'write': (3, 12288), 'pwrite': (1, 100), 'fsync': (1, 0), 'close': (2, 0),
+        'read': (2, 8192), 'pread': (1, 10), 'fopen': (1, 0), 'fwrite': (10, 1000),
+        'fread': (1, 1000), 'fclose': (1, 0)}
+for rank in (0, 1):
+    path = '$tmp/iodata/io-%d.dat' % rank
+    f = [x for x in r['io'] if x['path'] == path]
+    if len(f) != 1: e.append('no entry for ' + path); continue
+    got = {c['name']: (c['count'], c['bytes']) for c in f[0]['calls']}
+    if got != want: e.append('%s: %s' % (path, got))
+    sizes = {b['bin']: b['count'] for b in f[0]['sizes']}
+    if sizes != {13: 5, 7: 11, 4: 1, 10: 1}: e.append('%s sizes %s' % (path, sizes))
+print('; '.join(e))")
+    [ -z "$out" ] && ok "I/O: calls, bytes and sizes per file exact" || fail "io: $out"
+fi
+
+# --- MPI_Pcontrol(0) pauses counting -----------------------------------------------------------
+prof "$tmp/pc" -np 2 "$prog" pcontrol
+out=$(check "$tmp/pc" 'print("" if calls["MPI_Send"]["per_rank"]["count"] == [3, 3] else "sends %s" % calls["MPI_Send"]["per_rank"]["count"])' 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "MPI_Pcontrol: 3 counted sends per rank" || fail "pcontrol: exit $rc $out"
+
+# --- MPI_Abort on rank 1 ---------------------------------------------------------------------
+prof "$tmp/abort" -np 2 "$prog" abort
+if [ $rc -eq 0 ] || [ ! -f "$tmp/abort/rank-0.prof" ] || [ ! -f "$tmp/abort/rank-1.prof" ] ||
+    [ ! -f "$tmp/abort/report.json" ]; then
+    fail "MPI_Abort: exit $rc, files: $(ls "$tmp/abort" 2>&1 | tr '\n' ' ')"
+else
+    out=$(check "$tmp/abort" '
+e = []
+if r["complete"]: e.append("complete")
+if r["rank_info"][1]["state"] != "abort": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+if not all(x["file"] for x in r["rank_info"]): e.append("a rank without its file")
+# Rank 1 wrote its last snapshot in MPI_Abort; rank 0 has what it flushed before the
+# launcher killed it (with SIGTERM: everything; with SIGKILL: its last periodic snapshot).
+if calls["MPI_Barrier"]["per_rank"]["count"][1] != 1: e.append("barriers %s" % calls["MPI_Barrier"]["per_rank"]["count"])
+print("; ".join(e))')
+    [ -z "$out" ] && grep -q "report incomplete: .*rank 1: MPI_Abort" "$tmp/abort.err" &&
+        ok "MPI_Abort: both files, report incomplete (rank 1: MPI_Abort)" ||
+        fail "MPI_Abort: $out; $(grep incomplete "$tmp/abort.err")"
+fi
+
+# --- exit without MPI_Finalize on rank 1 -----------------------------------------------
+prof "$tmp/exit" -np 2 "$prog" exit
+out=$(check "$tmp/exit" '
+e = []
+if r["complete"] or r["rank_info"][1]["state"] != "exit": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+if not all(x["file"] for x in r["rank_info"]): e.append("a rank without its file")
+print("; ".join(e))' 2>&1)
+[ $rc -ne 0 ] && [ -z "$out" ] && ok "exit without MPI_Finalize: both files, rank 1 'exit'" ||
+    fail "exit: exit $rc: $out"
+
+# --- kill -TERM of one rank ---------------------------------------------------------------------
+# shellcheck disable=SC2086
+timeout 60 "$HPML" prof -q --period 0.1 -o "$tmp/term" -- $MPIRUN -np 2 "$prog" spin \
+    >"$tmp/term.out" 2>"$tmp/term.err" &
+bg=$!
+pid1=
+for _ in $(seq 200); do
+    if grep -q ready "$tmp/term.out" 2>/dev/null && [ -f "$tmp/term/rank-1.prof" ]; then
+        pid1=$(awk 'NR == 2 { print $5 }' "$tmp/term/rank-1.prof")
+        [ -n "$pid1" ] && break
+    fi
+    sleep 0.05
+done
+sleep 0.3 # a few periodic snapshots
+if [ -z "$pid1" ]; then
+    fail "kill -TERM: the job did not start"
+    kill -TERM "$bg" 2>/dev/null
+    wait "$bg"
+else
+    kill -TERM "$pid1"
+    wait "$bg"
+    rc=$?
+    out=$(check "$tmp/term" '
+e = []
+if r["complete"]: e.append("complete")
+if r["rank_info"][1]["state"] != "signal:15": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+if not all(x["file"] for x in r["rank_info"]): e.append("a rank without its file")
+if M[0][1] < 10 or M[1][0] < 10: e.append("matrix %s" % M)
+print("; ".join(e))' 2>&1)
+    [ $rc -ne 0 ] && [ -z "$out" ] && ok "kill -TERM of rank 1: both files, report incomplete (exit $rc)" ||
+        fail "kill -TERM: exit $rc: $out; $(tail -2 "$tmp/term.err")"
+    # merge again from the files alone: exit 3 (incomplete), the same verdict
+    rm -f "$tmp/term/report.json" "$tmp/term/report.txt"
+    "$HPML" prof merge -q "$tmp/term" 2>"$tmp/merge.err"
+    rc=$?
+    [ $rc -eq 3 ] && [ -f "$tmp/term/report.json" ] && grep -q "rank 1: signal 15" "$tmp/merge.err" &&
+        ok "merge after kill: exit 3, $(grep -m1 incomplete "$tmp/merge.err")" ||
+        fail "merge after kill: exit $rc: $(cat "$tmp/merge.err")"
+fi
+
+# --- python3 with mpi4py (Debian's is built for Open MPI) ---------------------------------
+if [ "$MPI" = openmpi ] && /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
+    cat >"$tmp/inplace.py" <<'PY'
+import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+p, r = c.Get_size(), c.Get_rank()
+a = np.arange(1000, dtype=np.float64) + 1000.0 * r
+c.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+want = np.arange(1000, dtype=np.float64) * p + 1000.0 * p * (p - 1) / 2
+bad = c.allreduce(int(not np.array_equal(a, want)))
+if r == 0:
+    print("mpi4py", "ok" if bad == 0 else "WRONG", a.sum())
+PY
+    # shellcheck disable=SC2086
+    plain=$($MPIRUN -np 2 /usr/bin/python3 "$tmp/inplace.py" 2>&1)
+    prof "$tmp/py" -np 2 /usr/bin/python3 "$tmp/inplace.py"
+    profiled=$(cat "$tmp/py.out")
+    out=$(check "$tmp/py" 'print("" if calls["MPI_Allreduce"]["per_rank"]["count"] == [1, 1] and calls["MPI_Allreduce"]["bytes"] == 16000 else "allreduce %s" % calls["MPI_Allreduce"])' 2>&1)
+    if [ $rc -eq 0 ] && [ "$plain" = "$profiled" ] && grep -q '^mpi4py ok' <<<"$plain" && [ -z "$out" ]; then
+        ok "python3 + mpi4py: in-place allreduce '$plain' with and without; 1 MPI_Allreduce of 8000 bytes per rank"
+    else
+        fail "mpi4py: without '$plain', with '$profiled' (exit $rc) $out"
+    fi
+else
+    echo "skipped: python3 with mpi4py (Open MPI only; needs python3-mpi4py)"
+fi
+
+# --- trace mode: Chrome trace-event JSON (gzip) -----------------------------------------
+# tcheck DIR PYTHON: run PYTHON with ev = the trace's events (gzip + JSON parse)
+tcheck() {
+    /usr/bin/python3 - "$1/trace.json.gz" "$2" <<'PY'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1]))
+ev = d["traceEvents"]
+e = []
+# The Trace Event Format: every event has name, ph, pid, tid and (but metadata) ts; "X"
+# has dur; flows "s"/"f" share an id; pid is the world rank everywhere.
+for x in ev:
+    if not all(k in x for k in ("name", "ph", "pid", "tid")) or x["ph"] not in "MXBEsf":
+        e.append("malformed %s" % x); break
+    if x["ph"] != "M" and not isinstance(x.get("ts"), (int, float)): e.append("no ts %s" % x); break
+    if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
+    if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
+X = [x for x in ev if x["ph"] == "X"]
+exec(sys.argv[2])
+print("; ".join(e))
+PY
+}
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/tr" -- $MPIRUN -np 2 "$HPML" bench latency -m 0:64 -i 10 -x 1 \
+    >"$tmp/tr.out" 2>"$tmp/tr.err"
+rc=$?
+if [ $rc -ne 0 ] || [ ! -f "$tmp/tr/trace.json.gz" ]; then fail "trace: exit $rc: $(tail -2 "$tmp/tr.err")"
+else
+    out=$(tcheck "$tmp/tr" '
+n = 8 * 11                      # sizes 0, 1, ..., 64; 10 iterations + 1 warm-up
+sends = {p: sum(1 for x in X if x["name"] == "MPI_Send" and x["pid"] == p) for p in (0, 1)}
+if sends != {0: n, 1: n}: e.append("MPI_Send events %s" % sends)
+if any(x["args"]["to"] != 1 - x["pid"] for x in X if x["name"] == "MPI_Send"): e.append("send peers")
+s = {x["id"]: x for x in ev if x["ph"] == "s"}
+f = {x["id"]: x for x in ev if x["ph"] == "f"}
+# Every message flows from a send on one rank to its receive on the other: one per
+# MPI_Send and one per connection Sendrecv in each direction.
+if len(s) != 2 * (n + 1) or set(s) != set(f): e.append("flows: %d starts, %d ends" % (len(s), len(f)))
+def inside(x, names):
+    return any(y["pid"] == x["pid"] and y["name"] in names and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
+for i in list(s)[:40]:
+    if s[i]["pid"] == f[i]["pid"] or not inside(s[i], ("MPI_Send", "MPI_Sendrecv")) \
+            or not inside(f[i], ("MPI_Recv", "MPI_Sendrecv")):
+        e.append("flow %s -> %s" % (s[i], f[i])); break')
+    [ -z "$out" ] && ok "trace: valid JSON, pid = rank, 2 x 88 MPI_Send events, 178 flows send -> receive" ||
+        fail "trace: $out"
+fi
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \
+    -m 0:64 -i 10 -x 1 >/dev/null 2>"$tmp/cap.err"
+out=$(tcheck "$tmp/cap" 'm = sum(1 for x in ev if x["ph"] != "M")
+if not 297 <= m <= 300: e.append("%d events for a cap of 300" % m)' 2>&1)
+[ -z "$out" ] && ok "trace cap 300: $(grep -o '[0-9]* events' "$tmp/cap.err")" || fail "trace cap: $out"
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace --trace-steps 1:2 -o "$tmp/steps" -- $MPIRUN -np 2 "$prog" steps \
+    >/dev/null 2>"$tmp/steps.err"
+out=$(tcheck "$tmp/steps" '
+sends = sorted(x["pid"] for x in X if x["name"] == "MPI_Send")
+if sends != [0, 0, 1, 1]: e.append("MPI_Send events of step 1: %s" % sends)
+reg = sorted((x["pid"], x["ph"], x["name"]) for x in ev if x["ph"] in "BE")
+if reg != [(0, "B", "step"), (0, "E", "step"), (1, "B", "step"), (1, "E", "step")]: e.append("regions %s" % reg)' 2>&1)
+[ -z "$out" ] && ok "trace steps 1:2: step 1 only (2 round trips), its region on both ranks" ||
+    fail "trace steps: $out"
+out=$(tcheck "$tmp/io" "
+w = sorted((x['pid'], x['args']['file'], x['args']['bytes']) for x in X if x['cat'] == 'io' and x['name'] == 'write')
+want = sorted((p, '$tmp/iodata/io-%d.dat' % p, 4096) for p in (0, 1) for _ in range(3))
+if w != want: e.append('write events %s' % w)" 2>&1)
+[ -z "$out" ] && ok "trace: each rank's 3 writes of 4096 bytes on the timeline, with their file" ||
+    fail "trace of I/O: $out"
+
+# --- usage and file errors ---------------------------------------------------------------------
+"$HPML" prof -q -o "$tmp/x" "$prog" >/dev/null 2>"$tmp/e1"
+[ $? -eq 2 ] && grep -q "give the command to profile after '--'" "$tmp/e1" && ok "no '--': exit 2" ||
+    fail "no '--': $(cat "$tmp/e1")"
+"$HPML" prof --lib "$tmp/none.so" -o "$tmp/x" -- true >/dev/null 2>"$tmp/e2"
+[ $? -eq 1 ] && grep -q "none.so: No such file" "$tmp/e2" && ok "missing --lib: exit 1" ||
+    fail "missing --lib: $(cat "$tmp/e2")"
+mkdir -p "$tmp/empty"
+"$HPML" prof merge "$tmp/empty" >/dev/null 2>"$tmp/e3"
+[ $? -eq 1 ] && grep -q "no profiler files" "$tmp/e3" && ok "merge of an empty folder: exit 1" ||
+    fail "merge of an empty folder: $(cat "$tmp/e3")"
+"$HPML" prof merge >/dev/null 2>"$tmp/e4"
+[ $? -eq 2 ] && grep -q "missing the folder" "$tmp/e4" && ok "merge without a folder: exit 2" ||
+    fail "merge without a folder: $(cat "$tmp/e4")"
+echo "hpml-prof 1" >"$tmp/empty/rank-0.prof"
+"$HPML" prof merge "$tmp/empty" >/dev/null 2>"$tmp/e5"
+[ $? -eq 1 ] && grep -q "not a file of libhpml-prof.so" "$tmp/e5" && ok "merge of a foreign file: exit 1" ||
+    fail "merge of a foreign file: $(cat "$tmp/e5")"
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$HPML" prof -- true >/dev/null 2>"$tmp/e6"
+[ $? -eq 2 ] && grep -q "run hpml prof as one process" "$tmp/e6" && ok "under mpirun: exit 2" ||
+    fail "under mpirun: $(cat "$tmp/e6")"
+# An earlier run's rank file in the same folder is ignored (the newest run is reported).
+prof "$tmp/lat" -np 1 "$prog" inplace 10
+out=$(check "$tmp/lat" 'print("" if r["ranks"] == 1 and r["stale_files"] == 1 and r["complete"] else "ranks %d stale %d" % (r["ranks"], r["stale_files"]))' 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "an earlier run's file is ignored" || fail "stale files: $out"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all ok"

@@ -1,0 +1,153 @@
+/*
+ * An MPI program for tests/cli/prof.sh, run under libhpml-prof.so with known traffic:
+ *   prof_prog inplace N   allreduce of N doubles in place and not, checked against the
+ *                         closed form; prints "inplace ok <sum>" on rank 0 (exit 1 if wrong)
+ *   prof_prog abort       a barrier, then rank 1 calls MPI_Abort(3) while the others wait
+ *   prof_prog exit        a barrier, then rank 1 calls exit(4) without MPI_Finalize
+ *   prof_prog spin        ranks 0 and 1 ping-pong 8 bytes every millisecond until killed
+ *   prof_prog io DIR      each rank writes and reads DIR/io-<rank>.dat with known sizes
+ *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
+ *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(102) after each), step s a region
+ *                         "step" (MPI_Pcontrol(100, "step") ... MPI_Pcontrol(101)) of s + 1
+ *                         round trips between ranks 0 and 1
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int inplace(int rank, int size, int n)
+{
+    double *a = malloc((size_t)n * sizeof(double)), *b = malloc((size_t)n * sizeof(double));
+    double sum = 0;
+    int bad = 0;
+
+    if (a == NULL || b == NULL)
+        return 1;
+    for (int i = 0; i < n; i++)
+        a[i] = rank * 1000.0 + i;
+    MPI_Allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++) {
+        double want = 1000.0 * size * (size - 1) / 2 + (double)size * i;
+
+        bad += a[i] != want;
+        sum += a[i];
+    }
+    MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    bad += memcmp(a, b, (size_t)n * sizeof(double)) != 0;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("inplace %s %.1f\n", bad ? "WRONG" : "ok", sum);
+    free(a);
+    free(b);
+    return bad != 0;
+}
+
+static void ping(int rank, int k)
+{
+    double x[1] = {0};
+
+    for (int i = 0; i < k; i++) {
+        if (rank == 0) {
+            MPI_Send(x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+            MPI_Recv(x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(x, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(x, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+        }
+    }
+}
+
+static int io(int rank, const char *dir)
+{
+    char path[4096], buf[4096] = {0};
+    FILE *f;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/io-%d.dat", dir, rank);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+            return 1;
+    if (pwrite(fd, buf, 100, 0) != 100 || fsync(fd) != 0 || close(fd) != 0)
+        return 1;
+    if ((fd = open(path, O_RDONLY)) < 0)
+        return 1;
+    for (int i = 0; i < 2; i++)
+        if (read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+            return 1;
+    if (pread(fd, buf, 10, 5) != 10 || close(fd) != 0)
+        return 1;
+    if ((f = fopen(path, "r+")) == NULL)
+        return 1;
+    for (int i = 0; i < 10; i++)
+        if (fwrite(buf, 1, 100, f) != 100)
+            return 1;
+    rewind(f);
+    if (fread(buf, 1, 1000, f) != 1000 || fclose(f) != 0)
+        return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, rc = 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (strcmp(mode, "inplace") == 0 && argc > 2) {
+        rc = inplace(rank, size, atoi(argv[2]));
+    } else if (strcmp(mode, "abort") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1)
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        else
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "exit") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1)
+            exit(4);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "spin") == 0) {
+        struct timespec ms = {0, 1000000};
+
+        for (int i = 0;; i++) {
+            ping(rank, 1);
+            if (i == 0 && rank == 0) {
+                printf("ready\n");
+                fflush(stdout);
+            }
+            nanosleep(&ms, NULL);
+        }
+    } else if (strcmp(mode, "io") == 0 && argc > 2) {
+        rc = io(rank, argv[2]);
+    } else if (strcmp(mode, "pcontrol") == 0) {
+        MPI_Pcontrol(0);
+        ping(rank, 5);
+        MPI_Pcontrol(1);
+        ping(rank, 3);
+    } else if (strcmp(mode, "steps") == 0) {
+        for (int s = 0; s < 3; s++) {
+            MPI_Pcontrol(2); /* mpiP's levels 2-4 take no argument: ignored */
+            MPI_Pcontrol(100, "step");
+            ping(rank, s + 1);
+            MPI_Pcontrol(101);
+            MPI_Pcontrol(102);
+        }
+    } else {
+        if (rank == 0)
+            fprintf(
+                stderr,
+                "usage: prof_prog inplace N | abort | exit | spin | io DIR | pcontrol | steps\n");
+        rc = 2;
+    }
+    MPI_Finalize();
+    return rc;
+}
