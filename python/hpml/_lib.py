@@ -11,8 +11,8 @@ Where the library is looked for, first found wins:
      mpich after the MPI mpi4py uses (`make MPI=<mpi>` builds it);
   3. installed: the lib folder that holds this package's site-packages folder
      (`make install` puts the package in <prefix>/lib/python3.X/dist-packages and the
-     library in <prefix>/lib);
-  4. the dynamic loader's search path (libhpml.so.0).
+     library in <prefix>/lib, named after its MPI: libhpml-<mpi>.so.0);
+  4. the dynamic loader's search path (libhpml-<mpi>.so.0).
 """
 
 import os
@@ -86,7 +86,7 @@ def _candidates(family):
     here = os.path.dirname(os.path.abspath(__file__))
     return [
         os.path.join(here, "..", "..", "build", family, "lib", "libhpml.so.0"),
-        os.path.join(here, "..", "..", "..", "libhpml.so.0"),
+        os.path.join(here, "..", "..", "..", "libhpml-%s.so.0" % family),
     ], False
 
 
@@ -113,7 +113,7 @@ def find_library():
         if forced:
             raise errors.LibraryError("hpml: HPML_LIB=%s: no such file" % p)
     # Last, the loader's search path; the MPI cannot be checked before loading there.
-    return "libhpml.so.0", family
+    return "libhpml-%s.so.0" % family, family
 
 
 _CDEF_COMMON = """
