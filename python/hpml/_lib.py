@@ -121,6 +121,7 @@ typedef struct hpml_comm hpml_comm_t;
 typedef struct hpml_request hpml_request_t;
 
 const char *hpml_version(void);
+const char *hpml_build_commit(void);
 const char *hpml_strerror(int err);
 const char *hpml_last_error(void);
 void hpml_clear_error(void);
@@ -329,6 +330,9 @@ FILE *open_memstream(char **ptr, size_t *sizeloc);
 int fclose(FILE *stream);
 void free(void *ptr);
 """
+
+# The version of the --json records' schema (HPML_JSON_SCHEMA_VERSION, hpml/core.h).
+JSON_SCHEMA_VERSION = 1
 
 ffi = cffi.FFI()
 path, family = find_library()

@@ -12,6 +12,7 @@ See docs/python.md.
 import argparse
 import json
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -344,8 +345,8 @@ P2P = ("latency", "multi_lat", "bw", "bibw")
 
 
 class Row:
-    def __init__(self, size, iters):
-        self.size, self.iters = size, iters
+    def __init__(self, size, iters, warmup=0):
+        self.size, self.iters, self.warmup = size, iters, warmup
         self.avg = self.min = self.max = self.maxrank = float("nan")
         self.bw = self.algbw = self.busbw = float("nan")
         self.pct = []
@@ -497,7 +498,7 @@ class Bench:
         case = self.case
         ctx = Ctx(self, case, impl, size)
         iters, skip = self.iterations(size)
-        row = Row(size, iters)
+        row = Row(size, iters, skip)
         p = ctx.p
         if case.kind in ("lat", "bw"):
             mine = self.time_p2p(ctx, iters, skip)
@@ -614,13 +615,33 @@ def print_csv(out, case, args, results, ranks):
             print(",".join(cells), file=out)
 
 
-def print_json(out, case, args, results, ranks, note):
+def provenance(world):
+    """Where and with what the run happened, as `hpml bench --json` records it: hosts in
+    order of their first rank, with their rank counts. Collective over world."""
+    names = world.allgather(MPI.Get_processor_name())
+    hosts = []
+    for n in names:
+        if hosts and any(h["host"] == n for h in hosts):
+            next(h for h in hosts if h["host"] == n)["ranks"] += 1
+        else:
+            hosts.append({"host": n, "ranks": 1})
+    major, minor = MPI.Get_version()
+    return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "mpi_library": MPI.Get_library_version().strip().splitlines()[0],
+            "mpi_standard": "%d.%d" % (major, minor), "nodes": len(hosts), "hosts": hosts}
+
+
+_ROOTED = ("bcast", "reduce", "gather", "scatter")
+
+
+def print_json(out, case, args, results, ranks, note, prov):
     from .info import version
+    from . import _lib
 
     rows = []
     for impl in args.impls:
         for r in results[impl]:
-            d = {"impl": impl, "size": r.size, "iterations": r.iters}
+            d = {"impl": impl, "size": r.size, "iterations": r.iters, "warmup": r.warmup}
             for key, v in (("avg_us", r.avg), ("min_us", r.min), ("max_us", r.max),
                            ("maxrank_us", r.maxrank), ("bw_MBps", r.bw),
                            ("algbw_MBps", r.algbw), ("busbw_MBps", r.busbw)):
@@ -634,9 +655,18 @@ def print_json(out, case, args, results, ranks, note):
                 if not r.valid:
                     d["validation_detail"] = r.note
             rows.append(d)
-    doc = {"benchmark": case.name, "title": _fmt_title(case)[2:], "hpml_version": version(),
+    rooted = case.name in _ROOTED
+    doc = {"schema_version": _lib.JSON_SCHEMA_VERSION, "command": "bench",
+           "benchmark": case.name, "title": _fmt_title(case)[2:],
+           "timestamp": prov["timestamp"], "hpml_version": version(),
+           "hpml_commit": _lib.ffi.string(_lib.lib.hpml_build_commit()).decode(),
+           "mpi_library": prov["mpi_library"], "mpi_standard": prov["mpi_standard"],
+           "ranks": ranks, "nodes": prov["nodes"], "hosts": prov["hosts"],
            "dtype": hc.DTYPE_NAMES[args.dtype], "mpi_datatype": _MPI_TYPES[args.dtype][1],
-           "ranks": ranks, "implementations": list(args.impls), "note": note, "results": rows}
+           "op": "sum" if case.reduction else None, "in_place": False,
+           "root_mode": "fixed" if rooted else None, "root": 0 if rooted else None,
+           "iterations_requested": args.iterations, "warmup_requested": args.skip,
+           "implementations": list(args.impls), "note": note, "results": rows}
     json.dump(doc, out)
     out.write("\n")
 
@@ -807,12 +837,13 @@ def main(argv=None):
             print("hpml.bench: %s" % e, file=sys.stderr)
         return 1
     failures = sum(1 for rows in results.values() for r in rows if r.valid == 0)
+    prov = provenance(world) if args.json else None
     if world.Get_rank() == 0:
         out = sys.stdout
         if args.csv:
             print_csv(out, case, args, results, world.Get_size())
         elif args.json:
-            print_json(out, case, args, results, world.Get_size(), note)
+            print_json(out, case, args, results, world.Get_size(), note, prov)
         else:
             print_text(out, case, args, results, note)
         out.flush()

@@ -97,7 +97,7 @@ import numpy as np, hpml
 c = hpml.Comm()
 print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist())
 c.free()')
-[ "$got" = "$stage/opt/hpml-test/lib/libhpml.so.0 [0.0, 1.0, 2.0]" ] ||
+[ "$got" = "$stage/opt/hpml-test/lib/libhpml-openmpi.so.0 [0.0, 1.0, 2.0]" ] ||
     { echo "FAIL: installed package: '$got'"; exit 1; }
 echo "PASS installed package: $got"
 echo "== done (${SECONDS}s)"

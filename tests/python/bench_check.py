@@ -6,6 +6,7 @@ the Python benchmarks must share."""
 import contextlib
 import io
 import json
+import os
 import re
 import sys
 
@@ -113,6 +114,14 @@ with open(sys.argv[2]) as f:
 if root:
     doc = json.loads(out)
     expect(set(doc) == set(c_json), "JSON keys %s, hpml bench: %s" % (set(doc), set(c_json)))
+    expect(set(doc["results"][0]) <= set(c_json["results"][0]) | {"percentiles_us"},
+           "JSON row keys %s, hpml bench: %s" % (set(doc["results"][0]), set(c_json["results"][0])))
+    import jsonschema
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                           "hpml.schema.json")) as f:
+        schema = json.load(f)
+    errs = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+    expect(not errs, "the JSON record does not follow docs/hpml.schema.json: %s" % errs[:3])
     expect(set(doc["results"][0]) - {"percentiles_us"} <= set(c_json["results"][0]) | {"min_us"},
            "JSON row keys %s" % set(doc["results"][0]))
     expect(doc["implementations"][:2] == ["mpi4py", "hpml"] and
