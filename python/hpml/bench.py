@@ -109,7 +109,10 @@ class Ctx:
         scount, rcount = case.counts(self)
         self.sbuf, self.s = bench.alloc(scount, self.dt)
         self.rbuf, self.r = bench.alloc(rcount, self.dt)
-        self.dtype_name = hc.DTYPE_NAMES[self.dt]
+        # What a user would write: NumPy arrays of a NumPy dtype carry it (dtype=None, the
+        # allreduce's fast path); bytearrays and bf16 bits in uint16 need dtype=.
+        numpy_typed = bench.args.buffer == "numpy" and self.dt != hc.BF16
+        self.dtype_name = None if numpy_typed else hc.DTYPE_NAMES[self.dt]
 
 
 class Case:
