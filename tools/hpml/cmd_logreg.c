@@ -304,6 +304,24 @@ out:
     return status;
 }
 
+/* The fit's output set: the predictions and probabilities asked for, and the model's four
+ * arrays under --out (each path buffer 4096 bytes), with the inputs they must not replace. */
+static void fit_outputs(const opts_t *o, mlcli_outset_t *os, char *cpath, char *ipath, char *kpath,
+                        char *mpath)
+{
+    mlcli_out_path(cpath, 4096, o->co.out, "coef", 1);
+    mlcli_out_path(ipath, 4096, o->co.out, "intercept", 0);
+    mlcli_out_path(kpath, 4096, o->co.out, "classes", 0);
+    mlcli_out_path(mpath, 4096, o->co.out, "multinomial", 0);
+    mlcli_outset_inputs(os, &o->co);
+    mlcli_outset_add(os, o->pred_out, "prediction");
+    mlcli_outset_add(os, o->proba_out, "p");
+    mlcli_outset_add(os, cpath, "x");
+    mlcli_outset_add(os, ipath, "intercept");
+    mlcli_outset_add(os, kpath, "class");
+    mlcli_outset_add(os, mpath, "multinomial");
+}
+
 int cmd_logreg(int argc, char **argv);
 int cmd_logreg(int argc, char **argv)
 {
@@ -332,17 +350,7 @@ int cmd_logreg(int argc, char **argv)
         goto out;
     }
     /* The outputs are one set: checked now, replaced together after the fit. */
-    mlcli_out_path(cpath, sizeof(cpath), o.co.out, "coef", 1);
-    mlcli_out_path(ipath, sizeof(ipath), o.co.out, "intercept", 0);
-    mlcli_out_path(kpath, sizeof(kpath), o.co.out, "classes", 0);
-    mlcli_out_path(mpath, sizeof(mpath), o.co.out, "multinomial", 0);
-    mlcli_outset_inputs(&os, &o.co);
-    mlcli_outset_add(&os, o.pred_out, "prediction");
-    mlcli_outset_add(&os, o.proba_out, "p");
-    mlcli_outset_add(&os, cpath, "x");
-    mlcli_outset_add(&os, ipath, "intercept");
-    mlcli_outset_add(&os, kpath, "class");
-    mlcli_outset_add(&os, mpath, "multinomial");
+    fit_outputs(&o, &os, cpath, ipath, kpath, mpath);
     if (mlcli_outset_check(&os))
         goto out;
 

@@ -65,7 +65,8 @@ static const opt_t run_options[] = {
      .kind = OPT_STRING,
      .off = OFF(lib),
      .arg = "FILE",
-     .help = "the profiler library (default: libhpml-prof-<mpi>.so or libhpml-prof.so in ../lib next to hpml)"},
+     .help = "the profiler library (default: libhpml-prof-<mpi>.so or libhpml-prof.so in ../lib "
+             "next to hpml)"},
     {.name = "top",
      .kind = OPT_INT,
      .off = OFF(top),
