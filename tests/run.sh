@@ -88,7 +88,14 @@ run_one() { # name timeout command...
 # launcher_for MPI: the launcher array for MPI's multi-rank runs.
 launcher_for() {
     case "$1" in
-    openmpi) launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none) ;;
+    openmpi)
+        launcher=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none)
+        # When a rank exits non-zero, Open MPI's launcher sends SIGTERM to the rest and
+        # waits this many seconds (default 1, about 2 s in all) before SIGKILL. The error
+        # tests end hundreds of jobs that way; a test that needs the grace period (a
+        # SIGTERM handler that must run) sets it back itself.
+        export OMPI_MCA_odls_base_sigkill_timeout=0
+        ;;
     mpich) launcher=(mpirun.mpich) ;;
     *) echo "run.sh: unknown MPI '$1'" >&2; exit 2 ;;
     esac

@@ -19,6 +19,9 @@
 # hpml-test: timeout=200
 set -u
 : "${HPML:?}" "${MPIRUN:?}" "${MPI:?}" "${BUILD:?}"
+# tests/run.sh sets Open MPI's SIGTERM-to-SIGKILL grace to 0 to end failing jobs fast; the
+# profiler's SIGTERM handler needs the default grace to write its data.
+export OMPI_MCA_odls_base_sigkill_timeout=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
