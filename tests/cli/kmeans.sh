@@ -20,8 +20,16 @@ run() { # np args... (output in $tmp/out, $tmp/err, status in $rc)
 
 $PY "$REF" gen "$tmp" || { echo "FAIL: reference generation"; exit 1; }
 
+# The comparisons with scikit-learn are queued in $jobs and run by one Python process at
+# the end (importing scikit-learn costs about a second each time).
+jobs=$tmp/jobs
+: >"$jobs"
+queue() { # name check|props case prefix json
+    printf '%s\t%s %s %s %s %s\n' "$1" "$2" "$tmp" "$3" "$4" "$5" >>"$jobs"
+}
+
 # fit case CASE (kmeans_ref.py) on NP ranks from its initial centroids into PREFIX and
-# compare with scikit-learn; WHAT names the run in failures.
+# queue its comparison with scikit-learn; WHAT names the run in failures.
 fit_check() { # np case prefix what
     local dt=f64
     case $2 in f32 | far | wide) dt=f32 ;; esac
@@ -31,7 +39,7 @@ fit_check() { # np case prefix what
         return
     fi
     cp "$tmp/out" "$3.json"
-    $PY "$REF" check "$tmp" "$2" "$3" "$3.json" || bad "$4 $2 differs from scikit-learn"
+    queue "$4 $2 against scikit-learn" check "$2" "$3" "$3.json"
 }
 
 for np in 1 2 3; do
@@ -48,20 +56,22 @@ assert np.allclose(np.load(a + ".centroids.npy"), np.load(b + ".centroids.npy"),
 EOF
     fi
     # initialisations: valid clusterings; predict reproduces the labels
+    i=0
     for init in k-means++ 'k-means||' random; do
+        i=$((i + 1))
         run "$np" --data "$tmp/blobs.X.npy" -k 10 --init "$init" --seed 3 --dtype f64 \
-            --out "$tmp/b_$np" --json
+            --out "$tmp/b${i}_$np" --json
         if [ $rc -ne 0 ]; then
             bad "np=$np init $init: exit $rc: $(head -3 "$tmp/err")"
             continue
         fi
-        cp "$tmp/out" "$tmp/b.json"
-        $PY "$REF" props "$tmp" blobs "$tmp/b_$np" "$tmp/b.json" || bad "np=$np init $init"
+        cp "$tmp/out" "$tmp/b${i}_$np.json"
+        queue "np=$np init $init" props blobs "$tmp/b${i}_$np" "$tmp/b${i}_$np.json"
     done
-    run "$np" --data "$tmp/blobs.X.npy" --predict "$tmp/b_$np.centroids.npy" --dtype f64 \
+    run "$np" --data "$tmp/blobs.X.npy" --predict "$tmp/b3_$np.centroids.npy" --dtype f64 \
         --labels "$tmp/p_$np.npy" --json
     [ $rc -eq 0 ] || bad "np=$np predict: exit $rc: $(head -3 "$tmp/err")"
-    $PY -c "import numpy as np,sys; sys.exit(0 if (np.load('$tmp/p_$np.npy')==np.load('$tmp/b_$np.labels.npy')).all() else 1)" ||
+    $PY -c "import numpy as np,sys; sys.exit(0 if (np.load('$tmp/p_$np.npy')==np.load('$tmp/b3_$np.labels.npy')).all() else 1)" ||
         bad "np=$np predict labels differ from the fit's"
 done
 
@@ -134,6 +144,8 @@ expect_fail 2 "--tol must be" --data "$tmp/f64.X.npy" -k 3 --tol nan
 expect_fail 2 "--data FILE is required" -k 3
 expect_fail any "columns" --data "$tmp/f64.X.npy" --init "$tmp/c2x2.npy"
 expect_fail any "-k is 3" --data "$tmp/f64.X.npy" -k 3 --init "$tmp/c2x2.npy"
+
+$PY "$REF" batch "$jobs" || bad "the comparisons above (kmeans_ref.py batch)"
 
 echo "kmeans cli: $fails failure(s)"
 [ $fails -eq 0 ]

@@ -7,6 +7,11 @@
                                             scikit-learn's KMeans on the same data and
                                             the same initial centroids; exit 1 on mismatch
   kmeans_ref.py props DIR CASE PREFIX JSON  checks that need no reference (k-means++ etc.)
+  kmeans_ref.py batch FILE                  run the check/props lines of FILE (each line:
+                                            a name, a tab, then check|props and its four
+                                            arguments); print every failure with its name
+                                            and exit 1 if any failed. One process pays for
+                                            importing scikit-learn once.
 
 Runs with Debian's /usr/bin/python3 (scikit-learn 1.2, numpy).
 """
@@ -48,9 +53,26 @@ def gen(d):
     np.save(f"{d}/blobs.X.npy", X)
 
 
+class Mismatch(Exception):
+    pass
+
+
 def fail(msg):
-    print("kmeans_ref: FAIL:", msg)
-    sys.exit(1)
+    raise Mismatch(msg)
+
+
+def batch(path):
+    failed = 0
+    with open(path) as f:
+        for line in f:
+            name, args = line.rstrip("\n").split("\t")
+            what, *rest = args.split(" ")
+            try:
+                (check if what == "check" else props)(*rest)
+            except Mismatch as e:
+                print(f"kmeans_ref: FAIL: {name}: {e}")
+                failed += 1
+    return failed
 
 
 def check(d, case, prefix, js):
@@ -113,7 +135,13 @@ if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "gen":
         gen(sys.argv[2])
     elif len(sys.argv) == 6 and sys.argv[1] in ("check", "props"):
-        (check if sys.argv[1] == "check" else props)(*sys.argv[2:])
+        try:
+            (check if sys.argv[1] == "check" else props)(*sys.argv[2:])
+        except Mismatch as e:
+            print("kmeans_ref: FAIL:", e)
+            sys.exit(1)
+    elif len(sys.argv) == 3 and sys.argv[1] == "batch":
+        sys.exit(1 if batch(sys.argv[2]) else 0)
     else:
         print(__doc__)
         sys.exit(2)
