@@ -227,7 +227,9 @@ static void help_line(FILE *f, const char *left, const char *help, int col)
     for (const char *p = help; *p != '\0';) {
         size_t len = strcspn(p, "\n");
 
-        fprintf(f, "%*s%.*s\n", col - n, "", (int)len, p);
+        fprintf(f, "%*s", col - n, "");
+        fwrite(p, 1, len, f);
+        fputc('\n', f);
         n = 0;
         p += len;
         if (*p == '\n')
