@@ -232,3 +232,86 @@ int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t 
     *n_cap = cap;
     return nregions;
 }
+
+/* ---- receives posted with MPI_Irecv ------------------------------------------------- */
+
+/* The pending receives of a thread: open addressing on the request handle, linear
+ * probing, deletion by moving later entries of the run back. A table full of receives
+ * never completed (cancelled, freed) takes no more: those receives get no event. */
+#define PROF_PENDING 4096
+typedef struct prof_pending {
+    uint64_t key, t0; /* the handle's bits (0: empty slot), when posted */
+    const prof_comm_t *comm;
+} prof_pending_t;
+
+static uint64_t req_key(MPI_Request req)
+{
+    uint64_t k = 0;
+
+    memcpy(&k, &req, sizeof(req) < sizeof(k) ? sizeof(req) : sizeof(k));
+    return k;
+}
+
+static size_t slot_of(uint64_t k)
+{
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 52) & (PROF_PENDING - 1);
+}
+
+void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0)
+{
+    uint64_t k = req_key(req);
+    size_t i;
+
+    if (k == 0 || req == MPI_REQUEST_NULL || t->npending >= PROF_PENDING * 3 / 4)
+        return;
+    if (t->pending == NULL && (t->pending = calloc(PROF_PENDING, sizeof(prof_pending_t))) == NULL)
+        return;
+    for (i = slot_of(k); t->pending[i].key != 0 && t->pending[i].key != k;)
+        i = (i + 1) & (PROF_PENDING - 1);
+    if (t->pending[i].key == 0)
+        t->npending++;
+    t->pending[i] = (prof_pending_t){k, t0, c};
+}
+
+void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
+                           uint64_t t1)
+{
+    uint64_t k = req_key(req), bytes = 0;
+    prof_pending_t e;
+    size_t i, j;
+    int n = 0, cancelled = 0;
+
+    if (k == 0 || t->npending == 0 || t->pending == NULL)
+        return;
+    for (i = slot_of(k); t->pending[i].key != k; i = (i + 1) & (PROF_PENDING - 1))
+        if (t->pending[i].key == 0)
+            return; /* not a receive posted with MPI_Irecv (or not kept) */
+    e = t->pending[i];
+    /* Remove slot i: move back each later entry of the run whose home is not in (i, j]. */
+    for (j = i;;) {
+        size_t h;
+
+        j = (j + 1) & (PROF_PENDING - 1);
+        if (t->pending[j].key == 0)
+            break;
+        h = slot_of(t->pending[j].key);
+        if (((j - h) & (PROF_PENDING - 1)) >= ((j - i) & (PROF_PENDING - 1))) {
+            t->pending[i] = t->pending[j];
+            i = j;
+        }
+    }
+    t->pending[i].key = 0;
+    t->npending--;
+    if (st == NULL)
+        return;
+    if (PMPI_Test_cancelled(st, &cancelled) == MPI_SUCCESS && cancelled)
+        return;
+    if (PMPI_Get_count(st, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n > 0)
+        bytes = (uint64_t)n;
+    hpml__prof_peer_r = e.comm != NULL && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e.comm->size
+                            ? e.comm->world[st->MPI_SOURCE]
+                            : -1;
+    hpml__prof_tag_r = st->MPI_TAG;
+    hpml__prof_trace_event(t, PROF_TRACE_RECV, e.t0, t0 + (t1 - t0) / 2, bytes,
+                           e.comm != NULL ? e.comm->gid : -1, -1);
+}

@@ -12,8 +12,10 @@
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
 #   leave every rank's file and a report from `hpml prof merge`, marked incomplete;
 # - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
-#   (pid = world rank on every event, "X" with dur, flows "s"/"f" from each send to the
-#   receive that matched it), respects its event cap within 1%, keeps only the steps asked;
+#   (pid = world rank on every event, "X" with dur; per thread, slices in time order that
+#   nest and "B"/"E" pairs; flows "s"/"f" pairing by id, each inside a slice, from each
+#   send to the receive that matched it, for MPI_Irecv to the MPI_Wait*/MPI_Test* that
+#   completed it), respects its event cap within 1%, keeps only the steps asked;
 # - usage and file errors.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
 # hpml-test: timeout=200
@@ -300,14 +302,46 @@ d = json.load(gzip.open(sys.argv[1]))
 ev = d["traceEvents"]
 e = []
 # The Trace Event Format: every event has name, ph, pid, tid and (but metadata) ts; "X"
-# has dur; flows "s"/"f" share an id; pid is the world rank everywhere.
+# has dur; pid is the world rank everywhere.
+if d.get("displayTimeUnit") not in ("ms", "ns"): e.append("displayTimeUnit")
 for x in ev:
     if not all(k in x for k in ("name", "ph", "pid", "tid")) or x["ph"] not in "MXBEsf":
         e.append("malformed %s" % x); break
-    if x["ph"] != "M" and not isinstance(x.get("ts"), (int, float)): e.append("no ts %s" % x); break
+    if x["ph"] != "M" and not (isinstance(x.get("ts"), (int, float)) and x["ts"] >= 0): e.append("no ts %s" % x); break
     if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
     if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
 X = [x for x in ev if x["ph"] == "X"]
+# Per thread (pid, tid), in the file's order: slices start in time order and nest or
+# follow one another (never overlap in part); every "B" has its "E", innermost first.
+threads = {}
+for x in ev:
+    if x["ph"] in "XBE": threads.setdefault((x["pid"], x["tid"]), []).append(x)
+for k, xs in threads.items():
+    last, ends, opened = -1.0, [], []
+    for x in xs:
+        if x["ts"] < last: e.append("ts not monotonic on %s: %s" % (k, x)); break
+        last = x["ts"]
+        if x["ph"] == "B": opened.append(x["name"])
+        elif x["ph"] == "E" and (not opened or opened.pop() != x["name"]): e.append("E without B on %s: %s" % (k, x)); break
+        elif x["ph"] == "X":
+            while ends and ends[-1] <= x["ts"] + 0.0015: ends.pop()
+            if ends and x["ts"] + x["dur"] > ends[-1] + 0.0015: e.append("slices overlap on %s: %s" % (k, x)); break
+            ends.append(x["ts"] + x["dur"])
+    if opened: e.append("B without E on %s: %s" % (k, opened))
+# Flows: each id once "s" and once "f" (with "bp": "e"), each inside a slice of its thread
+# (what it binds to).
+def inside(x, names=None):
+    return any(y["pid"] == x["pid"] and y["tid"] == x["tid"] and (names is None or y["name"] in names)
+               and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
+def enclosing(x):
+    return [y for y in X if y["pid"] == x["pid"] and y["tid"] == x["tid"] and y["ts"] <= x["ts"] <= y["ts"] + y["dur"]]
+S = [x for x in ev if x["ph"] == "s"]
+F = [x for x in ev if x["ph"] == "f"]
+s, f = {x["id"]: x for x in S}, {x["id"]: x for x in F}
+if len(s) != len(S) or len(f) != len(F) or set(s) != set(f): e.append("flow ids do not pair: %d s, %d f" % (len(S), len(F)))
+if any(x.get("bp") != "e" for x in F): e.append("a flow end without bp e")
+for x in (S + F)[:400]:
+    if not inside(x): e.append("flow event outside any slice: %s" % x); break
 exec(sys.argv[2])
 print("; ".join(e))
 PY
@@ -323,13 +357,9 @@ n = 8 * 11                      # sizes 0, 1, ..., 64; 10 iterations + 1 warm-up
 sends = {p: sum(1 for x in X if x["name"] == "MPI_Send" and x["pid"] == p) for p in (0, 1)}
 if sends != {0: n, 1: n}: e.append("MPI_Send events %s" % sends)
 if any(x["args"]["to"] != 1 - x["pid"] for x in X if x["name"] == "MPI_Send"): e.append("send peers")
-s = {x["id"]: x for x in ev if x["ph"] == "s"}
-f = {x["id"]: x for x in ev if x["ph"] == "f"}
 # Every message flows from a send on one rank to its receive on the other: one per
 # MPI_Send and one per connection Sendrecv in each direction.
 if len(s) != 2 * (n + 1) or set(s) != set(f): e.append("flows: %d starts, %d ends" % (len(s), len(f)))
-def inside(x, names):
-    return any(y["pid"] == x["pid"] and y["name"] in names and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
 for i in list(s)[:40]:
     if s[i]["pid"] == f[i]["pid"] or not inside(s[i], ("MPI_Send", "MPI_Sendrecv")) \
             or not inside(f[i], ("MPI_Recv", "MPI_Sendrecv")):
@@ -337,6 +367,29 @@ for i in list(s)[:40]:
     [ -z "$out" ] && ok "trace: valid JSON, pid = rank, 2 x 88 MPI_Send events, 178 flows send -> receive" ||
         fail "trace: $out"
 fi
+# Receives posted with MPI_Irecv: each message's flow ends in the call that completed its
+# receive (waited for in reverse order; wildcards; MPI_Waitall, MPI_Testsome, MPI_Wait).
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
+rc=$?
+out=$(tcheck "$tmp/ir" '
+def call(x, names):     # the slice of one of names around x, as (name, its index among them)
+    for y in enclosing(x):
+        if y["name"] in names:
+            same = [z for z in X if z["pid"] == y["pid"] and z["name"] == y["name"]]
+            return y, same.index(y)
+    return None, -1
+got = {}
+for i in s:
+    snd, _ = call(s[i], ("MPI_Send", "MPI_Isend"))
+    rcv, k = call(f[i], ("MPI_Wait", "MPI_Waitall", "MPI_Testsome"))
+    if snd is None or rcv is None: e.append("flow %s -> %s not on a send and a completion" % (s[i], f[i])); break
+    got[snd["args"]["bytes"]] = (f[i]["pid"], rcv["name"], k if rcv["name"] == "MPI_Wait" else 0)
+want = {8: (1, "MPI_Wait", 2), 16: (1, "MPI_Wait", 1), 24: (1, "MPI_Wait", 0), 32: (1, "MPI_Waitall", 0),
+        40: (1, "MPI_Waitall", 0), 56: (1, "MPI_Testsome", 0), 64: (1, "MPI_Testsome", 0), 48: (0, "MPI_Wait", 0)}
+if got != want: e.append("flows (bytes: rank, call, which MPI_Wait) %s, want %s" % (sorted(got.items()), sorted(want.items())))' 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 8 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
+    fail "trace of MPI_Irecv (exit $rc): $out $(tail -2 "$tmp/ir.err")"
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \
     -m 0:64 -i 10 -x 1 >/dev/null 2>"$tmp/cap.err"
