@@ -246,8 +246,8 @@ int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t 
 
 /* Trace mode: a receive on c was posted with MPI_Irecv at t0 and returned req; req,
  * held by the caller before a completion call made between t0 and t1, completed with
- * status st (a PROF_TRACE_RECV event when req was such a receive; st NULL: freed with
- * MPI_Request_free, forget it). Requests are kept
+ * status st (a PROF_TRACE_RECV event when req was such a receive; st NULL: forget req, freed
+ * with MPI_Request_free or now another request's handle). Requests are kept
  * per thread: one completed on another thread than posted it is not matched. */
 void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0);
 void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,

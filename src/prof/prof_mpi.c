@@ -114,6 +114,8 @@ static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
         t1 = NOW();                                                                                \
         hpml__prof_tag_s = tag;                                                                    \
         rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
+        if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL)                \
+            hpml__prof_irecv_done(hpml__prof_thread(), *req, NULL, 0, 0); /* a stale handle */     \
         return rc;                                                                                 \
     }
 

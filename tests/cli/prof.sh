@@ -368,7 +368,8 @@ for i in list(s)[:40]:
         fail "trace: $out"
 fi
 # Receives posted with MPI_Irecv: each message's flow ends in the call that completed its
-# receive (waited for in reverse order; wildcards; MPI_Waitall, MPI_Testsome, MPI_Wait).
+# receive (waited for in reverse order; wildcards; MPI_Waitall of 2 and of 20, MPI_Testsome,
+# MPI_Wait).
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
 rc=$?
@@ -385,10 +386,15 @@ for i in s:
     rcv, k = call(f[i], ("MPI_Wait", "MPI_Waitall", "MPI_Testsome"))
     if snd is None or rcv is None: e.append("flow %s -> %s not on a send and a completion" % (s[i], f[i])); break
     got[snd["args"]["bytes"]] = (f[i]["pid"], rcv["name"], k if rcv["name"] == "MPI_Wait" else 0)
+# the 20 of tag 4 end in the second MPI_Waitall
+waitall = [x for x in X if x["pid"] == 1 and x["name"] == "MPI_Waitall"]
+if len(waitall) != 2 or sum(1 for i in s if enclosing(f[i]) == [waitall[1]]) != 20: e.append("tag 4 flows not in the second MPI_Waitall")
 want = {8: (1, "MPI_Wait", 2), 16: (1, "MPI_Wait", 1), 24: (1, "MPI_Wait", 0), 32: (1, "MPI_Waitall", 0),
         40: (1, "MPI_Waitall", 0), 56: (1, "MPI_Testsome", 0), 64: (1, "MPI_Testsome", 0), 48: (0, "MPI_Wait", 0)}
+want.update({b: (1, "MPI_Waitall", 0) for b in range(100, 120)})
+if len(s) != 28: e.append("%d flows, want 28" % len(s))
 if got != want: e.append("flows (bytes: rank, call, which MPI_Wait) %s, want %s" % (sorted(got.items()), sorted(want.items())))' 2>&1)
-[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 8 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
     fail "trace of MPI_Irecv (exit $rc): $out $(tail -2 "$tmp/ir.err")"
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \

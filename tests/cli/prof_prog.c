@@ -15,7 +15,8 @@
  *                         56, 64 B (tag 3) to rank 1 with MPI_Send; rank 1 posts 3
  *                         receives from 0 tag 1 and waits for them in reverse (3 MPI_Wait,
  *                         statuses ignored), 2 of any source and tag completed by one
- *                         MPI_Waitall, 2 of tag 3 completed by MPI_Testsome; then rank 1
+ *                         MPI_Waitall, 2 of tag 3 completed by MPI_Testsome, 20 of tag 4
+ *                         (100 to 119 B) completed by one MPI_Waitall; then rank 1
  *                         sends 48 B (tag 2, MPI_Isend + MPI_Wait) to rank 0's MPI_Irecv,
  *                         completed by MPI_Wait with a status
  */
@@ -108,8 +109,8 @@ static int io(int rank, const char *dir)
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 static int irecv(int rank)
 {
-    char buf[9][64] = {{0}};
-    MPI_Request r[9];
+    static char buf[29][128];
+    MPI_Request r[29];
     MPI_Status st;
     int done = 0, out, idx[2];
 
@@ -118,6 +119,8 @@ static int irecv(int rank)
 
         for (int i = 0; i < 7; i++)
             MPI_Send(buf[i], sizes[i], MPI_BYTE, 1, tags[i], MPI_COMM_WORLD);
+        for (int i = 0; i < 20; i++)
+            MPI_Send(buf[9 + i], 100 + i, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
         MPI_Irecv(buf[8], 64, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &r[8]);
         MPI_Wait(&r[8], &st);
         return st.MPI_SOURCE != 1 || st.MPI_TAG != 2;
@@ -137,6 +140,9 @@ static int irecv(int rank)
         MPI_Testsome(2, &r[5], &out, idx, MPI_STATUSES_IGNORE);
         done += out != MPI_UNDEFINED ? out : 0;
     }
+    for (int i = 9; i < 29; i++) /* more than the wrapper's 16 requests on its stack */
+        MPI_Irecv(buf[i], 128, MPI_BYTE, 0, 4, MPI_COMM_WORLD, &r[i]);
+    MPI_Waitall(20, &r[9], MPI_STATUSES_IGNORE);
     MPI_Isend(buf[7], 48, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &r[7]);
     MPI_Wait(&r[7], MPI_STATUS_IGNORE);
     return 0;
