@@ -10,7 +10,8 @@
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
-#   leave every rank's file and a report from `hpml prof merge`, marked incomplete;
+#   leave every rank's file and a report from `hpml prof merge`, marked incomplete; a rank
+#   killed with SIGKILL (no periodic snapshots) has its counts recovered from its mapping;
 # - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
 #   (pid = world rank on every event, "X" with dur; per thread, slices in time order that
 #   nest and "B"/"E" pairs; flows "s"/"f" pairing by id, each inside a slice, from each
@@ -225,20 +226,28 @@ print("; ".join(e))' 2>&1)
 [ $rc -ne 0 ] && [ -z "$out" ] && ok "exit without MPI_Finalize: both files, rank 1 'exit'" ||
     fail "exit: exit $rc: $out"
 
+# spin DIR PERIOD [OPTIONS]: hpml prof of prof_prog spin in the background ($bg), output in
+# DIR.out and DIR.err; once it runs, $pid1 is rank 1's pid (empty if it did not start).
+spin() {
+    local d=$1 period=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout 60 "$HPML" prof "$@" --period "$period" -o "$d" -- $MPIRUN -np 2 "$prog" spin \
+        >"$d.out" 2>"$d.err" &
+    bg=$!
+    pid1=
+    for _ in $(seq 200); do
+        if grep -q ready "$d.out" 2>/dev/null && [ -f "$d/rank-1.prof" ]; then
+            pid1=$(awk 'NR == 2 { print $5 }' "$d/rank-1.prof")
+            [ -n "$pid1" ] && break
+        fi
+        sleep 0.05
+    done
+    sleep 0.3 # a few periodic snapshots, some hundred round trips
+}
+
 # --- kill -TERM of one rank ---------------------------------------------------------------------
-# shellcheck disable=SC2086
-timeout 60 "$HPML" prof -q --period 0.1 -o "$tmp/term" -- $MPIRUN -np 2 "$prog" spin \
-    >"$tmp/term.out" 2>"$tmp/term.err" &
-bg=$!
-pid1=
-for _ in $(seq 200); do
-    if grep -q ready "$tmp/term.out" 2>/dev/null && [ -f "$tmp/term/rank-1.prof" ]; then
-        pid1=$(awk 'NR == 2 { print $5 }' "$tmp/term/rank-1.prof")
-        [ -n "$pid1" ] && break
-    fi
-    sleep 0.05
-done
-sleep 0.3 # a few periodic snapshots
+spin "$tmp/term" 0.1 -q
 if [ -z "$pid1" ]; then
     fail "kill -TERM: the job did not start"
     kill -TERM "$bg" 2>/dev/null
@@ -264,6 +273,34 @@ print("; ".join(e))' 2>&1)
         ok "merge after kill: exit 3, $(grep -m1 incomplete "$tmp/merge.err")" ||
         fail "merge after kill: exit $rc: $(cat "$tmp/merge.err")"
 fi
+
+# --- kill -KILL of one rank, no periodic snapshots ------------------------------------------
+# Only its counters' mapping (rank-1.live) holds rank 1's ping-pong: merge recovers them,
+# and they agree with what rank 0 counted (the kill may fall between a message and its
+# count: one apart at most).
+spin "$tmp/kill" 0
+if [ -z "$pid1" ] || [ ! -f "$tmp/kill/rank-1.live" ]; then
+    fail "kill -KILL: the job did not start"
+    kill -TERM "$bg" 2>/dev/null
+    wait "$bg"
+else
+    kill -KILL "$pid1"
+    wait "$bg"
+    rc=$?
+    out=$(check "$tmp/kill" '
+e = []
+if r["rank_info"][1]["state"] != "killed": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+s1, r0 = calls["MPI_Send"]["per_rank"]["count"][1], calls["MPI_Recv"]["per_rank"]["count"][0]
+if not (s1 >= 1 and s1 <= r0 <= s1 + 1 and M[1][0] == s1): e.append("rank 1 sent %d, rank 0 received %d, matrix %s" % (s1, r0, M))
+print("; ".join(e))' 2>&1)
+    [ $rc -ne 0 ] && [ -z "$out" ] && [ ! -e "$tmp/kill/rank-1.live" ] &&
+        grep -q "rank 1 was killed: its counts up to its last call come from rank-1.live" "$tmp/kill.err" &&
+        ok "kill -KILL of rank 1: its counts recovered from its mapping ($(grep -o 'MPI_Send *[0-9]*' "$tmp/kill/report.txt" | head -1))" ||
+        fail "kill -KILL: exit $rc: $out; $(tail -3 "$tmp/kill.err")"
+fi
+# A normal end leaves no mapping behind.
+[ -z "$(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>/dev/null)" ] && ok "no rank-N.live after a run that ended" ||
+    fail "rank-N.live left: $(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>&1)"
 
 # --- python3 with mpi4py (Debian's is built for Open MPI) ---------------------------------
 if [ "$MPI" = openmpi ] && /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then

@@ -4,6 +4,8 @@
  * launcher itself, with the environment it was started with plus LD_PRELOAD and the
  * profiler's settings (docs/prof.md).
  */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -110,7 +112,9 @@ static const opt_cmd_t merge_command = {
     .name = "prof merge",
     .usage = "Usage: hpml prof merge [options] DIR\n\n"
              "Build DIR/report.txt and DIR/report.json (and DIR/trace.json.gz from a traced\n"
-             "run) from the rank files libhpml-prof.so left in DIR and print the text report.\n",
+             "run) from the rank files libhpml-prof.so left in DIR and print the text report.\n"
+             "A rank killed by SIGKILL left its counters in DIR/rank-N.live: the snapshot it\n"
+             "could not write is first appended to its rank-N.prof from that mapping.\n",
     .epilog = "Exit status: 0 with a complete report, 3 with an incomplete one (a rank\n"
               "stopped early or left no file), 1 when no report could be made.\n",
     .max_operands = 1,
@@ -260,12 +264,57 @@ static int plot(const hpml_prof_report_t *r, const char *dir)
     return rc;
 }
 
+static int default_lib(char *out, size_t len);
+
+/* A rank killed by SIGKILL left its counters in dir/rank-<r>.live (docs/prof.md, "How
+ * data survives the end of a job"): libhpml-prof.so, opened here, appends the snapshot
+ * the rank could not write. A rank that still runs holds its file and is left alone. */
+static void recover_live(const char *dir, int quiet)
+{
+    int (*recover)(const char *, int, char *, size_t) = NULL;
+    char lib[PATH_MAX], err[PATH_MAX + 128];
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    void *h = NULL;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        int rank, len = 0, rc;
+
+        if (sscanf(e->d_name, "rank-%d.live%n", &rank, &len) != 1 || e->d_name[len] != '\0')
+            continue;
+        if (h == NULL) {
+            if (default_lib(lib, sizeof(lib)) != 0 ||
+                (h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL)) == NULL) {
+                fprintf(stderr, "hpml prof: %s/%s left by a killed rank: cannot open %s\n", dir,
+                        e->d_name, h == NULL && lib[0] ? lib : "libhpml-prof.so");
+                break;
+            }
+            *(void **)&recover = dlsym(h, "hpml_prof_recover");
+            if (recover == NULL)
+                break;
+        }
+        rc = recover(dir, rank, err, sizeof(err));
+        if (rc == 0 && !quiet)
+            fprintf(stderr,
+                    "hpml prof: rank %d was killed: its counts up to its last call come from %s\n",
+                    rank, e->d_name);
+        else if (rc < 0)
+            fprintf(stderr, "hpml prof: rank %d: %s\n", rank, err);
+    }
+    closedir(d);
+    if (h != NULL)
+        dlclose(h);
+}
+
 /* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
 static int report(const char *dir, int top, int quiet, int pictures)
 {
     hpml_prof_report_t *r = NULL;
     int rc;
 
+    recover_live(dir, quiet);
     if ((rc = hpml_prof_load(dir, &r)) != 0 || (rc = write_report(r, dir, "report.json", 1, 0)) ||
         (rc = write_report(r, dir, "report.txt", 0, top)) || (rc = write_trace(r, dir)) < 0) {
         fprintf(stderr, "hpml prof: %s\n",
