@@ -243,6 +243,9 @@ void hpml__prof_trace_flush(prof_thread_t *head, prof_thread_t *self, int all);
 void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name);
 /* The region names (for the snapshot), the events dropped past the cap, the cap. */
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap);
+/* The trace's counts and region names: where they are (adopt NULL), or, in a recovery,
+ * from now on those at adopt, a pointer the rank had been given. */
+void *hpml__prof_trace_state(void *adopt);
 
 /* Trace mode: a receive on c was posted with MPI_Irecv at t0 and returned req; req,
  * held by the caller before a completion call made between t0 and t1, completed with
@@ -252,6 +255,10 @@ int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t 
 void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0);
 void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
                            uint64_t t1);
+
+/* n zeroed bytes in the rank's .live mapping (else on the heap): tables that a recovery
+ * after SIGKILL reads (prof_core.c). */
+void *hpml__prof_live_alloc(size_t n);
 
 /* I/O wrappers are off inside the profiler's own writes. */
 extern PROF_TLS int hpml__prof_in_io;

@@ -81,6 +81,7 @@ typedef struct {
     char *file_paths[PROF_MAX_FILES];
     char *hcoll_names[PROF_MAX_HCOLL];
     unsigned long seq;
+    void *trace;        /* trace mode: its counts and region names (prof_trace.c) */
     char exe[PATH_MAX]; /* the program's absolute path: dladdr names it as started */
 } live_t;
 
@@ -100,6 +101,11 @@ static void *live_alloc(size_t n)
         L->spilled = 1;
     }
     return calloc(1, n);
+}
+
+void *hpml__prof_live_alloc(size_t n)
+{
+    return live_alloc(n);
 }
 
 /* A copy of s in the mapping; s itself when there is no mapping or no room. */
@@ -977,6 +983,8 @@ void hpml__prof_start(uint64_t t_init)
          (long)getpid(), host, id[0]);
     hpml__prof_trace_start(dir, world_rank, hpml__prof_world_size, run, start_ns, call_names,
                            PROF_NCALLS, io_names, PROF_IO_NCALLS);
+    if (hpml__prof_tracing)
+        L->trace = hpml__prof_trace_state(NULL);
     hpml__prof_on = 1;
     atexit(on_exit_flush);
     memset(&sa, 0, sizeof(sa));
@@ -988,6 +996,38 @@ void hpml__prof_start(uint64_t t_init)
 }
 
 /* ---- recovery (hpml prof merge) ------------------------------------------------------ */
+
+/* Trace mode: append the events still in the threads' buffers (in the mapping) to
+ * DIR/rank-<rank>.trace, after cutting off a record the rank was killed in the middle of. */
+static void recover_trace(const char *dir, int rank)
+{
+    char path[PATH_MAX], head[8192 + 64], *data;
+    uintptr_t lo = (uintptr_t)L, hi = lo + LIVE_SIZE;
+    struct stat st;
+    ssize_t got;
+    int tf;
+
+    if (snprintf(path, sizeof(path), "%s/rank-%d.trace", dir, rank) >= (int)sizeof(path) ||
+        (tf = open(path, O_RDWR | O_CLOEXEC)) < 0)
+        return;
+    if ((got = pread(tf, head, sizeof(head) - 1, 0)) > 0 && fstat(tf, &st) == 0) {
+        head[got] = '\0';
+        if ((data = strstr(head, "\ndata\n")) != NULL) {
+            off_t start = (off_t)(data + 6 - head), whole = st.st_size - start;
+
+            whole -= whole % (off_t)sizeof(prof_event_t);
+            if (ftruncate(tf, start + whole) == 0 && lseek(tf, 0, SEEK_END) >= 0)
+                for (prof_thread_t *t = L->threads; t != NULL; t = t->next) {
+                    size_t len = (size_t)t->nev * sizeof(prof_event_t);
+
+                    if ((uintptr_t)t->ev >= lo && (uintptr_t)t->ev + len <= hi && len > 0 &&
+                        write(tf, t->ev, len) != (ssize_t)len)
+                        break;
+                }
+        }
+    }
+    close(tf);
+}
 
 int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen);
 
@@ -1046,7 +1086,11 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
     L = m;
     world_rank = rank;
     hpml__prof_world_size = h.size;
-    hpml__prof_tracing = 0;
+    /* Trace mode: the snapshot reports its counts and region names (no event is recorded
+     * here: snapshot() only reads them). */
+    hpml__prof_tracing = L->trace != NULL;
+    if (L->trace != NULL)
+        hpml__prof_trace_state(L->trace);
     /* The time of its last count: the mapping's last write (the kernel updates the time
      * at the first write after each write-back, so this is a little early). */
     {
@@ -1059,6 +1103,7 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
         head[0] != '\n')
         outf("\n");
     snapshot("killed", 0);
+    recover_trace(dir, rank);
     unlink(path);
     rc = 0;
 out:
@@ -1066,6 +1111,7 @@ out:
         munmap(m, LIVE_SIZE);
     L = &live_static;
     fixed_elapsed = 0;
+    hpml__prof_tracing = 0; /* the adopted trace state is not read again */
     if (fd >= 0)
         close(fd);
     fd = -1;

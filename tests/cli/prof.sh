@@ -277,8 +277,8 @@ fi
 # --- kill -KILL of one rank, no periodic snapshots ------------------------------------------
 # Only its counters' mapping (rank-1.live) holds rank 1's ping-pong: merge recovers them,
 # and they agree with what rank 0 counted (the kill may fall between a message and its
-# count: one apart at most).
-spin "$tmp/kill" 0
+# count: one apart at most). Traced: its trace events too (checked with the trace below).
+spin "$tmp/kill" 0 --trace
 if [ -z "$pid1" ] || [ ! -f "$tmp/kill/rank-1.live" ]; then
     fail "kill -KILL: the job did not start"
     kill -TERM "$bg" 2>/dev/null
@@ -298,6 +298,29 @@ print("; ".join(e))' 2>&1)
         ok "kill -KILL of rank 1: its counts recovered from its mapping ($(grep -o 'MPI_Send *[0-9]*' "$tmp/kill/report.txt" | head -1))" ||
         fail "kill -KILL: exit $rc: $out; $(tail -3 "$tmp/kill.err")"
 fi
+# A damaged mapping does not take the report down: rank 1's, its pointers overwritten,
+# is left alone (its last snapshot stands) and said so. Run without hpml prof, which would
+# have recovered it at once.
+mkdir -p "$tmp/bad"
+# shellcheck disable=SC2086
+LD_PRELOAD="$BUILD/lib/libhpml-prof.so" HPML_PROF_DIR="$tmp/bad/p" HPML_PROF_PERIOD=0 \
+    timeout 60 $MPIRUN -np 2 "$prog" spin >"$tmp/bad/out" 2>&1 &
+bg=$!
+for _ in $(seq 200); do
+    grep -q ready "$tmp/bad/out" 2>/dev/null && [ -f "$tmp/bad/p/rank-1.live" ] && break
+    sleep 0.05
+done
+kill -KILL "$(awk 'NR == 2 { print $5 }' "$tmp/bad/p/rank-1.prof")" 2>/dev/null
+wait "$bg"
+/usr/bin/python3 -c "
+f = open('$tmp/bad/p/rank-1.live', 'r+b')
+f.seek(200)
+f.write(b'\xff' * 4000)" 2>/dev/null
+"$HPML" prof merge -q "$tmp/bad/p" >/dev/null 2>"$tmp/bad/err"
+rc=$?
+[ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && grep -q "rank 1: recovering rank-1.live failed (signal 11)" "$tmp/bad/err" &&
+    ok "a damaged rank-1.live: merge still reports (exit 3), $(grep -o 'rank 1: last periodic snapshot' "$tmp/bad/err")" ||
+    fail "damaged mapping: merge exit $rc: $(cat "$tmp/bad/err")"
 # A normal end leaves no mapping behind.
 [ -z "$(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>/dev/null)" ] && ok "no rank-N.live after a run that ended" ||
     fail "rank-N.live left: $(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>&1)"
@@ -455,6 +478,14 @@ want = sorted((p, '$tmp/iodata/io-%d.dat' % p, 4096) for p in (0, 1) for _ in ra
 if w != want: e.append('write events %s' % w)" 2>&1)
 [ -z "$out" ] && ok "trace: each rank's 3 writes of 4096 bytes on the timeline, with their file" ||
     fail "trace of I/O: $out"
+if [ -f "$tmp/kill/report.json" ]; then
+    out=$(tcheck "$tmp/kill" "
+s1 = [c for c in json.load(open('$tmp/kill/report.json'))['calls'] if c['name'] == 'MPI_Send'][0]['per_rank']['count'][1]
+n1 = sum(1 for x in X if x['pid'] == 1 and x['name'] == 'MPI_Send')
+if n1 != s1 or sum(1 for i in s if s[i]['pid'] == 1) != n1: e.append('rank 1: %d MPI_Send counted, %d events, flows %d' % (s1, n1, len(s)))" 2>&1)
+    [ -z "$out" ] && ok "trace of the rank killed by SIGKILL: one event and one flow per counted send" ||
+        fail "trace after kill -KILL: $out"
+fi
 
 # --- usage and file errors ---------------------------------------------------------------------
 "$HPML" prof -q -o "$tmp/x" "$prog" >/dev/null 2>"$tmp/e1"

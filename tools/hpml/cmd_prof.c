@@ -266,46 +266,75 @@ static int plot(const hpml_prof_report_t *r, const char *dir)
 
 static int default_lib(char *out, size_t len);
 
+/* Recover rank's snapshot from dir/rank-<rank>.live with lib, in a child process (a
+ * mapping that is not what it should be must not take the report down): 0 recovered, 1
+ * nothing to do, 2 not recoverable (said why), 3 the child failed. */
+static int recover_one(const char *lib, const char *dir, int rank)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        return 3;
+    if (pid == 0) {
+        int (*recover)(const char *, int, char *, size_t) = NULL;
+        char err[PATH_MAX + 128];
+        void *h;
+        int rc;
+
+        signal(SIGSEGV, SIG_DFL); /* no crash report of the MPI library's: the parent says it */
+        signal(SIGBUS, SIG_DFL);
+        if ((h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL)) == NULL) {
+            fprintf(stderr, "hpml prof: cannot open %s: %s\n", lib, dlerror());
+            _exit(3);
+        }
+        *(void **)&recover = dlsym(h, "hpml_prof_recover");
+        if (recover == NULL) {
+            fprintf(stderr, "hpml prof: %s has no hpml_prof_recover\n", lib);
+            _exit(3);
+        }
+        if ((rc = recover(dir, rank, err, sizeof(err))) < 0)
+            fprintf(stderr, "hpml prof: rank %d: %s\n", rank, err);
+        fflush(stderr);
+        _exit(rc < 0 ? 2 : rc);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "hpml prof: rank %d: recovering rank-%d.live failed (signal %d)\n", rank,
+                rank, WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
 /* A rank killed by SIGKILL left its counters in dir/rank-<r>.live (docs/prof.md, "How
- * data survives the end of a job"): libhpml-prof.so, opened here, appends the snapshot
- * the rank could not write. A rank that still runs holds its file and is left alone. */
+ * data survives the end of a job"): libhpml-prof.so appends the snapshot the rank could
+ * not write. A rank that still runs holds its file and is left alone. */
 static void recover_live(const char *dir, int quiet)
 {
-    int (*recover)(const char *, int, char *, size_t) = NULL;
-    char lib[PATH_MAX], err[PATH_MAX + 128];
+    char lib[PATH_MAX] = "";
     DIR *d = opendir(dir);
     struct dirent *e;
-    void *h = NULL;
 
     if (d == NULL)
         return;
     while ((e = readdir(d)) != NULL) {
-        int rank, len = 0, rc;
+        int rank, len = 0;
 
         if (sscanf(e->d_name, "rank-%d.live%n", &rank, &len) != 1 || e->d_name[len] != '\0')
             continue;
-        if (h == NULL) {
-            if (default_lib(lib, sizeof(lib)) != 0 ||
-                (h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL)) == NULL) {
-                fprintf(stderr, "hpml prof: %s/%s left by a killed rank: cannot open %s\n", dir,
-                        e->d_name, h == NULL && lib[0] ? lib : "libhpml-prof.so");
-                break;
-            }
-            *(void **)&recover = dlsym(h, "hpml_prof_recover");
-            if (recover == NULL)
-                break;
+        if (lib[0] == '\0' && (default_lib(lib, sizeof(lib)) != 0 || access(lib, R_OK) != 0)) {
+            fprintf(stderr,
+                    "hpml prof: %s/%s left by a killed rank: no libhpml-prof.so to read it\n", dir,
+                    e->d_name);
+            break;
         }
-        rc = recover(dir, rank, err, sizeof(err));
-        if (rc == 0 && !quiet)
+        if (recover_one(lib, dir, rank) == 0 && !quiet)
             fprintf(stderr,
                     "hpml prof: rank %d was killed: its counts up to its last call come from %s\n",
                     rank, e->d_name);
-        else if (rc < 0)
-            fprintf(stderr, "hpml prof: rank %d: %s\n", rank, err);
     }
     closedir(d);
-    if (h != NULL)
-        dlclose(h);
 }
 
 /* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
