@@ -308,15 +308,18 @@ static int recover_one(const char *lib, const char *dir, int rank)
 }
 
 /* A rank killed by SIGKILL left its counters in dir/rank-<r>.live (docs/prof.md, "How
- * data survives the end of a job"): libhpml-prof.so appends the snapshot the rank could
- * not write. A rank that still runs holds its file and is left alone. */
-static void recover_live(const char *dir, int quiet)
+ * data survives the end of a job"): libhpml-prof.so (run_lib, the one the run preloaded,
+ * or the default one) appends the snapshot the rank could not write. A rank that still
+ * runs holds its file and is left alone. */
+static void recover_live(const char *dir, int quiet, const char *run_lib)
 {
     char lib[PATH_MAX] = "";
-    DIR *d = opendir(dir);
+    DIR *d;
     struct dirent *e;
 
-    if (d == NULL)
+    if (run_lib != NULL)
+        snprintf(lib, sizeof(lib), "%s", run_lib);
+    if ((d = opendir(dir)) == NULL)
         return;
     while ((e = readdir(d)) != NULL) {
         int rank, len = 0;
@@ -337,13 +340,14 @@ static void recover_live(const char *dir, int quiet)
     closedir(d);
 }
 
-/* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
-static int report(const char *dir, int top, int quiet, int pictures)
+/* Load dir (after recovering killed ranks with lib, NULL for the default one), write both
+ * reports, print the text one. 0 complete, 3 incomplete, 1 error. */
+static int report(const char *dir, int top, int quiet, int pictures, const char *lib)
 {
     hpml_prof_report_t *r = NULL;
     int rc;
 
-    recover_live(dir, quiet);
+    recover_live(dir, quiet, lib);
     if ((rc = hpml_prof_load(dir, &r)) != 0 || (rc = write_report(r, dir, "report.json", 1, 0)) ||
         (rc = write_report(r, dir, "report.txt", 0, top)) || (rc = write_trace(r, dir)) < 0) {
         fprintf(stderr, "hpml prof: %s\n",
@@ -527,7 +531,7 @@ static int cmd_prof_merge(int argc, char **argv)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (operand >= argc)
         return cli_usage_error("prof merge", "missing the folder to merge (hpml prof merge DIR)");
-    return report(argv[operand], o.top, o.quiet, o.plot);
+    return report(argv[operand], o.top, o.quiet, o.plot, NULL);
 }
 
 int cmd_prof(int argc, char **argv)
@@ -616,7 +620,7 @@ int cmd_prof(int argc, char **argv)
         status = CLI_EXIT_FAIL;
         goto out;
     }
-    rc = report(o.dir, o.top, o.quiet, o.plot);
+    rc = report(o.dir, o.top, o.quiet, o.plot, lib);
     if (rc == CLI_EXIT_FAIL && status == 0)
         status = CLI_EXIT_FAIL;
 out:
