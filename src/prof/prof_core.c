@@ -143,10 +143,19 @@ static void live_start(const char *dir)
         return;
     }
     hpml__prof_in_io++;
-    live_fd = open(live_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    live_fd = open(live_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     hpml__prof_in_io--;
-    if (live_fd < 0 || flock(live_fd, LOCK_EX | LOCK_NB) != 0 ||
-        ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
+    /* Locked first: a file another live rank holds (a second run in the same folder) is
+     * neither emptied nor removed. Then emptied: no page of an earlier run is left. */
+    if (live_fd >= 0 && flock(live_fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "[hpml-prof r%d] %s is in use by another run; no mapping\n", world_rank,
+                live_path);
+        close(live_fd);
+        live_fd = -1;
+        live_path[0] = '\0';
+        return;
+    }
+    if (live_fd < 0 || ftruncate(live_fd, 0) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
         (m = mmap(LIVE_ADDR, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0)) ==
             MAP_FAILED) {
         fprintf(stderr,
