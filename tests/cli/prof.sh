@@ -314,11 +314,11 @@ kill -KILL "$(awk 'NR == 2 { print $5 }' "$tmp/bad/p/rank-1.prof")" 2>/dev/null
 wait "$bg"
 /usr/bin/python3 -c "
 f = open('$tmp/bad/p/rank-1.live', 'r+b')
-f.seek(200)
+f.seek(200)  # past the file's identity (magic, address, sizes, rank, run): its pointers
 f.write(b'\xff' * 4000)" 2>/dev/null
 "$HPML" prof merge -q "$tmp/bad/p" >/dev/null 2>"$tmp/bad/err"
 rc=$?
-[ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && grep -q "rank 1: recovering rank-1.live failed (signal 11)" "$tmp/bad/err" &&
+[ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && grep -q "rank 1: recovering rank-1.live failed (signal" "$tmp/bad/err" &&
     ok "a damaged rank-1.live: merge still reports (exit 3), $(grep -o 'rank 1: last periodic snapshot' "$tmp/bad/err")" ||
     fail "damaged mapping: merge exit $rc: $(cat "$tmp/bad/err")"
 # A normal end leaves no mapping behind.
