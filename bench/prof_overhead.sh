@@ -73,7 +73,8 @@ mode_env() {
     trace) echo "LD_PRELOAD=$lib HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5 HPML_PROF_TRACE=1" ;;
     esac
 }
-# wall MODE CMD...: seconds of CMD's run in MODE, its output in $tmp/out
+# wall MODE CMD...: seconds of CMD's run in MODE, its output in $tmp/out; a run that fails
+# says so on stderr, prints nothing and returns 1 (its round's pair is left out).
 wall() {
     local m=$1 t0 t1
     shift
@@ -81,7 +82,7 @@ wall() {
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046 # the mode's assignments are words
     env $(mode_env "$m") "${run[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
-        echo "prof_overhead.sh: failed ($m): $*" >&2; tail -5 "$tmp/err" >&2; exit 1; }
+        echo "prof_overhead.sh: failed ($m): $*" >&2; tail -5 "$tmp/err" >&2; return 1; }
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }'
 }
@@ -109,7 +110,7 @@ for r in $(seq "$rounds"); do
     if [ $only != wall ]; then
         for m in $order; do
             [ $m = trace ] && continue
-            wall $m "$hpml" bench latency -m 0:1 -i $lat_iters -x 1000 -z50 --csv >/dev/null
+            wall $m "$hpml" bench latency -m 0:1 -i $lat_iters -x 1000 -z50 --csv >/dev/null || continue
             # the CSV's 0-byte row, its P50 column
             awk -F, -v r="$r" -v m="$m" '
                 NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "size") z = i; if ($i == "p50_us") c = i } }
@@ -118,11 +119,12 @@ for r in $(seq "$rounds"); do
     fi
     if [ $only != latency ]; then
         for m in $order; do
-            echo "$r train $m $(wall $m "$hpml" train --synthetic --model mlp "${train[@]}" --no-progress)" >>"$tmp/rows"
+            t=$(wall $m "$hpml" train --synthetic --model mlp "${train[@]}" --no-progress) &&
+                echo "$r train $m $t" >>"$tmp/rows"
         done
         for m in $order; do
-            echo "$r kmeans $m $(wall $m "$hpml" kmeans --data "$tmp/x.npy" -k 16 --init random --n-init 1 \
-                --max-iter $kiter --tol 0)" >>"$tmp/rows"
+            t=$(wall $m "$hpml" kmeans --data "$tmp/x.npy" -k 16 --init random --n-init 1 \
+                --max-iter $kiter --tol 0) && echo "$r kmeans $m $t" >>"$tmp/rows"
         done
         t0=$(now)
         "$hpml" prof merge -q "$tmp/p" >/dev/null 2>&1 || true # the last run's: kmeans
