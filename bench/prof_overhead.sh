@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
 # The overhead of libhpml-prof.so (docs/prof.md), against the same commands without it,
-# on 2 ranks, in alternating rounds (plain, statistics, trace, plain, ...):
-#   - the 0-byte `hpml bench latency` median (its 50th percentile, -z50) without the
-#     profiler and in statistics mode: the difference in µs;
-#   - the wall time of `hpml train --synthetic` and of `hpml kmeans` (a uniform random
-#     .npy made here with NumPy): the ratios statistics / plain and trace / plain.
-# Each figure is the median of the rounds. The program's wall time is timed around the
-# launcher; the report (`hpml prof merge`) is not part of it and is timed apart.
+# on 2 ranks bound one per core, in paired rounds: each round runs every workload plain,
+# in statistics mode and in trace mode back to back, in an order that rotates through all
+# six permutations from round to round (so drift and the order within a round cancel):
+#   - latency: the 0-byte `hpml bench latency` median (its 50th percentile, -z50), plain
+#     and in statistics mode: the paired difference in µs;
+#   - train, kmeans: the wall time of `hpml train --synthetic` and of `hpml kmeans` (a
+#     uniform random .npy made here with NumPy), timed around the launcher: the paired
+#     ratio mode / plain - 1 in percent (the report, `hpml prof merge`, is timed apart).
+# Then prof_overhead_stats.py prints, per target, the median of the rounds' paired
+# differences with a distribution-free 95% confidence interval, and whether the target
+# holds (the interval's upper end within it), fails, or is not resolved.
 #
-#   bench/prof_overhead.sh [openmpi|mpich] [--rounds N] [--quick]
+#   bench/prof_overhead.sh [openmpi|mpich] [--rounds N] [--budget SECONDS]
+#                          [--only latency|wall] [--quick]
 #
-# --quick: small sizes, to check the script (not a measurement). Run the measurement on a
-# quiet machine under `chrt -f 1` (docs/performance.md, "How to measure").
+# --rounds N: at most N rounds (default 30); --budget S: start no round that would end
+# after S seconds (the last round's length is the estimate); --only: the latency or the
+# wall-time workloads alone; --quick: small sizes, to check the script (not a
+# measurement). Measure on a quiet machine under `chrt -f 1` (docs/performance.md, "How
+# to measure"); the header says the scheduling policy the script ran with.
 set -eu
 mpi=openmpi
-rounds=5
+rounds=30
+budget=0
+only=all
 quick=0
 while [ $# -gt 0 ]; do
     case "$1" in
     openmpi | mpich) mpi=$1; shift ;;
-    --rounds) rounds=$2; shift 2 ;;
+    --rounds | --budget | --only)
+        [ $# -ge 2 ] || { echo "prof_overhead.sh: $1 needs a value" >&2; exit 2; }
+        case "$1" in --rounds) rounds=$2 ;; --budget) budget=$2 ;; --only) only=$2 ;; esac
+        shift 2 ;;
     --quick) quick=1; shift ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "prof_overhead.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
+case "$rounds$budget" in *[!0-9]*) echo "prof_overhead.sh: --rounds and --budget take whole numbers" >&2; exit 2 ;; esac
+[ "$rounds" -ge 1 ] || { echo "prof_overhead.sh: --rounds must be >= 1" >&2; exit 2; }
+case $only in all | latency | wall) ;; *) echo "prof_overhead.sh: --only takes latency or wall (got '$only')" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 b=$repo/build/$mpi
 hpml=$b/bin/hpml
@@ -43,9 +59,11 @@ if [ $quick -eq 1 ]; then
 else
     lat_iters=200000 rows=400000 train=(--iters 1000 --warmup-iters 10) kiter=300
 fi
-/usr/bin/python3 -c "
+if [ $only != latency ]; then
+    /usr/bin/python3 -c "
 import numpy as np
 np.save('$tmp/x.npy', np.random.default_rng(1).random(($rows, 32), dtype=np.float32))"
+fi
 
 # mode_env MODE: the environment of one mode (plain, stats, trace).
 mode_env() {
@@ -55,7 +73,8 @@ mode_env() {
     trace) echo "LD_PRELOAD=$lib HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5 HPML_PROF_TRACE=1" ;;
     esac
 }
-# wall MODE CMD...: seconds of CMD's run in MODE, its output in $tmp/out
+# wall MODE CMD...: seconds of CMD's run in MODE, its output in $tmp/out; a run that fails
+# says so on stderr, prints nothing and returns 1 (its round's pair is left out).
 wall() {
     local m=$1 t0 t1
     shift
@@ -63,50 +82,63 @@ wall() {
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046 # the mode's assignments are words
     env $(mode_env "$m") "${run[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
-        echo "prof_overhead.sh: failed ($m): $*" >&2; tail -5 "$tmp/err" >&2; exit 1; }
+        echo "prof_overhead.sh: failed ($m): $*" >&2; tail -5 "$tmp/err" >&2; return 1; }
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 
+# The six orders of the three modes; round r uses order r mod 6 (the latency, with two
+# modes, the order's plain/stats part).
+orders=("plain stats trace" "stats trace plain" "trace plain stats"
+    "plain trace stats" "trace stats plain" "stats plain trace")
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-for m in plain stats trace; do : >"$tmp/lat.$m"; : >"$tmp/train.$m"; : >"$tmp/kmeans.$m"; done
+sched=$(chrt -p $$ 2>/dev/null | sed -n 's/.*scheduling policy: //p;s/.*scheduling priority: /priority /p' | tr '\n' ' ')
+: >"$tmp/rows"
 : >"$tmp/merge"
+t_start=$(now)
+last=0
+done_rounds=0
 for r in $(seq "$rounds"); do
-    for m in plain stats; do
-        wall $m "$hpml" bench latency -m 0:1 -i $lat_iters -x 1000 -z50 --csv >/dev/null
-        # the CSV's 0-byte row, its P50 column
-        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "size") z = i; if ($i == "p50_us") c = i } }
-                 NR > 1 && $z == 0 { print $c }' "$tmp/out" >>"$tmp/lat.$m"
-    done
-    for m in plain stats trace; do
-        wall $m "$hpml" train --synthetic --model mlp "${train[@]}" --no-progress >>"$tmp/train.$m"
-        wall $m "$hpml" kmeans --data "$tmp/x.npy" -k 16 --init random --n-init 1 --max-iter $kiter \
-            --tol 0 >>"$tmp/kmeans.$m"
-    done
-    t0=$(date +%s.%N)
-    "$hpml" prof merge -q "$tmp/p" >/dev/null 2>&1 || true
-    awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.4f\n", b - a }' >>"$tmp/merge"
-    echo "round $r/$rounds done" >&2
+    if [ "$budget" -gt 0 ] && [ $done_rounds -gt 0 ] &&
+        awk -v e="$(elapsed "$t_start")" -v l="$last" -v b="$budget" 'BEGIN { exit !(e + l > b) }'; then
+        break
+    fi
+    t_round=$(now)
+    order=${orders[$(((r - 1) % 6))]}
+    if [ $only != wall ]; then
+        for m in $order; do
+            [ $m = trace ] && continue
+            wall $m "$hpml" bench latency -m 0:1 -i $lat_iters -x 1000 -z50 --csv >/dev/null || continue
+            # the CSV's 0-byte row, its P50 column
+            awk -F, -v r="$r" -v m="$m" '
+                NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "size") z = i; if ($i == "p50_us") c = i } }
+                NR > 1 && $z == 0 { print r, "latency", m, $c }' "$tmp/out" >>"$tmp/rows"
+        done
+    fi
+    if [ $only != latency ]; then
+        for m in $order; do
+            t=$(wall $m "$hpml" train --synthetic --model mlp "${train[@]}" --no-progress) &&
+                echo "$r train $m $t" >>"$tmp/rows"
+        done
+        for m in $order; do
+            t=$(wall $m "$hpml" kmeans --data "$tmp/x.npy" -k 16 --init random --n-init 1 \
+                --max-iter $kiter --tol 0) && echo "$r kmeans $m $t" >>"$tmp/rows"
+        done
+        t0=$(now)
+        "$hpml" prof merge -q "$tmp/p" >/dev/null 2>&1 || true # the last run's: kmeans
+        elapsed "$t0" >>"$tmp/merge"
+        echo >>"$tmp/merge"
+    fi
+    last=$(elapsed "$t_round")
+    done_rounds=$r
+    echo "round $r/$rounds done ($last s)" >&2
 done
 
-lp=$(median <"$tmp/lat.plain")
-ls=$(median <"$tmp/lat.stats")
-echo "# hpml prof overhead, $mpi, 2 ranks, $rounds rounds (medians), $(date -u '+%Y-%m-%d %H:%M UTC'), build $(git -C "$repo" rev-parse --short HEAD)"
-echo "# load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-32s %12s %12s %12s %12s %12s\n' target plain stats trace stats-plain trace/plain
-printf '%-32s %12s %12s %12s %12s %12s\n' "latency 0 B p50 (us)" "$lp" "$ls" - \
-    "$(awk -v a="$lp" -v b="$ls" 'BEGIN { printf "%+.3f us", b - a }')" -
-for w in train kmeans; do
-    p=$(median <"$tmp/$w.plain")
-    s=$(median <"$tmp/$w.stats")
-    t=$(median <"$tmp/$w.trace")
-    printf '%-32s %12s %12s %12s %12s %12s\n' "$w wall (s)" "$p" "$s" "$t" \
-        "$(awk -v a="$p" -v b="$s" 'BEGIN { printf "x%.4f", b / a }')" \
-        "$(awk -v a="$p" -v b="$t" 'BEGIN { printf "x%.4f", b / a }')"
-done
-echo "# hpml prof merge of the last trace run: $(median <"$tmp/merge") s (median)"
-echo "# all rounds: latency plain $(tr '\n' ' ' <"$tmp/lat.plain")| stats $(tr '\n' ' ' <"$tmp/lat.stats")"
-for w in train kmeans; do
-    echo "# $w: plain $(tr '\n' ' ' <"$tmp/$w.plain")| stats $(tr '\n' ' ' <"$tmp/$w.stats")| trace $(tr '\n' ' ' <"$tmp/$w.trace")"
-done
+echo "# hpml prof overhead, $mpi, 2 ranks bound one per core, $done_rounds paired rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), build $(git -C "$repo" rev-parse --short HEAD)"
+echo "# scheduling: ${sched:-unknown}; load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(elapsed "$t_start") s"
+if [ -s "$tmp/merge" ]; then
+    echo "# hpml prof merge of a kmeans trace run: $(sort -g "$tmp/merge" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') s (median)"
+fi
+/usr/bin/python3 "$repo/bench/prof_overhead_stats.py" "$tmp/rows"

@@ -144,6 +144,10 @@ typedef struct {
 #define PROF_TRACE_IO    1000
 #define PROF_TRACE_BEGIN 2000
 #define PROF_TRACE_END   2001
+/* A receive posted with MPI_Irecv has completed (in MPI_Wait*, MPI_Test*): t0 when it was
+ * posted, t1 the middle of the call that completed it, the bytes received, the world
+ * rank and tag of the status (rpeer, rtag). Not drawn: `hpml prof merge` matches it. */
+#define PROF_TRACE_RECV  2002
 #define PROF_MAX_REGIONS 256
 
 /* One thread's counters. Only its thread writes them; a snapshot reads them unlocked
@@ -159,6 +163,8 @@ typedef struct prof_thread {
     uint64_t hcoll_t0;
     prof_event_t *ev; /* trace mode: [PROF_TRACE_BUF] */
     int nev, tid;
+    struct prof_pending *pending; /* trace mode: receives posted with MPI_Irecv, by request */
+    int npending;
     struct prof_thread *next;
 } prof_thread_t;
 
@@ -237,6 +243,22 @@ void hpml__prof_trace_flush(prof_thread_t *head, prof_thread_t *self, int all);
 void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name);
 /* The region names (for the snapshot), the events dropped past the cap, the cap. */
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap);
+/* The trace's counts and region names: where they are (adopt NULL), or, in a recovery,
+ * from now on those at adopt, a pointer the rank had been given. */
+void *hpml__prof_trace_state(void *adopt);
+
+/* Trace mode: a receive on c was posted with MPI_Irecv at t0 and returned req; req,
+ * held by the caller before a completion call made between t0 and t1, completed with
+ * status st (a PROF_TRACE_RECV event when req was such a receive; st NULL: forget req, freed
+ * with MPI_Request_free or now another request's handle). Requests are kept
+ * per thread: one completed on another thread than posted it is not matched. */
+void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0);
+void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
+                           uint64_t t1);
+
+/* n zeroed bytes in the rank's .live mapping (else on the heap): tables that a recovery
+ * after SIGKILL reads (prof_core.c). */
+void *hpml__prof_live_alloc(size_t n);
 
 /* I/O wrappers are off inside the profiler's own writes. */
 extern PROF_TLS int hpml__prof_in_io;

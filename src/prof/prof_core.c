@@ -5,6 +5,13 @@
  * and when the job ends (MPI_Finalize, exit, SIGTERM/SIGINT, MPI_Abort). A snapshot is
  * complete only when its "e" line is there, so a rank killed mid-write leaves the
  * previous one to read. Format: docs/prof.md.
+ *
+ * The tables a snapshot reads live in DIR/rank-<r>.live, a MAP_SHARED mapping of a sparse
+ * file (HPML_PROF_LIVE=0 keeps them in ordinary memory): what the rank last wrote there
+ * survives its SIGKILL in the page cache, and `hpml prof merge` has the missing snapshot
+ * written from it by hpml_prof_recover, which maps the file at the address the rank had,
+ * so that its pointers hold. The rank holds a lock on the file while it lives and
+ * removes it when it ends through any of the ways the snapshots above are taken.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,15 +48,152 @@ static const char *const io_names[PROF_IO_NCALLS] = {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, groups, files */
-static prof_thread_t *threads;
 static PROF_TLS prof_thread_t *mine;
 
 static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
 static pid_t start_pid;
-static char exe_path[4096]; /* the program's absolute path: dladdr names it as started */
-static uint64_t start_ns, period_ns;
+static uint64_t start_ns, period_ns, fixed_elapsed;
 static volatile sig_atomic_t flushing;
-static unsigned long seq;
+
+/* ---- the live mapping ---------------------------------------------------------------- */
+
+#define LIVE_SIZE  ((size_t)256 << 20)         /* sparse: only the pages used take room */
+#define LIVE_ADDR  ((void *)0x5e0000000000ull) /* asked for, so a recovery finds it free */
+#define LIVE_MAGIC "hpml-live 1"
+
+typedef struct {
+    int size;
+    int *world;
+} group_t;
+
+/* Everything a snapshot reads, at the start of the mapping (or in live_static). */
+typedef struct {
+    char magic[16];
+    uint64_t base, used; /* the mapping's address; bytes handed out from it */
+    uint32_t sizes[4];   /* of this, prof_thread_t, prof_site_t, prof_file_stat_t */
+    int spilled;         /* a table was made outside the mapping (it was full) */
+    int rank, size;
+    char run[64];        /* the run's id, as in the rank file's header */
+    uint64_t start_real; /* CLOCK_REALTIME at MPI_Init, ns */
+    prof_thread_t *threads;
+    group_t groups[PROF_MAX_GROUPS];
+    int ngroups, nfiles, nhcoll;
+    char *file_paths[PROF_MAX_FILES];
+    char *hcoll_names[PROF_MAX_HCOLL];
+    unsigned long seq;
+    void *trace;        /* trace mode: its counts and region names (prof_trace.c) */
+    char exe[PATH_MAX]; /* the program's absolute path: dladdr names it as started */
+} live_t;
+
+static live_t live_static, *L = &live_static;
+static char live_path[PATH_MAX];
+static int live_fd = -1;
+
+/* n zeroed bytes from the mapping (else from the heap, and the rank is not recoverable). */
+static void *live_alloc(size_t n)
+{
+    if (L != &live_static) {
+        size_t need = (n + 63) & ~(size_t)63;
+        uint64_t off = __atomic_fetch_add(&L->used, need, __ATOMIC_RELAXED);
+
+        if (off + need <= LIVE_SIZE)
+            return (char *)L + off; /* a sparse file's pages read as zeros */
+        L->spilled = 1;
+    }
+    return calloc(1, n);
+}
+
+void *hpml__prof_live_alloc(size_t n)
+{
+    return live_alloc(n);
+}
+
+/* A copy of s in the mapping; s itself when there is no mapping or no room. */
+static const char *live_str(const char *s)
+{
+    char *p;
+
+    if (s == NULL || L == &live_static)
+        return s;
+    if ((p = live_alloc(strlen(s) + 1)) == NULL) {
+        L->spilled = 1;
+        return s;
+    }
+    return strcpy(p, s);
+}
+
+/* A copy of s: in the mapping, else on the heap (NULL when out of memory). */
+static char *live_dup(const char *s)
+{
+    const char *p = live_str(s);
+
+    return p != s ? (char *)p : strdup(s);
+}
+
+/* Map DIR/rank-<r>.live (unless HPML_PROF_LIVE=0); on any failure the tables stay in
+ * live_static and the heap. */
+static void live_start(const char *dir)
+{
+    const char *env = getenv("HPML_PROF_LIVE");
+    void *m;
+    int n = snprintf(live_path, sizeof(live_path), "%s/rank-%d.live", dir, world_rank);
+
+    if ((env != NULL && strcmp(env, "0") == 0) || n < 0 || (size_t)n >= sizeof(live_path)) {
+        live_path[0] = '\0';
+        return;
+    }
+    hpml__prof_in_io++;
+    live_fd = open(live_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    hpml__prof_in_io--;
+    /* Locked first: a file another live rank holds (a second run in the same folder) is
+     * neither emptied nor removed. Then emptied: no page of an earlier run is left. */
+    if (live_fd >= 0 && flock(live_fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "[hpml-prof r%d] %s is in use by another run; no mapping\n", world_rank,
+                live_path);
+        close(live_fd);
+        live_fd = -1;
+        live_path[0] = '\0';
+        return;
+    }
+    if (live_fd < 0 || ftruncate(live_fd, 0) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
+        (m = mmap(LIVE_ADDR, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0)) ==
+            MAP_FAILED) {
+        fprintf(stderr,
+                "[hpml-prof r%d] cannot map %s: %s; a SIGKILL loses the counts since "
+                "the last snapshot\n",
+                world_rank, live_path, strerror(errno));
+        if (live_fd >= 0)
+            close(live_fd);
+        unlink(live_path);
+        live_fd = -1;
+        live_path[0] = '\0';
+        return;
+    }
+    L = m;
+    memcpy(L->magic, LIVE_MAGIC, sizeof(LIVE_MAGIC));
+    L->base = (uint64_t)(uintptr_t)m;
+    L->used = (sizeof(live_t) + 63) & ~(size_t)63;
+    L->sizes[0] = sizeof(live_t);
+    L->sizes[1] = sizeof(prof_thread_t);
+    L->sizes[2] = sizeof(prof_site_t);
+    L->sizes[3] = sizeof(prof_file_stat_t);
+}
+
+/* The rank has ended through a snapshot: its file says everything, the mapping is not
+ * needed (async-signal-safe). */
+static void live_end(void)
+{
+    if (live_path[0] != '\0')
+        unlink(live_path);
+    live_path[0] = '\0';
+}
+
+/* A process forked by a rank shares the mapping: it must not count into it. */
+static void live_child(void)
+{
+    hpml__prof_on = 0;
+    hpml__prof_tracing = 0;
+}
 
 /* ---- per-thread tables --------------------------------------------------------------- */
 
@@ -57,13 +203,13 @@ prof_thread_t *hpml__prof_thread(void)
 
     if (mine != NULL)
         return mine;
-    if ((t = calloc(1, sizeof(*t))) == NULL)
+    if ((t = live_alloc(sizeof(*t))) == NULL)
         return NULL;
     for (int i = 0; i < PROF_NCALLS; i++)
         t->call[i].min_ns = UINT64_MAX;
     pthread_mutex_lock(&lock);
-    t->next = threads;
-    __atomic_store_n(&threads, t, __ATOMIC_RELEASE);
+    t->next = L->threads;
+    __atomic_store_n(&L->threads, t, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
     return mine = t;
 }
@@ -92,7 +238,7 @@ static prof_site_t *site_slot(prof_thread_t *t, int id, void *const *pc, int dep
     uintptr_t h =
         ((uintptr_t)pc[0] >> 2) * 0x9E3779B97F4A7C15ull ^ (uintptr_t)pc[1] ^ (uintptr_t)id;
 
-    if (t->sites == NULL && (t->sites = calloc(PROF_MAX_SITES, sizeof(prof_site_t))) == NULL)
+    if (t->sites == NULL && (t->sites = live_alloc(PROF_MAX_SITES * sizeof(prof_site_t))) == NULL)
         return NULL;
     for (int probe = 0; probe < 16; probe++) {
         prof_site_t *s = &t->sites[(h + (uintptr_t)probe) % PROF_MAX_SITES];
@@ -104,9 +250,10 @@ static prof_site_t *site_slot(prof_thread_t *t, int id, void *const *pc, int dep
             for (int k = 0; k < depth; k++) {
                 s->pc[k] = pc[k];
                 if (dladdr(pc[k], &info) != 0) {
-                    s->obj[k] = info.dli_fname != NULL && info.dli_fname[0] == '/' ? info.dli_fname
-                                                                                   : exe_path;
-                    s->sym[k] = info.dli_sname;
+                    s->obj[k] = info.dli_fname != NULL && info.dli_fname[0] == '/'
+                                    ? live_str(info.dli_fname)
+                                    : L->exe;
+                    s->sym[k] = live_str(info.dli_sname);
                     s->base[k] = (uintptr_t)info.dli_fbase;
                 }
             }
@@ -170,7 +317,7 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
         uint64_t *h = t->hist[c->gid];
 
         if (h == NULL) {
-            if ((h = calloc(PROF_NCALLS * PROF_HBINS, 8)) == NULL)
+            if ((h = live_alloc(PROF_NCALLS * PROF_HBINS * 8)) == NULL)
                 return;
             __atomic_store_n(&t->hist[c->gid], h, __ATOMIC_RELEASE);
         }
@@ -178,14 +325,11 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
     }
     if (wpeer >= 0 && wpeer < hpml__prof_world_size) {
         if (t->msgs == NULL) {
-            uint64_t *m = calloc((size_t)hpml__prof_world_size, 8);
-            uint64_t *b = calloc((size_t)hpml__prof_world_size, 8);
+            uint64_t *m = live_alloc((size_t)hpml__prof_world_size * 8);
+            uint64_t *b = live_alloc((size_t)hpml__prof_world_size * 8);
 
-            if (m == NULL || b == NULL) {
-                free(m);
-                free(b);
-                return;
-            }
+            if (m == NULL || b == NULL)
+                return; /* out of memory: those made are left */
             /* A snapshot in another thread reads bytes once it sees msgs. */
             t->bytes = b;
             __atomic_store_n(&t->msgs, m, __ATOMIC_RELEASE);
@@ -199,9 +343,6 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
 
 /* ---- hpml's collectives ------------------------------------------------------------- */
 
-static char *hcoll_names[PROF_MAX_HCOLL];
-static int nhcoll;
-
 /* The index of "coll algo" (made on first use; the last slot is shared when full). */
 static int hcoll_index(const char *coll, const char *algo)
 {
@@ -210,7 +351,7 @@ static int hcoll_index(const char *coll, const char *algo)
 
     snprintf(name, sizeof(name), "hpml_%s %s", coll ? coll : "?", algo ? algo : "?");
     for (i = 0; i < PROF_MAX_HCOLL; i++) {
-        const char *n = __atomic_load_n(&hcoll_names[i], __ATOMIC_ACQUIRE);
+        const char *n = __atomic_load_n(&L->hcoll_names[i], __ATOMIC_ACQUIRE);
 
         if (n == NULL)
             break;
@@ -218,22 +359,22 @@ static int hcoll_index(const char *coll, const char *algo)
             return i;
     }
     pthread_mutex_lock(&lock);
-    for (i = 0; i < nhcoll; i++)
-        if (strcmp(hcoll_names[i], name) == 0)
+    for (i = 0; i < L->nhcoll; i++)
+        if (strcmp(L->hcoll_names[i], name) == 0)
             break;
-    if (i == nhcoll && nhcoll < PROF_MAX_HCOLL - 1) {
-        char *copy = strdup(name);
+    if (i == L->nhcoll && L->nhcoll < PROF_MAX_HCOLL - 1) {
+        char *copy = live_dup(name);
 
         if (copy != NULL) {
-            __atomic_store_n(&hcoll_names[i], copy, __ATOMIC_RELEASE);
-            nhcoll++;
+            __atomic_store_n(&L->hcoll_names[i], copy, __ATOMIC_RELEASE);
+            L->nhcoll++;
         } else {
             i = PROF_MAX_HCOLL - 1;
         }
-    } else if (i == nhcoll) {
+    } else if (i == L->nhcoll) {
         i = PROF_MAX_HCOLL - 1;
-        if (hcoll_names[i] == NULL)
-            hcoll_names[i] = strdup("hpml_(other collectives) -");
+        if (L->hcoll_names[i] == NULL)
+            L->hcoll_names[i] = live_dup("hpml_(other collectives) -");
     }
     pthread_mutex_unlock(&lock);
     return i;
@@ -278,27 +419,24 @@ void hpml_prof_coll_leave(void)
 
 /* ---- files (I/O statistics) --------------------------------------------------------- */
 
-static char *file_paths[PROF_MAX_FILES];
-static int nfiles;
-
 int hpml__prof_file_index(const char *path)
 {
     int i;
 
     pthread_mutex_lock(&lock);
-    for (i = 0; i < nfiles; i++)
-        if (strcmp(file_paths[i], path) == 0)
+    for (i = 0; i < L->nfiles; i++)
+        if (strcmp(L->file_paths[i], path) == 0)
             goto out;
-    if (nfiles == PROF_MAX_FILES - 1) {
-        if (file_paths[i] == NULL)
-            file_paths[i] = strdup("(other files)");
+    if (L->nfiles == PROF_MAX_FILES - 1) {
+        if (L->file_paths[i] == NULL)
+            L->file_paths[i] = live_dup("(other files)");
         goto out;
     }
-    if ((file_paths[i] = strdup(path)) == NULL) {
+    if ((L->file_paths[i] = live_dup(path)) == NULL) {
         i = -1;
         goto out;
     }
-    nfiles++;
+    L->nfiles++;
 out:
     pthread_mutex_unlock(&lock);
     return i;
@@ -313,7 +451,7 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
         return;
     f = t->files[fi];
     if (f == NULL) {
-        if ((f = calloc(1, sizeof(*f))) == NULL)
+        if ((f = live_alloc(sizeof(*f))) == NULL)
             return;
         for (int i = 0; i < PROF_IO_NCALLS; i++)
             f->call[i].min_ns = UINT64_MAX;
@@ -331,13 +469,6 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
 
 /* ---- communicators and their groups ------------------------------------------------ */
 
-typedef struct {
-    int size;
-    int *world;
-} group_t;
-
-static group_t groups[PROF_MAX_GROUPS];
-static int ngroups;
 static prof_comm_t *comms;
 static unsigned comm_gen; /* bumped when a communicator is freed: per-thread caches drop */
 
@@ -353,16 +484,16 @@ static int group_of(const int *w, int n)
 {
     int g;
 
-    for (g = 0; g < ngroups; g++)
-        if (groups[g].size == n && memcmp(groups[g].world, w, (size_t)n * sizeof(int)) == 0)
+    for (g = 0; g < L->ngroups; g++)
+        if (L->groups[g].size == n && memcmp(L->groups[g].world, w, (size_t)n * sizeof(int)) == 0)
             return g;
-    if (ngroups == PROF_MAX_GROUPS - 1)
+    if (L->ngroups == PROF_MAX_GROUPS - 1)
         return PROF_MAX_GROUPS - 1; /* the shared last group, printed as "other" */
-    if ((groups[g].world = malloc((size_t)n * sizeof(int))) == NULL)
+    if ((L->groups[g].world = live_alloc((size_t)n * sizeof(int))) == NULL)
         return PROF_MAX_GROUPS - 1;
-    memcpy(groups[g].world, w, (size_t)n * sizeof(int));
-    groups[g].size = n;
-    ngroups++;
+    memcpy(L->groups[g].world, w, (size_t)n * sizeof(int));
+    L->groups[g].size = n;
+    L->ngroups++;
     return g;
 }
 
@@ -557,15 +688,15 @@ static void snapshot_sites(prof_thread_t *head)
 
 static void snapshot(const char *state, int sig)
 {
-    prof_thread_t *head = __atomic_load_n(&threads, __ATOMIC_ACQUIRE);
-    int ng = ngroups;
+    prof_thread_t *head = __atomic_load_n(&L->threads, __ATOMIC_ACQUIRE);
+    int ng = L->ngroups;
+    unsigned long long elapsed = fixed_elapsed ? fixed_elapsed : hpml__prof_now() - start_ns;
 
-    seq++;
+    L->seq++;
     if (sig)
-        outf("s %lu %s:%d %llu\n", seq, state, sig,
-             (unsigned long long)(hpml__prof_now() - start_ns));
+        outf("s %lu %s:%d %llu\n", L->seq, state, sig, elapsed);
     else
-        outf("s %lu %s %llu\n", seq, state, (unsigned long long)(hpml__prof_now() - start_ns));
+        outf("s %lu %s %llu\n", L->seq, state, elapsed);
     for (int i = 0; i < PROF_NCALLS; i++) {
         sum_calls[i] = (prof_stat_t){.min_ns = UINT64_MAX};
         for (prof_thread_t *t = head; t != NULL; t = t->next)
@@ -592,9 +723,9 @@ static void snapshot(const char *state, int sig)
         if (!used)
             continue;
         if (g < ng) {
-            outf("g %d %d", g, groups[g].size);
-            for (int r = 0; r < groups[g].size; r++)
-                outf(" %d", groups[g].world[r]);
+            outf("g %d %d", g, L->groups[g].size);
+            for (int r = 0; r < L->groups[g].size; r++)
+                outf(" %d", L->groups[g].world[r]);
             outf("\n");
         } else {
             outf("g %d 0\n", g);
@@ -629,7 +760,7 @@ static void snapshot(const char *state, int sig)
     for (int f = 0; f < PROF_MAX_FILES; f++) {
         int used = 0;
 
-        if (file_paths[f] == NULL)
+        if (L->file_paths[f] == NULL)
             continue;
         memset(&sum_file, 0, sizeof(sum_file));
         for (int i = 0; i < PROF_IO_NCALLS; i++)
@@ -648,7 +779,7 @@ static void snapshot(const char *state, int sig)
         if (!used)
             continue;
         outf("f %d", f);
-        out_path(file_paths[f]);
+        out_path(L->file_paths[f]);
         outf("\n");
         for (int i = 0; i < PROF_IO_NCALLS; i++)
             if (sum_file.call[i].count) {
@@ -676,7 +807,7 @@ static void snapshot(const char *state, int sig)
     for (int i = 0; i < PROF_MAX_HCOLL; i++) {
         prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
 
-        if (hcoll_names[i] == NULL)
+        if (L->hcoll_names[i] == NULL)
             continue;
         for (prof_thread_t *t = head; t != NULL; t = t->next) {
             const prof_hcoll_t *h = &t->hcoll[i];
@@ -693,13 +824,13 @@ static void snapshot(const char *state, int sig)
         if (sum.st.count == 0)
             continue;
         outf("a");
-        out_path(hcoll_names[i]);
+        out_path(L->hcoll_names[i]);
         out_stat(&sum.st);
         outf(" %llu %llu %llu %llu %llu\n", (unsigned long long)sum.mpi_calls,
              (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
              (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
     }
-    outf("e %lu\n", seq);
+    outf("e %lu\n", L->seq);
     out_flush();
 }
 
@@ -712,13 +843,15 @@ void hpml__prof_flush(const char *state, int sig)
     if (__atomic_exchange_n(&flushing, 1, __ATOMIC_ACQUIRE))
         return;
     hpml__prof_in_io++;
-    hpml__prof_trace_flush(threads, mine, strcmp(state, "run") != 0);
+    hpml__prof_trace_flush(L->threads, mine, strcmp(state, "run") != 0);
     snapshot(state, sig);
     hpml__prof_in_io--;
     if (strcmp(state, "run") == 0)
         hpml__prof_next_flush = hpml__prof_now() + period_ns;
-    else
+    else {
         ended = 1; /* final, abort, exit or signal: the last word */
+        live_end();
+    }
     __atomic_store_n(&flushing, 0, __ATOMIC_RELEASE);
 }
 
@@ -834,11 +967,20 @@ void hpml__prof_start(uint64_t t_init)
     gethostname(host, sizeof(host) - 1);
     period_ns = period_from_env();
     start_pid = getpid();
+    live_start(dir);
     {
-        ssize_t len = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+        ssize_t len = readlink("/proc/self/exe", L->exe, sizeof(L->exe) - 1);
+        struct timespec rt;
 
-        exe_path[len > 0 ? len : 0] = '\0';
+        L->exe[len > 0 ? len : 0] = '\0';
+        clock_gettime(CLOCK_REALTIME, &rt);
+        L->start_real =
+            (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec - (hpml__prof_now() - t_init);
+        L->rank = world_rank;
+        L->size = hpml__prof_world_size;
+        snprintf(L->run, sizeof(L->run), "%s", run);
     }
+    pthread_atfork(NULL, NULL, live_child);
     site_depth = callsites_from_env();
     if (site_depth == 2) {
         void *bt[2];
@@ -850,6 +992,8 @@ void hpml__prof_start(uint64_t t_init)
          (long)getpid(), host, id[0]);
     hpml__prof_trace_start(dir, world_rank, hpml__prof_world_size, run, start_ns, call_names,
                            PROF_NCALLS, io_names, PROF_IO_NCALLS);
+    if (hpml__prof_tracing)
+        L->trace = hpml__prof_trace_state(NULL);
     hpml__prof_on = 1;
     atexit(on_exit_flush);
     memset(&sa, 0, sizeof(sa));
@@ -858,4 +1002,128 @@ void hpml__prof_start(uint64_t t_init)
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
     hpml__prof_flush("run", 0);
+}
+
+/* ---- recovery (hpml prof merge) ------------------------------------------------------ */
+
+/* Trace mode: append the events still in the threads' buffers (in the mapping) to
+ * DIR/rank-<rank>.trace, after cutting off a record the rank was killed in the middle of. */
+static void recover_trace(const char *dir, int rank)
+{
+    char path[PATH_MAX], head[8192 + 64], *data;
+    uintptr_t lo = (uintptr_t)L, hi = lo + LIVE_SIZE;
+    struct stat st;
+    ssize_t got;
+    int tf;
+
+    if (snprintf(path, sizeof(path), "%s/rank-%d.trace", dir, rank) >= (int)sizeof(path) ||
+        (tf = open(path, O_RDWR | O_CLOEXEC)) < 0)
+        return;
+    if ((got = pread(tf, head, sizeof(head) - 1, 0)) > 0 && fstat(tf, &st) == 0) {
+        head[got] = '\0';
+        if ((data = strstr(head, "\ndata\n")) != NULL) {
+            off_t start = (off_t)(data + 6 - head), whole = st.st_size - start;
+
+            whole -= whole % (off_t)sizeof(prof_event_t);
+            if (ftruncate(tf, start + whole) == 0 && lseek(tf, 0, SEEK_END) >= 0)
+                for (prof_thread_t *t = L->threads; t != NULL; t = t->next) {
+                    size_t len = (size_t)t->nev * sizeof(prof_event_t);
+
+                    if ((uintptr_t)t->ev >= lo && (uintptr_t)t->ev + len <= hi && len > 0 &&
+                        write(tf, t->ev, len) != (ssize_t)len)
+                        break;
+                }
+        }
+    }
+    close(tf);
+}
+
+int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen);
+
+/* Append to DIR/rank-<rank>.prof the snapshot ("killed") of what DIR/rank-<rank>.live
+ * holds, then remove the latter. Called by `hpml prof merge` in its own process (the
+ * library opened with dlopen, never preloaded there). Returns 0 when done, 1 when there is
+ * nothing to do (no such file, or its rank still holds it: it runs), -1 with a message in
+ * err when the file cannot be used. */
+int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
+{
+    char path[PATH_MAX], ppath[PATH_MAX], head[512], want[96];
+    live_t h;
+    struct stat st;
+    void *m = MAP_FAILED;
+    int lfd, rc = -1;
+    ssize_t got;
+
+    if (snprintf(path, sizeof(path), "%s/rank-%d.live", dir, rank) >= (int)sizeof(path) ||
+        snprintf(ppath, sizeof(ppath), "%s/rank-%d.prof", dir, rank) >= (int)sizeof(ppath))
+        return snprintf(err, errlen, "%s: path too long", dir), -1;
+    if ((lfd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+        return 1;
+    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        close(lfd);
+        return 1;
+    }
+    if (pread(lfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+        memcmp(h.magic, LIVE_MAGIC, sizeof(LIVE_MAGIC)) != 0 || h.sizes[0] != sizeof(live_t) ||
+        h.sizes[1] != sizeof(prof_thread_t) || h.sizes[2] != sizeof(prof_site_t) ||
+        h.sizes[3] != sizeof(prof_file_stat_t) || h.rank != rank || fstat(lfd, &st) != 0) {
+        snprintf(err, errlen, "%s: not a mapping of this libhpml-prof.so", path);
+        goto out;
+    }
+    if (h.spilled) {
+        snprintf(err, errlen, "%s: the mapping was full; the last snapshot stands", path);
+        goto out;
+    }
+    /* The rank file must be this run's: its header names the run. */
+    if ((fd = open(ppath, O_RDWR | O_APPEND | O_CLOEXEC)) < 0 ||
+        (got = pread(fd, head, sizeof(head) - 1, 0)) <= 0) {
+        snprintf(err, errlen, "%s: %s", ppath, strerror(errno));
+        goto out;
+    }
+    head[got] = '\0';
+    snprintf(want, sizeof(want), "hpml-prof 1\nr %s %d ", h.run, rank);
+    if (strncmp(head, want, strlen(want)) != 0) {
+        snprintf(err, errlen, "%s: another run's mapping", path);
+        goto out;
+    }
+    m = mmap((void *)(uintptr_t)h.base, LIVE_SIZE, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_FIXED_NOREPLACE, lfd, 0);
+    if (m != (void *)(uintptr_t)h.base) {
+        snprintf(err, errlen, "%s: cannot map it at its address", path);
+        goto out;
+    }
+    L = m;
+    world_rank = rank;
+    hpml__prof_world_size = h.size;
+    /* Trace mode: the snapshot reports its counts and region names (no event is recorded
+     * here: snapshot() only reads them). */
+    hpml__prof_tracing = L->trace != NULL;
+    if (L->trace != NULL)
+        hpml__prof_trace_state(L->trace);
+    /* The time of its last count: the mapping's last write (the kernel updates the time
+     * at the first write after each write-back, so this is a little early). */
+    {
+        uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+
+        fixed_elapsed = mt > h.start_real ? mt - h.start_real : 1;
+    }
+    /* A snapshot cut off mid-line: start on a line of its own. */
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, head, 1, st.st_size - 1) == 1 &&
+        head[0] != '\n')
+        outf("\n");
+    snapshot("killed", 0);
+    recover_trace(dir, rank);
+    unlink(path);
+    rc = 0;
+out:
+    if (m != MAP_FAILED && m != NULL)
+        munmap(m, LIVE_SIZE);
+    L = &live_static;
+    fixed_elapsed = 0;
+    hpml__prof_tracing = 0; /* the adopted trace state is not read again */
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    close(lfd);
+    return rc;
 }

@@ -12,6 +12,8 @@
  */
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "prof/prof.h"
 
@@ -112,6 +114,8 @@ static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
         t1 = NOW();                                                                                \
         hpml__prof_tag_s = tag;                                                                    \
         rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
+        if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL)                \
+            hpml__prof_irecv_done(hpml__prof_thread(), *req, NULL, 0, 0); /* a stale handle */     \
         return rc;                                                                                 \
     }
 
@@ -160,6 +164,8 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Com
     t1 = NOW();
     received(comm, source, tag); /* as posted: MPI_ANY_SOURCE, MPI_ANY_TAG are kept */
     hpml__prof_record(RA, PROF_MPI_Irecv, t0, t1, tbytes(count, t), hpml__prof_comm(comm), -1);
+    if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL)
+        hpml__prof_irecv_posted(hpml__prof_thread(), *req, hpml__prof_comm(comm), t0);
     return rc;
 }
 
@@ -228,21 +234,100 @@ TIMED(MPI_Probe, (int source, int tag, MPI_Comm comm, MPI_Status *status),
       (source, tag, comm, status))
 TIMED(MPI_Iprobe, (int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status),
       (source, tag, comm, flag, status))
-TIMED(MPI_Wait, (MPI_Request * req, MPI_Status *status), (req, status))
-TIMED(MPI_Waitall, (int n, MPI_Request reqs[], MPI_Status statuses[]), (n, reqs, statuses))
-TIMED(MPI_Waitany, (int n, MPI_Request reqs[], int *index, MPI_Status *status),
-      (n, reqs, index, status))
-TIMED(MPI_Waitsome,
-      (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
-      (n, reqs, outcount, indices, statuses))
-TIMED(MPI_Test, (MPI_Request * req, int *flag, MPI_Status *status), (req, flag, status))
-TIMED(MPI_Testall, (int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]),
-      (n, reqs, flag, statuses))
-TIMED(MPI_Testany, (int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status),
-      (n, reqs, index, flag, status))
-TIMED(MPI_Testsome,
-      (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
-      (n, reqs, outcount, indices, statuses))
+
+/* Completion calls. In trace mode, while this thread has receives posted with MPI_Irecv
+ * pending, the call's requests are copied before it (a completed one becomes
+ * MPI_REQUEST_NULL) and, when the caller ignores statuses, it is given statuses of the
+ * wrapper's own; each completed receive then becomes a PROF_TRACE_RECV event with the
+ * source and tag of its status, from which `hpml prof merge` draws its flow. */
+#define TRACK_LOCAL 16
+typedef struct {
+    prof_thread_t *t; /* NULL: not tracking */
+    MPI_Request rq_local[TRACK_LOCAL], *rq;
+    MPI_Status st_local[TRACK_LOCAL], *st, *st_own;
+} track_t;
+
+/* Start tracking reqs[0..n) of a call that fills nst statuses (ignored: the caller passed
+ * MPI_STATUS(ES)_IGNORE); returns the statuses to pass to the call. */
+static MPI_Status *track_begin(track_t *k, int n, const MPI_Request *reqs, int nst, int ignored,
+                               MPI_Status *statuses)
+{
+    prof_thread_t *t;
+
+    k->t = NULL;
+    k->rq = k->rq_local;
+    k->st_own = NULL;
+    if (!hpml__prof_tracing || n <= 0 || (t = hpml__prof_thread()) == NULL || t->npending == 0)
+        return statuses;
+    if (n > TRACK_LOCAL && (k->rq = malloc((size_t)n * sizeof(*reqs))) == NULL)
+        return statuses;
+    k->st = statuses;
+    if (ignored && (k->st = k->st_own = nst > TRACK_LOCAL ? malloc((size_t)nst * sizeof(MPI_Status))
+                                                          : k->st_local) == NULL) {
+        if (k->rq != k->rq_local)
+            free(k->rq);
+        return statuses;
+    }
+    memcpy(k->rq, reqs, (size_t)n * sizeof(*reqs));
+    k->t = t;
+    return k->st;
+}
+
+/* The call, from t0 to t1, returned rc having completed `done` requests: the indices
+ * idx[0..done) (all from 0 when idx is NULL), with statuses st[0..done). */
+static void track_end(track_t *k, int rc, int done, const int *idx, uint64_t t0, uint64_t t1)
+{
+    if (k->t == NULL)
+        return;
+    for (int j = 0; rc == MPI_SUCCESS && j < done; j++)
+        hpml__prof_irecv_done(k->t, k->rq[idx != NULL ? idx[j] : j], &k->st[j], t0, t1);
+    if (k->rq != k->rq_local)
+        free(k->rq);
+    if (k->st_own != NULL && k->st_own != k->st_local)
+        free(k->st_own);
+}
+
+/* NAME(PARAMS) forwarding ARGS, over the N requests REQS filling NST statuses STV (a
+ * single status when ONE); DONE and IDX are track_end's, read after the call. */
+#define COMPLETE(NAME, PARAMS, ARGS, N, REQS, NST, STV, ONE, DONE, IDX)                            \
+    int NAME PARAMS                                                                                \
+    {                                                                                              \
+        track_t k;                                                                                 \
+        uint64_t t0, t1;                                                                           \
+        int rc;                                                                                    \
+        if (!ON)                                                                                   \
+            return P##NAME ARGS;                                                                   \
+        STV = track_begin(&k, N, REQS, NST,                                                        \
+                          (ONE) ? STV == MPI_STATUS_IGNORE : STV == MPI_STATUSES_IGNORE, STV);     \
+        t0 = NOW();                                                                                \
+        rc = P##NAME ARGS;                                                                         \
+        t1 = NOW();                                                                                \
+        rec_time(RA, PROF_##NAME, t0, t1);                                                         \
+        track_end(&k, rc, DONE, IDX, t0, t1);                                                      \
+        return rc;                                                                                 \
+    }
+
+COMPLETE(MPI_Wait, (MPI_Request * req, MPI_Status *status), (req, status), 1, req, 1, status, 1, 1,
+         NULL)
+COMPLETE(MPI_Waitall, (int n, MPI_Request reqs[], MPI_Status statuses[]), (n, reqs, statuses), n,
+         reqs, n, statuses, 0, n, NULL)
+COMPLETE(MPI_Waitany, (int n, MPI_Request reqs[], int *index, MPI_Status *status),
+         (n, reqs, index, status), n, reqs, 1, status, 1, *index != MPI_UNDEFINED, index)
+COMPLETE(MPI_Waitsome,
+         (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
+         (n, reqs, outcount, indices, statuses), n, reqs, n, statuses, 0,
+         *outcount != MPI_UNDEFINED ? *outcount : 0, indices)
+COMPLETE(MPI_Test, (MPI_Request * req, int *flag, MPI_Status *status), (req, flag, status), 1, req,
+         1, status, 1, *flag != 0, NULL)
+COMPLETE(MPI_Testall, (int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]),
+         (n, reqs, flag, statuses), n, reqs, n, statuses, 0, *flag ? n : 0, NULL)
+COMPLETE(MPI_Testany, (int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status),
+         (n, reqs, index, flag, status), n, reqs, 1, status, 1, *flag &&*index != MPI_UNDEFINED,
+         index)
+COMPLETE(MPI_Testsome,
+         (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
+         (n, reqs, outcount, indices, statuses), n, reqs, n, statuses, 0,
+         *outcount != MPI_UNDEFINED ? *outcount : 0, indices)
 TIMED(MPI_Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm))
 TIMED(MPI_Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm),
       (comm, color, key, newcomm))
@@ -264,6 +349,15 @@ int MPI_Comm_free(MPI_Comm *comm)
     rc = PMPI_Comm_free(comm);
     rec_time(RA, PROF_MPI_Comm_free, t0, NOW());
     return rc;
+}
+
+/* A receive freed before it completes gets no event: forget its request (the handle may
+ * come back for another request). */
+int MPI_Request_free(MPI_Request *req)
+{
+    if (hpml__prof_tracing && ON && hpml__prof_thread() != NULL)
+        hpml__prof_irecv_done(hpml__prof_thread(), *req, NULL, 0, 0);
+    return PMPI_Request_free(req);
 }
 
 /* A disconnected communicator's handle may come back for another: forget it too. */

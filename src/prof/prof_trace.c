@@ -25,10 +25,17 @@ PROF_TLS int hpml__prof_tag_s = -1, hpml__prof_peer_r = -1, hpml__prof_tag_r = -
 
 static int tfd = -1, nthreads;
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t cap = 1000000, count, dropped, win_lo, win_hi = UINT64_MAX, start;
+static uint64_t win_lo, win_hi = UINT64_MAX, start;
 static long step, step_lo, step_hi = LONG_MAX;
-static char *regions[PROF_MAX_REGIONS];
-static int nregions;
+
+/* What a snapshot reports of the trace, in the rank's .live mapping once tracing starts
+ * (so that a recovery after SIGKILL reports it too). */
+typedef struct {
+    uint64_t cap, count, dropped;
+    int nregions;
+    char *regions[PROF_MAX_REGIONS];
+} trace_state_t;
+static trace_state_t ts_static = {.cap = 1000000}, *TS = &ts_static;
 
 /* "A:B" as two numbers (B may be empty: no end). */
 static int parse_range(const char *s, double *a, double *b)
@@ -59,9 +66,9 @@ static void settings(int size)
         if (*end != '\0' || !(v >= 1) || v > 1e12)
             fprintf(stderr, "[hpml-prof] HPML_PROF_TRACE_MAX must be a count >= 1 (got '%s')\n", s);
         else
-            cap = (uint64_t)v;
+            TS->cap = (uint64_t)v;
     }
-    cap = cap / (uint64_t)size; /* each rank its share, so the job's trace holds <= cap */
+    TS->cap = TS->cap / (uint64_t)size; /* each rank its share: the job's trace holds <= cap */
     if ((s = getenv("HPML_PROF_TRACE_WINDOW")) != NULL && *s) {
         if (parse_range(s, &a, &b) != 0) {
             fprintf(stderr,
@@ -95,6 +102,14 @@ void hpml__prof_trace_start(const char *dir, int rank, int size, const char *run
     if (getenv("HPML_PROF_TRACE") == NULL || strcmp(getenv("HPML_PROF_TRACE"), "1") != 0)
         return;
     settings(size);
+    {
+        trace_state_t *m = hpml__prof_live_alloc(sizeof(*m));
+
+        if (m != NULL) {
+            *m = ts_static;
+            TS = m;
+        }
+    }
     start = start_ns;
     n = snprintf(path, sizeof(path), "%s/rank-%d.trace", dir, rank);
     if (n < 0 || (size_t)n >= sizeof(path))
@@ -171,12 +186,12 @@ void hpml__prof_trace_event(prof_thread_t *t, int id, uint64_t t0, uint64_t t1, 
 
     if (t0 - start < win_lo || t0 - start >= win_hi || step < step_lo || step >= step_hi)
         goto reset;
-    if (__atomic_fetch_add(&count, 1, __ATOMIC_RELAXED) >= cap) {
-        __atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
+    if (__atomic_fetch_add(&TS->count, 1, __ATOMIC_RELAXED) >= TS->cap) {
+        __atomic_fetch_add(&TS->dropped, 1, __ATOMIC_RELAXED);
         goto reset;
     }
     if (t->ev == NULL) {
-        if ((t->ev = malloc(PROF_TRACE_BUF * sizeof(prof_event_t))) == NULL)
+        if ((t->ev = hpml__prof_live_alloc(PROF_TRACE_BUF * sizeof(prof_event_t))) == NULL)
             goto reset;
         pthread_mutex_lock(&tlock);
         t->tid = nthreads++;
@@ -210,14 +225,18 @@ void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name)
     }
     if (level == PROF_PCONTROL_BEGIN) {
         pthread_mutex_lock(&tlock);
-        for (r = 0; r < nregions; r++)
-            if (strcmp(regions[r], name ? name : "region") == 0)
+        const char *n = name ? name : "region";
+
+        for (r = 0; r < TS->nregions; r++)
+            if (strcmp(TS->regions[r], n) == 0)
                 break;
-        if (r == nregions && nregions < PROF_MAX_REGIONS &&
-            (regions[r] = strdup(name ? name : "region")) != NULL)
-            nregions++;
+        if (r == TS->nregions && TS->nregions < PROF_MAX_REGIONS &&
+            (TS->regions[r] = hpml__prof_live_alloc(strlen(n) + 1)) != NULL) {
+            strcpy(TS->regions[r], n);
+            TS->nregions++;
+        }
         pthread_mutex_unlock(&tlock);
-        if (r >= nregions)
+        if (r >= TS->nregions)
             return;
     }
     if (t != NULL)
@@ -227,8 +246,98 @@ void hpml__prof_trace_pcontrol(prof_thread_t *t, int level, const char *name)
 
 int hpml__prof_trace_regions(const char ***names, uint64_t *n_dropped, uint64_t *n_cap)
 {
-    *names = (const char **)regions;
-    *n_dropped = dropped;
-    *n_cap = cap;
-    return nregions;
+    *names = (const char **)TS->regions;
+    *n_dropped = TS->dropped;
+    *n_cap = TS->cap;
+    return TS->nregions;
+}
+
+void *hpml__prof_trace_state(void *adopt)
+{
+    if (adopt != NULL)
+        TS = adopt;
+    return TS;
+}
+
+/* ---- receives posted with MPI_Irecv ------------------------------------------------- */
+
+/* The pending receives of a thread: open addressing on the request handle, linear
+ * probing, deletion by moving later entries of the run back. A table full of receives
+ * never completed (cancelled, freed) takes no more: those receives get no event. */
+#define PROF_PENDING 4096
+typedef struct prof_pending {
+    uint64_t key, t0; /* the handle's bits (0: empty slot), when posted */
+    const prof_comm_t *comm;
+} prof_pending_t;
+
+static uint64_t req_key(MPI_Request req)
+{
+    uint64_t k = 0;
+
+    memcpy(&k, &req, sizeof(req) < sizeof(k) ? sizeof(req) : sizeof(k));
+    return k;
+}
+
+static size_t slot_of(uint64_t k)
+{
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 52) & (PROF_PENDING - 1);
+}
+
+void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0)
+{
+    uint64_t k = req_key(req);
+    size_t i;
+
+    if (k == 0 || req == MPI_REQUEST_NULL || t->npending >= PROF_PENDING * 3 / 4)
+        return;
+    if (t->pending == NULL && (t->pending = calloc(PROF_PENDING, sizeof(prof_pending_t))) == NULL)
+        return;
+    for (i = slot_of(k); t->pending[i].key != 0 && t->pending[i].key != k;)
+        i = (i + 1) & (PROF_PENDING - 1);
+    if (t->pending[i].key == 0)
+        t->npending++;
+    t->pending[i] = (prof_pending_t){k, t0, c};
+}
+
+void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
+                           uint64_t t1)
+{
+    uint64_t k = req_key(req), bytes = 0;
+    prof_pending_t e;
+    size_t i, j;
+    int n = 0, cancelled = 0;
+
+    if (k == 0 || t->npending == 0 || t->pending == NULL)
+        return;
+    for (i = slot_of(k); t->pending[i].key != k; i = (i + 1) & (PROF_PENDING - 1))
+        if (t->pending[i].key == 0)
+            return; /* not a receive posted with MPI_Irecv (or not kept) */
+    e = t->pending[i];
+    /* Remove slot i: move back each later entry of the run whose home is not in (i, j]. */
+    for (j = i;;) {
+        size_t h;
+
+        j = (j + 1) & (PROF_PENDING - 1);
+        if (t->pending[j].key == 0)
+            break;
+        h = slot_of(t->pending[j].key);
+        if (((j - h) & (PROF_PENDING - 1)) >= ((j - i) & (PROF_PENDING - 1))) {
+            t->pending[i] = t->pending[j];
+            i = j;
+        }
+    }
+    t->pending[i].key = 0;
+    t->npending--;
+    if (st == NULL)
+        return;
+    if (PMPI_Test_cancelled(st, &cancelled) == MPI_SUCCESS && cancelled)
+        return;
+    if (PMPI_Get_count(st, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n > 0)
+        bytes = (uint64_t)n;
+    hpml__prof_peer_r = e.comm != NULL && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e.comm->size
+                            ? e.comm->world[st->MPI_SOURCE]
+                            : -1;
+    hpml__prof_tag_r = st->MPI_TAG;
+    hpml__prof_trace_event(t, PROF_TRACE_RECV, e.t0, t0 + (t1 - t0) / 2, bytes,
+                           e.comm != NULL ? e.comm->gid : -1, -1);
 }

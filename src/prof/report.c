@@ -655,7 +655,9 @@ static void explain(hpml_prof_report_t *r)
                          strcmp(rk->state, "run") == 0     ? "last periodic snapshot"
                          : strcmp(rk->state, "exit") == 0  ? "exit without MPI_Finalize"
                          : strcmp(rk->state, "abort") == 0 ? "MPI_Abort"
-                                                           : rk->state,
+                         : strcmp(rk->state, "killed") == 0
+                             ? "killed (counts to its last call, from its mapping)"
+                             : rk->state,
                          rk->elapsed, strcmp(rk->state, "run") == 0 ? " (stopped early)" : "");
         if (n > 0)
             used += (size_t)n < sizeof(r->why) - used ? (size_t)n : sizeof(r->why) - used - 1;

@@ -9,9 +9,13 @@
  * binds to its slice (the enclosing slice, for both "s" and "f" with "bp": "e").
  *
  * Matching follows MPI's non-overtaking rule: between two ranks on one communicator group
- * and tag, the k-th send meets the k-th receive. Receives the profiler cannot see complete
- * (MPI_Irecv ... MPI_Wait) would shift that count, so no flow is drawn between two ranks
- * on a group where the receiver posted any MPI_Irecv.
+ * and tag, the k-th send (in the order posted) meets the k-th receive (in the order posted,
+ * the source and tag of its status). A receive posted with MPI_Irecv is known by the
+ * event its completion left (MPI_Wait*, MPI_Test*: PROF_TRACE_RECV, with when it was
+ * posted), and its flow ends in the middle of the call that completed it. A rank with
+ * more MPI_Irecv events than completions (a receive completed on another thread, never
+ * completed, or cut off by the window or the cap) would shift that count: no flow is drawn
+ * into that rank on a group and from a source where it posted an MPI_Irecv.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +37,7 @@ typedef struct {
 #define IO_BASE      1000
 #define REGION_BEGIN 2000
 #define REGION_END   2001
+#define RECV_DONE    2002
 
 typedef struct {
     int rank;
@@ -43,10 +48,11 @@ typedef struct {
     size_t nev;
 } rtrace_t;
 
-/* A send or receive side of a point-to-point event, for matching. */
+/* A send or receive side of a point-to-point event, for matching: posted at t0, its
+ * flow's end at `at`. */
 typedef struct {
     int src, dst, group, tag, rank, idx;
-    uint64_t t0;
+    uint64_t t0, at;
 } side_t;
 
 static void rtrace_free(rtrace_t *t)
@@ -224,12 +230,30 @@ static long flows(gzFile gz, const hpml_prof_report_t *r, rtrace_t *tr, int nt, 
 
     if ((noflow = calloc((size_t)P * (size_t)P, 1)) == NULL)
         return -1;
-    for (int k = 0; k < nt; k++)
+    for (int k = 0; k < nt; k++) {
+        size_t posted = 0, done = 0;
+
+        for (i = 0; i < tr[k].nev; i++) {
+            posted += is_irecv(&tr[k], &tr[k].ev[i]);
+            done += tr[k].ev[i].id == RECV_DONE;
+        }
         for (i = 0; i < tr[k].nev; i++) {
             const event_t *e = &tr[k].ev[i];
             int g = e->gid >= 0 && e->gid < PROF_GROUPS ? r->rank[tr[k].rank].gmap[e->gid] : -1;
+            uint64_t mid = e->t0 + (e->t1 - e->t0) / 2; /* where a flow meets the slice */
 
+            if (e->id == RECV_DONE) {
+                if (posted == done && e->rpeer >= 0 && e->rpeer < P && e->rtag >= 0) {
+                    if (nv == cv &&
+                        (v = realloc(v, (cv = cv ? 2 * cv : 1024) * sizeof(*v))) == NULL)
+                        goto nomem;
+                    v[nv++] = (side_t){e->rpeer, tr[k].rank, g, e->rtag, k, (int)i, e->t0, e->t1};
+                }
+                continue;
+            }
             if (is_irecv(&tr[k], e)) {
+                if (posted == done)
+                    continue;
                 for (int src = 0; src < P; src++)
                     if (e->rpeer < 0 || e->rpeer == src)
                         noflow[(size_t)src * (size_t)P + (size_t)tr[k].rank] = 1;
@@ -238,22 +262,23 @@ static long flows(gzFile gz, const hpml_prof_report_t *r, rtrace_t *tr, int nt, 
             if (e->speer >= 0 && e->speer < P && e->stag >= 0 && e->id < IO_BASE) {
                 if (ns == cs && (s = realloc(s, (cs = cs ? 2 * cs : 1024) * sizeof(*s))) == NULL)
                     goto nomem;
-                s[ns++] = (side_t){tr[k].rank, e->speer, g, e->stag, k, (int)i, e->t0};
+                s[ns++] = (side_t){tr[k].rank, e->speer, g, e->stag, k, (int)i, e->t0, mid};
             }
             if (is_recv(&tr[k], e) && e->rpeer < P && e->id < IO_BASE) {
                 if (nv == cv && (v = realloc(v, (cv = cv ? 2 * cv : 1024) * sizeof(*v))) == NULL)
                     goto nomem;
-                v[nv++] = (side_t){e->rpeer, tr[k].rank, g, e->rtag, k, (int)i, e->t0};
+                v[nv++] = (side_t){e->rpeer, tr[k].rank, g, e->rtag, k, (int)i, e->t0, mid};
             }
         }
+    }
     if (ns > 0)
         qsort(s, ns, sizeof(*s), cmp_side);
     if (nv > 0)
         qsort(v, nv, sizeof(*v), cmp_side);
     /* Walk both sorted lists channel by channel; the k-th of each channel pair up. */
     for (i = 0, j = 0; i < ns && j < nv && (uint64_t)written + 2 <= room;) {
-        int c = cmp_side(&(side_t){s[i].src, s[i].dst, s[i].group, s[i].tag, 0, 0, 0},
-                         &(side_t){v[j].src, v[j].dst, v[j].group, v[j].tag, 0, 0, 0});
+        int c = cmp_side(&(side_t){s[i].src, s[i].dst, s[i].group, s[i].tag, 0, 0, 0, 0},
+                         &(side_t){v[j].src, v[j].dst, v[j].group, v[j].tag, 0, 0, 0, 0});
 
         if (c < 0) {
             i++;
@@ -268,11 +293,11 @@ static long flows(gzFile gz, const hpml_prof_report_t *r, rtrace_t *tr, int nt, 
                     gz,
                     ",\n{\"name\": \"message\", \"cat\": \"flow\", \"ph\": \"s\", \"id\": %ld, "
                     "\"pid\": %d, \"tid\": %d, \"ts\": %.3f}",
-                    id, ts->rank, es->tid, us(ts, base, es->t0 + (es->t1 - es->t0) / 2));
+                    id, ts->rank, es->tid, us(ts, base, s[i].at));
                 gzprintf(gz,
                          ",\n{\"name\": \"message\", \"cat\": \"flow\", \"ph\": \"f\", \"bp\": "
                          "\"e\", \"id\": %ld, \"pid\": %d, \"tid\": %d, \"ts\": %.3f}",
-                         id, tv->rank, ev->tid, us(tv, base, ev->t0 + (ev->t1 - ev->t0) / 2));
+                         id, tv->rank, ev->tid, us(tv, base, v[j].at));
                 id++;
                 written += 2;
             }
@@ -320,7 +345,8 @@ int hpml_prof_write_trace(const hpml_prof_report_t *r, const char *dir, const ch
         if (tr[nt].real0 < base)
             base = tr[nt].real0;
         cap += r->rank[k].trace_cap;
-        total += tr[nt].nev;
+        for (size_t i = 0; i < tr[nt].nev; i++)
+            total += tr[nt].ev[i].id != RECV_DONE; /* completions are not drawn */
         nt++;
     }
     if (nt == 0) {
@@ -351,7 +377,8 @@ int hpml_prof_write_trace(const hpml_prof_report_t *r, const char *dir, const ch
     }
     for (int k = 0; k < nt; k++)
         for (size_t i = 0; i < tr[k].nev; i++)
-            event_json(gz, r, &tr[k], &tr[k].ev[i], base, 0);
+            if (tr[k].ev[i].id != RECV_DONE)
+                event_json(gz, r, &tr[k], &tr[k].ev[i], base, 0);
     if ((fl = flows(gz, r, tr, nt, base, cap > total ? cap - total : 0)) < 0) {
         rc = hpml_set_error(HPML_ERR_NOMEM, "out of memory");
         goto out;

@@ -10,10 +10,13 @@
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
-#   leave every rank's file and a report from `hpml prof merge`, marked incomplete;
+#   leave every rank's file and a report from `hpml prof merge`, marked incomplete; a rank
+#   killed with SIGKILL (no periodic snapshots) has its counts recovered from its mapping;
 # - trace mode: the gzip'd Chrome trace parses as JSON and follows the Trace Event Format
-#   (pid = world rank on every event, "X" with dur, flows "s"/"f" from each send to the
-#   receive that matched it), respects its event cap within 1%, keeps only the steps asked;
+#   (pid = world rank on every event, "X" with dur; per thread, slices in time order that
+#   nest and "B"/"E" pairs; flows "s"/"f" pairing by id, each inside a slice, from each
+#   send to the receive that matched it, for MPI_Irecv to the MPI_Wait*/MPI_Test* that
+#   completed it), respects its event cap within 1%, keeps only the steps asked;
 # - usage and file errors.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
 # hpml-test: timeout=200
@@ -226,20 +229,28 @@ print("; ".join(e))' 2>&1)
 [ $rc -ne 0 ] && [ -z "$out" ] && ok "exit without MPI_Finalize: both files, rank 1 'exit'" ||
     fail "exit: exit $rc: $out"
 
+# spin DIR PERIOD [OPTIONS]: hpml prof of prof_prog spin in the background ($bg), output in
+# DIR.out and DIR.err; once it runs, $pid1 is rank 1's pid (empty if it did not start).
+spin() {
+    local d=$1 period=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout 60 "$HPML" prof "$@" --period "$period" -o "$d" -- $MPIRUN -np 2 "$prog" spin \
+        >"$d.out" 2>"$d.err" &
+    bg=$!
+    pid1=
+    for _ in $(seq 200); do
+        if grep -q ready "$d.out" 2>/dev/null && [ -f "$d/rank-1.prof" ]; then
+            pid1=$(awk 'NR == 2 { print $5 }' "$d/rank-1.prof")
+            [ -n "$pid1" ] && break
+        fi
+        sleep 0.05
+    done
+    sleep 0.3 # a few periodic snapshots, some hundred round trips
+}
+
 # --- kill -TERM of one rank ---------------------------------------------------------------------
-# shellcheck disable=SC2086
-timeout 60 "$HPML" prof -q --period 0.1 -o "$tmp/term" -- $MPIRUN -np 2 "$prog" spin \
-    >"$tmp/term.out" 2>"$tmp/term.err" &
-bg=$!
-pid1=
-for _ in $(seq 200); do
-    if grep -q ready "$tmp/term.out" 2>/dev/null && [ -f "$tmp/term/rank-1.prof" ]; then
-        pid1=$(awk 'NR == 2 { print $5 }' "$tmp/term/rank-1.prof")
-        [ -n "$pid1" ] && break
-    fi
-    sleep 0.05
-done
-sleep 0.3 # a few periodic snapshots
+spin "$tmp/term" 0.1 -q
 if [ -z "$pid1" ]; then
     fail "kill -TERM: the job did not start"
     kill -TERM "$bg" 2>/dev/null
@@ -265,6 +276,57 @@ print("; ".join(e))' 2>&1)
         ok "merge after kill: exit 3, $(grep -m1 incomplete "$tmp/merge.err")" ||
         fail "merge after kill: exit $rc: $(cat "$tmp/merge.err")"
 fi
+
+# --- kill -KILL of one rank, no periodic snapshots ------------------------------------------
+# Only its counters' mapping (rank-1.live) holds rank 1's ping-pong: merge recovers them,
+# and they agree with what rank 0 counted (the kill may fall between a message and its
+# count: one apart at most). Traced: its trace events too (checked with the trace below).
+spin "$tmp/kill" 0 --trace
+if [ -z "$pid1" ] || [ ! -f "$tmp/kill/rank-1.live" ]; then
+    fail "kill -KILL: the job did not start"
+    kill -TERM "$bg" 2>/dev/null
+    wait "$bg"
+else
+    kill -KILL "$pid1"
+    wait "$bg"
+    rc=$?
+    out=$(check "$tmp/kill" '
+e = []
+if r["rank_info"][1]["state"] != "killed": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
+s1, r0 = calls["MPI_Send"]["per_rank"]["count"][1], calls["MPI_Recv"]["per_rank"]["count"][0]
+if not (s1 >= 1 and s1 <= r0 <= s1 + 1 and M[1][0] == s1): e.append("rank 1 sent %d, rank 0 received %d, matrix %s" % (s1, r0, M))
+print("; ".join(e))' 2>&1)
+    [ $rc -ne 0 ] && [ -z "$out" ] && [ ! -e "$tmp/kill/rank-1.live" ] &&
+        grep -q "rank 1 was killed: its counts up to its last call come from rank-1.live" "$tmp/kill.err" &&
+        ok "kill -KILL of rank 1: its counts recovered from its mapping ($(grep -o 'MPI_Send *[0-9]*' "$tmp/kill/report.txt" | head -1))" ||
+        fail "kill -KILL: exit $rc: $out; $(tail -3 "$tmp/kill.err")"
+fi
+# A damaged mapping does not take the report down: rank 1's, its pointers overwritten,
+# is left alone (its last snapshot stands) and said so. Run without hpml prof, which would
+# have recovered it at once.
+mkdir -p "$tmp/bad"
+# shellcheck disable=SC2086
+LD_PRELOAD="$BUILD/lib/libhpml-prof.so" HPML_PROF_DIR="$tmp/bad/p" HPML_PROF_PERIOD=0 \
+    timeout 60 $MPIRUN -np 2 "$prog" spin >"$tmp/bad/out" 2>&1 &
+bg=$!
+for _ in $(seq 200); do
+    grep -q ready "$tmp/bad/out" 2>/dev/null && [ -f "$tmp/bad/p/rank-1.live" ] && break
+    sleep 0.05
+done
+kill -KILL "$(awk 'NR == 2 { print $5 }' "$tmp/bad/p/rank-1.prof")" 2>/dev/null
+wait "$bg"
+/usr/bin/python3 -c "
+f = open('$tmp/bad/p/rank-1.live', 'r+b')
+f.seek(200)  # past the file's identity (magic, address, sizes, rank, run): its pointers
+f.write(b'\xff' * 4000)" 2>/dev/null
+"$HPML" prof merge -q "$tmp/bad/p" >/dev/null 2>"$tmp/bad/err"
+rc=$?
+[ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && grep -q "rank 1: recovering rank-1.live failed (signal" "$tmp/bad/err" &&
+    ok "a damaged rank-1.live: merge still reports (exit 3), $(grep -o 'rank 1: last periodic snapshot' "$tmp/bad/err")" ||
+    fail "damaged mapping: merge exit $rc: $(cat "$tmp/bad/err")"
+# A normal end leaves no mapping behind.
+[ -z "$(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>/dev/null)" ] && ok "no rank-N.live after a run that ended" ||
+    fail "rank-N.live left: $(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>&1)"
 
 # --- python3 with mpi4py (Debian's is built for Open MPI) ---------------------------------
 if [ "$MPI" = openmpi ] && /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
@@ -303,14 +365,46 @@ d = json.load(gzip.open(sys.argv[1]))
 ev = d["traceEvents"]
 e = []
 # The Trace Event Format: every event has name, ph, pid, tid and (but metadata) ts; "X"
-# has dur; flows "s"/"f" share an id; pid is the world rank everywhere.
+# has dur; pid is the world rank everywhere.
+if d.get("displayTimeUnit") not in ("ms", "ns"): e.append("displayTimeUnit")
 for x in ev:
     if not all(k in x for k in ("name", "ph", "pid", "tid")) or x["ph"] not in "MXBEsf":
         e.append("malformed %s" % x); break
-    if x["ph"] != "M" and not isinstance(x.get("ts"), (int, float)): e.append("no ts %s" % x); break
+    if x["ph"] != "M" and not (isinstance(x.get("ts"), (int, float)) and x["ts"] >= 0): e.append("no ts %s" % x); break
     if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
     if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
 X = [x for x in ev if x["ph"] == "X"]
+# Per thread (pid, tid), in the file's order: slices start in time order and nest or
+# follow one another (never overlap in part); every "B" has its "E", innermost first.
+threads = {}
+for x in ev:
+    if x["ph"] in "XBE": threads.setdefault((x["pid"], x["tid"]), []).append(x)
+for k, xs in threads.items():
+    last, ends, opened = -1.0, [], []
+    for x in xs:
+        if x["ts"] < last: e.append("ts not monotonic on %s: %s" % (k, x)); break
+        last = x["ts"]
+        if x["ph"] == "B": opened.append(x["name"])
+        elif x["ph"] == "E" and (not opened or opened.pop() != x["name"]): e.append("E without B on %s: %s" % (k, x)); break
+        elif x["ph"] == "X":
+            while ends and ends[-1] <= x["ts"] + 0.0015: ends.pop()
+            if ends and x["ts"] + x["dur"] > ends[-1] + 0.0015: e.append("slices overlap on %s: %s" % (k, x)); break
+            ends.append(x["ts"] + x["dur"])
+    if opened: e.append("B without E on %s: %s" % (k, opened))
+# Flows: each id once "s" and once "f" (with "bp": "e"), each inside a slice of its thread
+# (what it binds to).
+def inside(x, names=None):
+    return any(y["pid"] == x["pid"] and y["tid"] == x["tid"] and (names is None or y["name"] in names)
+               and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
+def enclosing(x):
+    return [y for y in X if y["pid"] == x["pid"] and y["tid"] == x["tid"] and y["ts"] <= x["ts"] <= y["ts"] + y["dur"]]
+S = [x for x in ev if x["ph"] == "s"]
+F = [x for x in ev if x["ph"] == "f"]
+s, f = {x["id"]: x for x in S}, {x["id"]: x for x in F}
+if len(s) != len(S) or len(f) != len(F) or set(s) != set(f): e.append("flow ids do not pair: %d s, %d f" % (len(S), len(F)))
+if any(x.get("bp") != "e" for x in F): e.append("a flow end without bp e")
+for x in (S + F)[:400]:
+    if not inside(x): e.append("flow event outside any slice: %s" % x); break
 exec(sys.argv[2])
 print("; ".join(e))
 PY
@@ -326,13 +420,9 @@ n = 8 * 11                      # sizes 0, 1, ..., 64; 10 iterations + 1 warm-up
 sends = {p: sum(1 for x in X if x["name"] == "MPI_Send" and x["pid"] == p) for p in (0, 1)}
 if sends != {0: n, 1: n}: e.append("MPI_Send events %s" % sends)
 if any(x["args"]["to"] != 1 - x["pid"] for x in X if x["name"] == "MPI_Send"): e.append("send peers")
-s = {x["id"]: x for x in ev if x["ph"] == "s"}
-f = {x["id"]: x for x in ev if x["ph"] == "f"}
 # Every message flows from a send on one rank to its receive on the other: one per
 # MPI_Send and one per connection Sendrecv in each direction.
 if len(s) != 2 * (n + 1) or set(s) != set(f): e.append("flows: %d starts, %d ends" % (len(s), len(f)))
-def inside(x, names):
-    return any(y["pid"] == x["pid"] and y["name"] in names and y["ts"] <= x["ts"] <= y["ts"] + y["dur"] for y in X)
 for i in list(s)[:40]:
     if s[i]["pid"] == f[i]["pid"] or not inside(s[i], ("MPI_Send", "MPI_Sendrecv")) \
             or not inside(f[i], ("MPI_Recv", "MPI_Sendrecv")):
@@ -340,6 +430,35 @@ for i in list(s)[:40]:
     [ -z "$out" ] && ok "trace: valid JSON, pid = rank, 2 x 88 MPI_Send events, 178 flows send -> receive" ||
         fail "trace: $out"
 fi
+# Receives posted with MPI_Irecv: each message's flow ends in the call that completed its
+# receive (waited for in reverse order; wildcards; MPI_Waitall of 2 and of 20, MPI_Testsome,
+# MPI_Wait).
+# shellcheck disable=SC2086
+"$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
+rc=$?
+out=$(tcheck "$tmp/ir" '
+def call(x, names):     # the slice of one of names around x, as (name, its index among them)
+    for y in enclosing(x):
+        if y["name"] in names:
+            same = [z for z in X if z["pid"] == y["pid"] and z["name"] == y["name"]]
+            return y, same.index(y)
+    return None, -1
+got = {}
+for i in s:
+    snd, _ = call(s[i], ("MPI_Send", "MPI_Isend"))
+    rcv, k = call(f[i], ("MPI_Wait", "MPI_Waitall", "MPI_Testsome"))
+    if snd is None or rcv is None: e.append("flow %s -> %s not on a send and a completion" % (s[i], f[i])); break
+    got[snd["args"]["bytes"]] = (f[i]["pid"], rcv["name"], k if rcv["name"] == "MPI_Wait" else 0)
+# the 20 of tag 4 end in the second MPI_Waitall
+waitall = [x for x in X if x["pid"] == 1 and x["name"] == "MPI_Waitall"]
+if len(waitall) != 2 or sum(1 for i in s if enclosing(f[i]) == [waitall[1]]) != 20: e.append("tag 4 flows not in the second MPI_Waitall")
+want = {8: (1, "MPI_Wait", 2), 16: (1, "MPI_Wait", 1), 24: (1, "MPI_Wait", 0), 32: (1, "MPI_Waitall", 0),
+        40: (1, "MPI_Waitall", 0), 56: (1, "MPI_Testsome", 0), 64: (1, "MPI_Testsome", 0), 48: (0, "MPI_Wait", 0)}
+want.update({b: (1, "MPI_Waitall", 0) for b in range(100, 120)})
+if len(s) != 28: e.append("%d flows, want 28" % len(s))
+if got != want: e.append("flows (bytes: rank, call, which MPI_Wait) %s, want %s" % (sorted(got.items()), sorted(want.items())))' 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
+    fail "trace of MPI_Irecv (exit $rc): $out $(tail -2 "$tmp/ir.err")"
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \
     -m 0:64 -i 10 -x 1 >/dev/null 2>"$tmp/cap.err"
@@ -362,6 +481,14 @@ want = sorted((p, '$tmp/iodata/io-%d.dat' % p, 4096) for p in (0, 1) for _ in ra
 if w != want: e.append('write events %s' % w)" 2>&1)
 [ -z "$out" ] && ok "trace: each rank's 3 writes of 4096 bytes on the timeline, with their file" ||
     fail "trace of I/O: $out"
+if [ -f "$tmp/kill/report.json" ]; then
+    out=$(tcheck "$tmp/kill" "
+s1 = [c for c in json.load(open('$tmp/kill/report.json'))['calls'] if c['name'] == 'MPI_Send'][0]['per_rank']['count'][1]
+n1 = sum(1 for x in X if x['pid'] == 1 and x['name'] == 'MPI_Send')
+if n1 != s1 or sum(1 for i in s if s[i]['pid'] == 1) != n1: e.append('rank 1: %d MPI_Send counted, %d events, flows %d' % (s1, n1, len(s)))" 2>&1)
+    [ -z "$out" ] && ok "trace of the rank killed by SIGKILL: one event and one flow per counted send" ||
+        fail "trace after kill -KILL: $out"
+fi
 
 # --- usage and file errors ---------------------------------------------------------------------
 "$HPML" prof -q -o "$tmp/x" "$prog" >/dev/null 2>"$tmp/e1"

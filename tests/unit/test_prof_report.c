@@ -1,7 +1,9 @@
 /* Unit tests for `hpml prof merge` (src/prof/report.c) on rank files written here: sums
  * over ranks and threads, the last complete snapshot of each rank, incomplete runs (a
  * snapshot cut short, a rank without a file, a rank stopped by a signal), files of an
- * earlier run, and malformed files refused with HPML_ERR_FORMAT. */
+ * earlier run, and malformed files refused with HPML_ERR_FORMAT; and the trace's flows
+ * (src/prof/trace_json.c) into receives posted with MPI_Irecv, matched in the order
+ * posted, and none into a rank whose MPI_Irecv calls outnumber the completions seen. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "hpml/core.h"
 #include "hpml/prof.h"
@@ -183,12 +186,110 @@ static void test_malformed(void **state)
     }
 }
 
+/* A trace event as libhpml-prof.so writes it (src/prof/prof.h, prof_event_t). */
+typedef struct {
+    uint64_t t0, t1, bytes;
+    int32_t id, gid, speer, stag, rpeer, rtag, tid, pad;
+} event_t;
+
+enum { SEND, RECV, IRECV, WAIT, RECV_DONE = 2002 };
+
+/* dir/rank-<rank>.trace of run1 with the events ev[0..n). */
+static void put_trace(int rank, const event_t *ev, size_t n)
+{
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/rank-%d.trace", dir, rank);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fprintf(f,
+            "hpml-trace 1\nr run1 %d 2 1000000 %zu\nc MPI_Send MPI_Recv MPI_Irecv MPI_Wait\n"
+            "o read\ndata\n",
+            rank, sizeof(event_t));
+    assert_int_equal(fwrite(ev, sizeof(event_t), n, f), n);
+    fclose(f);
+}
+
+/* The "ts" of the flow ends ("f") in dir/trace.json.gz, in the file's order. */
+static int flow_ends(double *ts, int max)
+{
+    char path[128], buf[1 << 16], *p;
+    gzFile gz;
+    int n = 0, len;
+
+    snprintf(path, sizeof(path), "%s/trace.json.gz", dir);
+    assert_non_null(gz = gzopen(path, "rb"));
+    len = gzread(gz, buf, sizeof(buf) - 1);
+    gzclose(gz);
+    assert_true(len > 0);
+    buf[len] = '\0';
+    for (p = buf; (p = strstr(p, "\"ph\": \"f\"")) != NULL && n < max; p++) {
+        char *t = strstr(p, "\"ts\": ");
+
+        assert_non_null(t);
+        ts[n++] = strtod(t + 6, NULL);
+    }
+    return n;
+}
+
+static void test_irecv_flows(void **state)
+{
+    /* Rank 0 sends 8 then 16 bytes (tag 1) to rank 1, which posted two MPI_Irecv (from
+     * 0, tag 1) before, and waited for the second first: the first send's flow ends in
+     * the second MPI_Wait (55 us), the second's in the first (35 us). */
+    const event_t sends[] = {
+        {10000, 11000, 8, SEND, 0, 1, 1, -1, -1, 0, 0},
+        {20000, 21000, 16, SEND, 0, 1, 1, -1, -1, 0, 0},
+    };
+    event_t recvs[] = {
+        {5000, 5100, 64, IRECV, 0, -1, -1, 0, 1, 0, 0},
+        {6000, 6100, 64, IRECV, 0, -1, -1, 0, 1, 0, 0},
+        {30000, 40000, 0, WAIT, -1, -1, -1, -1, -1, 0, 0},
+        {6000, 35000, 16, RECV_DONE, 0, -1, -1, 0, 1, 0, 0},
+        {50000, 60000, 0, WAIT, -1, -1, -1, -1, -1, 0, 0},
+        {5000, 55000, 8, RECV_DONE, 0, -1, -1, 0, 1, 0, 0},
+        {70000, 70100, 64, IRECV, 0, -1, -1, 0, 1, 0, 0}, /* never completed (case 2) */
+    };
+    static const char *snap = "s 1 final 1000000\ng 0 2 0 1\nx 0 1000\ne 1\n";
+    hpml_prof_report_t *r = NULL;
+    unsigned long long events = 0;
+    char path[128], text[256];
+    double ts[4];
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/trace.json.gz", dir);
+    for (int c = 0; c < 2; c++) {
+        clear();
+        for (int k = 0; k < 2; k++) {
+            snprintf(text, sizeof(text), "hpml-prof 1\nr run1 %d 2 100 host 5000\n%s", k, snap);
+            put(k ? "rank-1.prof" : "rank-0.prof", text);
+        }
+        put_trace(0, sends, 2);
+        put_trace(1, recvs, c == 0 ? 6 : 7);
+        assert_int_equal(hpml_prof_load(dir, &r), 0);
+        assert_int_equal(hpml_prof_write_trace(r, dir, path, &events), 0);
+        hpml_prof_report_free(r);
+        if (c == 0) {
+            /* 2 + 6 events, less the 2 completions (not drawn), and 2 flows of 2 events. */
+            assert_int_equal(events, 2 + 4 + 4);
+            assert_int_equal(flow_ends(ts, 4), 2);
+            assert_true(ts[0] > 54.9 && ts[0] < 55.1);
+            assert_true(ts[1] > 34.9 && ts[1] < 35.1);
+        } else {
+            assert_int_equal(events, 2 + 5);
+            assert_int_equal(flow_ends(ts, 4), 0);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_run),
         cmocka_unit_test(test_incomplete_runs),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_irecv_flows),
     };
     int rc;
 

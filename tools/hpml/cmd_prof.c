@@ -4,6 +4,8 @@
  * launcher itself, with the environment it was started with plus LD_PRELOAD and the
  * profiler's settings (docs/prof.md).
  */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -110,7 +112,9 @@ static const opt_cmd_t merge_command = {
     .name = "prof merge",
     .usage = "Usage: hpml prof merge [options] DIR\n\n"
              "Build DIR/report.txt and DIR/report.json (and DIR/trace.json.gz from a traced\n"
-             "run) from the rank files libhpml-prof.so left in DIR and print the text report.\n",
+             "run) from the rank files libhpml-prof.so left in DIR and print the text report.\n"
+             "A rank killed by SIGKILL left its counters in DIR/rank-N.live: the snapshot it\n"
+             "could not write is first appended to its rank-N.prof from that mapping.\n",
     .epilog = "Exit status: 0 with a complete report, 3 with an incomplete one (a rank\n"
               "stopped early or left no file), 1 when no report could be made.\n",
     .max_operands = 1,
@@ -260,12 +264,90 @@ static int plot(const hpml_prof_report_t *r, const char *dir)
     return rc;
 }
 
-/* Load dir, write both reports, print the text one. 0 complete, 3 incomplete, 1 error. */
-static int report(const char *dir, int top, int quiet, int pictures)
+static int default_lib(char *out, size_t len);
+
+/* Recover rank's snapshot from dir/rank-<rank>.live with lib, in a child process (a
+ * mapping that is not what it should be must not take the report down): 0 recovered, 1
+ * nothing to do, 2 not recoverable (said why), 3 the child failed. */
+static int recover_one(const char *lib, const char *dir, int rank)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        return 3;
+    if (pid == 0) {
+        int (*recover)(const char *, int, char *, size_t) = NULL;
+        char err[PATH_MAX + 128];
+        void *h;
+        int rc;
+
+        signal(SIGSEGV, SIG_DFL); /* no crash report of the MPI library's: the parent says it */
+        signal(SIGBUS, SIG_DFL);
+        if ((h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL)) == NULL) {
+            fprintf(stderr, "hpml prof: cannot open %s: %s\n", lib, dlerror());
+            _exit(3);
+        }
+        *(void **)&recover = dlsym(h, "hpml_prof_recover");
+        if (recover == NULL) {
+            fprintf(stderr, "hpml prof: %s has no hpml_prof_recover\n", lib);
+            _exit(3);
+        }
+        if ((rc = recover(dir, rank, err, sizeof(err))) < 0)
+            fprintf(stderr, "hpml prof: rank %d: %s\n", rank, err);
+        fflush(stderr);
+        _exit(rc < 0 ? 2 : rc);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "hpml prof: rank %d: recovering rank-%d.live failed (signal %d)\n", rank,
+                rank, WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+/* A rank killed by SIGKILL left its counters in dir/rank-<r>.live (docs/prof.md, "How
+ * data survives the end of a job"): libhpml-prof.so (run_lib, the one the run preloaded,
+ * or the default one) appends the snapshot the rank could not write. A rank that still
+ * runs holds its file and is left alone. */
+static void recover_live(const char *dir, int quiet, const char *run_lib)
+{
+    char lib[PATH_MAX] = "";
+    DIR *d;
+    struct dirent *e;
+
+    if (run_lib != NULL)
+        snprintf(lib, sizeof(lib), "%s", run_lib);
+    if ((d = opendir(dir)) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        int rank, len = 0;
+
+        if (sscanf(e->d_name, "rank-%d.live%n", &rank, &len) != 1 || e->d_name[len] != '\0')
+            continue;
+        if (lib[0] == '\0' && (default_lib(lib, sizeof(lib)) != 0 || access(lib, R_OK) != 0)) {
+            fprintf(stderr,
+                    "hpml prof: %s/%s left by a killed rank: no libhpml-prof.so to read it\n", dir,
+                    e->d_name);
+            break;
+        }
+        if (recover_one(lib, dir, rank) == 0 && !quiet)
+            fprintf(stderr,
+                    "hpml prof: rank %d was killed: its counts up to its last call come from %s\n",
+                    rank, e->d_name);
+    }
+    closedir(d);
+}
+
+/* Load dir (after recovering killed ranks with lib, NULL for the default one), write both
+ * reports, print the text one. 0 complete, 3 incomplete, 1 error. */
+static int report(const char *dir, int top, int quiet, int pictures, const char *lib)
 {
     hpml_prof_report_t *r = NULL;
     int rc;
 
+    recover_live(dir, quiet, lib);
     if ((rc = hpml_prof_load(dir, &r)) != 0 || (rc = write_report(r, dir, "report.json", 1, 0)) ||
         (rc = write_report(r, dir, "report.txt", 0, top)) || (rc = write_trace(r, dir)) < 0) {
         fprintf(stderr, "hpml prof: %s\n",
@@ -449,7 +531,7 @@ static int cmd_prof_merge(int argc, char **argv)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (operand >= argc)
         return cli_usage_error("prof merge", "missing the folder to merge (hpml prof merge DIR)");
-    return report(argv[operand], o.top, o.quiet, o.plot);
+    return report(argv[operand], o.top, o.quiet, o.plot, NULL);
 }
 
 int cmd_prof(int argc, char **argv)
@@ -538,7 +620,7 @@ int cmd_prof(int argc, char **argv)
         status = CLI_EXIT_FAIL;
         goto out;
     }
-    rc = report(o.dir, o.top, o.quiet, o.plot);
+    rc = report(o.dir, o.top, o.quiet, o.plot, lib);
     if (rc == CLI_EXIT_FAIL && status == 0)
         status = CLI_EXIT_FAIL;
 out:
