@@ -15,6 +15,7 @@
 #include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
+#include "hpml/nn.h"
 
 /* 0 when every rank's rc is 0; otherwise the lowest failing rank prints
  * "hpml <cmd>: <message>" (one line) and every rank gets CLI_EXIT_FAIL. Collective. */
@@ -254,5 +255,13 @@ const char *mlcli_plural(size_t n);
  */
 int mlcli_input_mismatch(double zmean);
 void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd);
+
+/* hpml train --init-from (train_init.c): load path (a model file or an .npz) as the
+ * model cfg->spec on train's input shape into *init and point cfg->init_params at its
+ * parameters; with the file's normalisation, re-normalise train and test to it and set
+ * cfg->mean and cfg->std. Not collective (every rank reads the file): agree on the result.
+ * The caller destroys *init after training. */
+int train_init_from(const char *path, hpml_train_config_t *cfg, hpml_dataset_t *train,
+                    hpml_dataset_t *test, hpml_model_t **init);
 
 #endif
