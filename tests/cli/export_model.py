@@ -4,6 +4,9 @@ as NumPy writes them. Usage:
   export_model.py forward M.npz IMAGES.npy OUT.npy    softmax of the forward pass
   export_model.py perturb M.npz OUT.npz {stored|deflate|statedict}
   export_model.py bad M.npz DIR                        broken archives into DIR
+  export_model.py close A.npy B.npy                    fail unless equal to 1e-5
+  export_model.py differ A.npy B.npy                   fail unless they differ (> 1e-3)
+Several commands run in one process when separated by '+' (NumPy loads once).
 """
 import sys
 import zipfile
@@ -52,26 +55,30 @@ def forward(z, x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def main():
-    cmd = sys.argv[1]
-    z = np.load(sys.argv[2])
+def run(argv):
+    cmd = argv[0]
+    if cmd in ("close", "differ"):
+        a, b = np.load(argv[1]), np.load(argv[2])
+        d = np.abs(a.astype(np.float64) - b).max() if a.shape == b.shape else np.inf
+        if (d > 1e-5) if cmd == "close" else (d <= 1e-3):
+            print(f"FAIL: {argv[1]} and {argv[2]}: max difference {d}")
+            return 1
+        return 0
+    z = np.load(argv[1])
     if cmd == "forward":
-        np.save(sys.argv[4], forward(z, np.load(sys.argv[3])).astype(np.float32))
+        np.save(argv[3], forward(z, np.load(argv[2])).astype(np.float32))
     elif cmd == "perturb":
         d = {k: z[k] for k in z.files}
         d["0.bias"] = d["0.bias"] + np.float32(0.5)  # a changed weight hpml must pick up
-        kind = sys.argv[4]
+        kind = argv[3]
         if kind == "statedict":  # only the parameters, as from model.state_dict()
             d = {k: v for k, v in d.items() if not k.startswith("hpml_")}
-        (np.savez_compressed if kind == "deflate" else np.savez)(sys.argv[3], **d)
+        (np.savez_compressed if kind == "deflate" else np.savez)(argv[2], **d)
     elif cmd == "bad":
-        out = sys.argv[3]
+        out = argv[2]
         d = {k: z[k] for k in z.files}
-        raw = open(sys.argv[2], "rb").read()
+        raw = open(argv[1], "rb").read()
         open(out + "/trunc.npz", "wb").write(raw[: len(raw) // 2])
-        flip = bytearray(raw)
-        flip[len(raw) // 3] ^= 0xFF
-        open(out + "/flip.npz", "wb").write(bytes(flip))
         np.savez(out + "/shape.npz", **{**d, "0.weight": d["0.weight"][:, :-1]})
         np.savez(out + "/missing.npz", **{k: v for k, v in d.items() if k != "0.bias"})
         np.savez(out + "/extra.npz", **d, extra=np.zeros(3, np.float32))
@@ -81,6 +88,18 @@ def main():
         np.savez(out + "/spec.npz", **{**d, "hpml_spec": np.str_("dense 10")})
         with zipfile.ZipFile(out + "/bzip.npz", "w", zipfile.ZIP_BZIP2) as f:
             f.writestr("0.bias.npy", b"x" * 100)
+    else:
+        raise SystemExit(f"unknown command {cmd}")
+    return 0
+
+
+def main():
+    args, status = sys.argv[1:], 0
+    while args:
+        cut = args.index("+") if "+" in args else len(args)
+        status |= run(args[:cut])
+        args = args[cut + 1 :]
+    sys.exit(status)
 
 
 main()
