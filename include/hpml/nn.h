@@ -298,6 +298,10 @@ typedef struct hpml_train_config {
      * hpml_train. Another count is HPML_ERR_INVAL. */
     const float *init_params;
     size_t init_count;
+    /* The progress callback's loss at steps (1-based, within the epoch) that are
+     * multiples of this is the mean over every rank's samples of the step (one allreduce of
+     * two numbers, made on every rank); at other steps, and with 0 (default), this rank's. */
+    long progress_mean_every;
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);

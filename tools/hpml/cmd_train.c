@@ -885,6 +885,8 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
     sc.base.is_tty = isatty(2);
     sc.base.progress_bar = !o->no_progress && (o->progress || (sc.base.is_tty && !o->json));
     sc.base.metrics_every = o->metrics_every;
+    if (o->metrics != NULL)
+        o->cfg.progress_mean_every = o->metrics_every; /* step lines: the loss of all ranks */
     if (sc.base.rank == 0 && o->json) {
         sc.cap = (size_t)o->cfg.epochs;
         sc.history = calloc(sc.cap + 1, sizeof(*sc.history));
