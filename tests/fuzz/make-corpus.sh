@@ -186,6 +186,20 @@ model("regress_inf_mean.hpml", (1, 1, 3), float("inf"), 1, b"dense 1", 4, w)
 model("regress_shape_wraps.hpml", (4194304, 2097152, 2097152), 0, 1, b"dense 1", 1, w[:1])
 model("regress_spec_claim.hpml", (1, 28, 28), 0, 1, b"dense 999999999", 4, w)
 model("regress_bad_spec.hpml", (1, 1, 3), 0, 1, b"dense 1 | bogus", 4, w)
+
+# .npz models (src/nn/npz_model.c, src/io/npz.c) as NumPy writes them: stored, deflated
+# (ZIP64 extra fields), and a bare state_dict (no spec: refused).
+import numpy as np
+r = np.random.default_rng(5)
+sd = {"0.weight": r.standard_normal((2, 1, 3, 3)).astype(np.float32),
+      "0.bias": np.float32([0.1, -0.2]),
+      "4.weight": r.standard_normal((3, 8)).astype(np.float32), "4.bias": np.zeros(3, np.float32)}
+meta = dict(hpml_spec=np.str_("conv 2 3x3 pad1 relu | pool 2 | dense 3"),
+            hpml_input_shape=np.int32([1, 4, 4]), hpml_mean=np.float32(0.5),
+            hpml_std=np.float32(0.25))
+np.savez(f"{d}/npz_stored.npz", **sd, **meta)
+np.savez_compressed(f"{d}/npz_deflate.npz", **sd, **meta)
+np.savez(f"{d}/npz_statedict.npz", **sd)
 EOF
 # Checkpoints (fuzz_checkpoint.c's model, 'dense 3 relu | dense 2' on 1x2x2 samples): SGD
 # with momentum and Adam, from one rank and from two (every rank's sums), mid-epoch, and
