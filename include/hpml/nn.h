@@ -248,8 +248,8 @@ int hpml_model_export_npz(const hpml_model_t *m, float mean, float std, const ch
  * with its shape and no other array be there (hpml_* aside): HPML_ERR_FORMAT naming the
  * array. *mean and *std: the file's hpml_mean and hpml_std, or 0 and 1 when it has none
  * (then *has_norm, unless NULL, is 0). Not collective. */
-int hpml_model_load_npz(const char *path, const char *spec, int c, int h, int w,
-                        hpml_model_t **out, float *mean, float *std, int *has_norm);
+int hpml_model_load_npz(const char *path, const char *spec, int c, int h, int w, hpml_model_t **out,
+                        float *mean, float *std, int *has_norm);
 /* The modules of m's nn.Sequential, one a line: "Linear IN OUT", "Conv2d IN OUT K STRIDE
  * PAD", "MaxPool2d K STRIDE", "ReLU", "Flatten", "Dropout P". It takes (N, C, H, W)
  * inputs, or (N, C*H*W) when the spec starts with a dense layer. */

@@ -66,10 +66,10 @@ int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_n
  * gzip files with gzseek (forward seeks are cheap; backward restart decompression). */
 typedef struct {
     const char *path;
-    int fd;             /* plain file, or -1 */
-    void *gz;           /* gzFile, or NULL */
-    uint64_t size;      /* plain: file size; gzip: uncompressed size from the trailer */
-    uint64_t file_size; /* bytes in the file (compressed, for gzip) */
+    int fd;                   /* plain file, or -1 */
+    void *gz;                 /* gzFile, or NULL */
+    uint64_t size;            /* plain: file size; gzip: uncompressed size from the trailer */
+    uint64_t file_size;       /* bytes in the file (compressed, for gzip) */
     const unsigned char *mem; /* a source in memory (hpml__io_src_mem), or NULL */
 } hpml__io_src_t;
 

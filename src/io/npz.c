@@ -149,8 +149,7 @@ static int inflate_member(const char *path, const char *name, const unsigned cha
     }
     inflateEnd(&zs);
     if (zr != Z_STREAM_END || (uint64_t)(zs.next_out - dst) != usize)
-        return hpml_set_error(HPML_ERR_FORMAT, "%s: member '%s': corrupt deflate data", path,
-                              name);
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: member '%s': corrupt deflate data", path, name);
     return 0;
 }
 
@@ -361,8 +360,8 @@ out:
 
 /* ---- writer --------------------------------------------------------------------- */
 
-static void put(hpml__npz_writer_t *w, unsigned char **p, size_t *len, size_t *cap,
-                const void *src, size_t n)
+static void put(hpml__npz_writer_t *w, unsigned char **p, size_t *len, size_t *cap, const void *src,
+                size_t n)
 {
     if (w->err)
         return;
@@ -420,7 +419,7 @@ static void add_member(hpml__npz_writer_t *w, const char *name, const unsigned c
     if (dlen > 0)
         crc = crc32(crc, data, (uInt)dlen);
     le32(lh, SIG_LOCAL);
-    le16(lh + 4, 20); /* version needed: 2.0 */
+    le16(lh + 4, 20);    /* version needed: 2.0 */
     le16(lh + 12, 0x21); /* 1980-01-01 */
     le32(lh + 14, (uint32_t)crc);
     le32(lh + 18, (uint32_t)size);
@@ -494,8 +493,7 @@ int hpml__npz_commit(hpml__npz_writer_t *w, const char *path)
     int err = w->err;
 
     if (err == 0 && w->len > U32_MAX - 1 - w->cdlen)
-        err = hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: the .npz writer is limited to 4 GiB",
-                             path);
+        err = hpml_set_error(HPML_ERR_UNSUPPORTED, "%s: the .npz writer is limited to 4 GiB", path);
     if (err != 0)
         goto out;
     le32(end, SIG_END);

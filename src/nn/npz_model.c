@@ -34,7 +34,7 @@ static int torch_layout(const hpml_model_t *m, torch_tensor_t *t, int *nt, char 
 
 #define MOD(...)                                                                                   \
     do {                                                                                           \
-        used += (size_t)snprintf(mods + used, used < len ? len - used : 0, __VA_ARGS__);          \
+        used += (size_t)snprintf(mods + used, used < len ? len - used : 0, __VA_ARGS__);           \
         idx++;                                                                                     \
     } while (0)
     *nt = 0;
@@ -77,8 +77,8 @@ static int torch_layout(const hpml_model_t *m, torch_tensor_t *t, int *nt, char 
         snprintf(w->name, sizeof(w->name), "%d.weight", idx - 1);
         w->off = l->w_off;
         w->count = l->nw;
-        *b = (torch_tensor_t){.ndim = 1, .shape = {(size_t)l->out_c}, .off = l->b_off,
-                              .count = l->nb};
+        *b = (torch_tensor_t){
+            .ndim = 1, .shape = {(size_t)l->out_c}, .off = l->b_off, .count = l->nb};
         snprintf(b->name, sizeof(b->name), "%d.bias", idx - 1);
         *nt += 2;
         if (l->relu)
@@ -193,8 +193,8 @@ static int file_spec(const hpml__npz_t *z, char *spec, size_t len, int32_t shape
         return err;
     for (int i = 0; i < 3; i++) {
         if (!(f[i] >= 1 && f[i] <= 1 << 24 && f[i] == floorf(f[i])))
-            return hpml_set_error(HPML_ERR_FORMAT, "%s: hpml_input_shape is not 3 positive integers",
-                                  z->path);
+            return hpml_set_error(HPML_ERR_FORMAT,
+                                  "%s: hpml_input_shape is not 3 positive integers", z->path);
         shape[i] = (int32_t)f[i];
     }
     *have = 1;
@@ -262,8 +262,8 @@ out:
     return err;
 }
 
-int hpml_model_load_npz(const char *path, const char *spec, int c, int h, int w,
-                        hpml_model_t **out, float *mean, float *std, int *has_norm)
+int hpml_model_load_npz(const char *path, const char *spec, int c, int h, int w, hpml_model_t **out,
+                        float *mean, float *std, int *has_norm)
 {
     hpml__npz_t z;
     hpml_model_t *m = NULL, *fm = NULL;

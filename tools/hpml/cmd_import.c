@@ -20,11 +20,7 @@ typedef struct {
 
 #define OFF(field) offsetof(opts_t, field)
 static const opt_t options[] = {
-    {.name = "npz",
-     .kind = OPT_STRING,
-     .off = OFF(npz),
-     .arg = "FILE",
-     .help = "the .npz to read"},
+    {.name = "npz", .kind = OPT_STRING, .off = OFF(npz), .arg = "FILE", .help = "the .npz to read"},
     {.name = "model-file",
      .letter = 'f',
      .kind = OPT_STRING,
@@ -88,8 +84,9 @@ int cmd_import(int argc, char **argv)
         return cli_usage_error(CMD, "--input-shape goes with --model");
     if (o.shape != NULL &&
         (sscanf(o.shape, "%dx%dx%d%c", &c, &h, &w, &end) != 3 || c < 1 || h < 1 || w < 1))
-        return cli_usage_error(CMD, "--input-shape must be CxHxW, three positive integers (got "
-                                    "'%s')",
+        return cli_usage_error(CMD,
+                               "--input-shape must be CxHxW, three positive integers (got "
+                               "'%s')",
                                o.shape);
     if (hpml_io_same_file(o.npz, o.file))
         return cli_usage_error(CMD, "--model-file %s would overwrite the .npz", o.file);
@@ -98,8 +95,9 @@ int cmd_import(int argc, char **argv)
     err = hpml_model_load_npz(o.npz, o.model ? hpml_model_preset(o.model) : NULL, c, h, w, &m,
                               &mean, &sd, &has_norm);
     if (err == 0 && has_norm && (opts_given("mean") || opts_given("std")))
-        err = hpml_set_error(HPML_ERR_INVAL, "%s has its normalisation (hpml_mean, hpml_std): "
-                                             "--mean and --std are for files without one",
+        err = hpml_set_error(HPML_ERR_INVAL,
+                             "%s has its normalisation (hpml_mean, hpml_std): "
+                             "--mean and --std are for files without one",
                              o.npz);
     if (err == 0 && !has_norm) {
         mean = (float)o.mean;
