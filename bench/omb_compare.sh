@@ -13,8 +13,9 @@
 # (the binary is looked for at DIR/c/mpi/collective/blocking/osu_allreduce, then
 # DIR/osu_allreduce). Both programs get OMB's options (-m, -i, -x; default datatype
 # mpi_char) and the same launcher. Exit 1 when a size is outside the tolerance.
-# Run on an otherwise idle machine (check `uptime`): the two programs alternate so that a
-# load change hits both, but a busy machine still spreads small-size latencies.
+# Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`: the two
+# programs alternate so that a load change hits both, but a busy machine still spreads
+# small-size latencies. Ranks are bound to cores (BIND=none to unbind).
 set -eu
 mpi=openmpi omb= rounds=5 np=2 sizes=4:1048576 iters= warm= tol=5 md=0
 while [ $# -gt 0 ]; do
@@ -39,9 +40,11 @@ osu=$omb/c/mpi/collective/blocking/osu_allreduce
 [ -x "$osu" ] || osu=$omb/osu_allreduce
 [ -x "$osu" ] || { echo "omb_compare: no osu_allreduce in $omb (build it: see --help)" >&2; exit 2; }
 [ -x "$hpml" ] || { echo "omb_compare: no $hpml (make MPI=$mpi)" >&2; exit 2; }
+# One rank per core, pinned (docs/performance.md, "How to measure"); BIND=none unbinds.
+bind=${BIND:-core}
 case $mpi in
-openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np") ;;
-mpich) run=(mpirun.mpich -np "$np") ;;
+openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind" -np "$np") ;;
+mpich) run=(mpirun.mpich -bind-to "$bind" -np "$np") ;;
 *) echo "omb_compare: --mpi openmpi or mpich" >&2; exit 2 ;;
 esac
 # The OMB binary must be linked against the same MPI as hpml.
