@@ -200,6 +200,14 @@ meta = dict(hpml_spec=np.str_("conv 2 3x3 pad1 relu | pool 2 | dense 3"),
 np.savez(f"{d}/npz_stored.npz", **sd, **meta)
 np.savez_compressed(f"{d}/npz_deflate.npz", **sd, **meta)
 np.savez(f"{d}/npz_statedict.npz", **sd)
+# The same archive with ZIP64 end records (as zipfile writes past 65535 members or 4 GiB).
+raw = open(f"{d}/npz_deflate.npz", "rb").read()
+e = raw.rfind(b"PK\x05\x06")
+_, _, _, nd, n, cdsize, cdoff, _ = struct.unpack("<IHHHHIIH", raw[e:e + 22])
+z64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, nd, n, cdsize, cdoff)
+loc = struct.pack("<IIQI", 0x07064B50, 0, e, 1)
+end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+open(f"{d}/npz_zip64_end.npz", "wb").write(raw[:e] + z64 + loc + end)
 EOF
 # Checkpoints (fuzz_checkpoint.c's model, 'dense 3 relu | dense 2' on 1x2x2 samples): SGD
 # with momentum and Adam, from one rank and from two (every rank's sums), mid-epoch, and
