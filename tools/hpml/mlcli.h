@@ -217,6 +217,11 @@ int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *dat
 int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
                             hpml_dtype_t dtype, size_t rows, size_t cols);
 int mlcli_outset_commit(mlcli_outset_t *os);
+/* Every rank's rows x cols block of dtype, in rank order, into *out (hpml_malloc'ed, on
+ * every rank; hpml_free it) of *total rows. Collective; errors agreed: 0 or
+ * CLI_EXIT_FAIL. */
+int mlcli_gather_rows(const char *cmd, hpml_comm_t *comm, const void *local, hpml_dtype_t dtype,
+                      size_t rows, size_t cols, void **out, size_t *total);
 void mlcli_outset_abort(mlcli_outset_t *os);
 
 /* `out` ending in .npy names the main output itself; otherwise it is a prefix:
