@@ -222,12 +222,38 @@ void hpml_shuffle(uint64_t seed, long epoch, size_t n, uint32_t *perm);
 /* Save a trained model (spec, input shape, normalisation, parameters, CRC32) via a
  * temporary file, fsync and rename. Not collective: call on one rank. */
 int hpml_model_save(const hpml_model_t *m, float mean, float std, const char *path);
-/* Load a model file; mean and std receive the normalisation used in training. A truncated or
+/* Load a model file (or an .npz with its hpml_spec: hpml_model_load_npz); mean and std
+ * receive the normalisation used in training. A truncated or
  * corrupt file is HPML_ERR_FORMAT with a message naming it; so is a file with a valid
  * checksum but impossible contents: an input shape or spec whose sizes overflow, fewer or
  * more parameters than its spec needs, a NaN or Inf parameter or normalisation
  * ("non-finite parameter"), a std of 0. */
 int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *std);
+
+/* ---- models as NumPy .npz (docs/models.md) ------------------------------------ */
+
+/* Write m as an .npz that np.load and torch read (via a temporary file and rename; not
+ * collective): every parameter as a float32 array named as in the state_dict of the
+ * equivalent torch.nn.Sequential ("0.weight" (out, in) or (out, in, kh, kw), "0.bias"),
+ * and hpml_spec (str), hpml_input_shape (int32 [c, h, w]), hpml_mean and hpml_std
+ * (float32 scalars: inputs are scaled to [0, 1] for 8-bit images, then (x - mean) / std),
+ * hpml_modules (str: the Sequential, one module a line, see hpml_model_torch_modules).
+ * HPML_ERR_UNSUPPORTED for a spec with no Sequential equivalent (a conv or pool after a
+ * flat layer), HPML_ERR_IO when writing fails. */
+int hpml_model_export_npz(const hpml_model_t *m, float mean, float std, const char *path);
+/* Read a model from an .npz written by hpml_model_export_npz, or by numpy.savez /
+ * savez_compressed from a PyTorch state_dict. spec NULL: the file's hpml_spec and
+ * hpml_input_shape; otherwise the model is spec on (c, h, w) inputs, and a file that
+ * names another spec or shape is HPML_ERR_INVAL. Every parameter array must be present
+ * with its shape and no other array be there (hpml_* aside): HPML_ERR_FORMAT naming the
+ * array. *mean and *std: the file's hpml_mean and hpml_std, or 0 and 1 when it has none
+ * (then *has_norm, unless NULL, is 0). Not collective. */
+int hpml_model_load_npz(const char *path, const char *spec, int c, int h, int w, hpml_model_t **out,
+                        float *mean, float *std, int *has_norm);
+/* The modules of m's nn.Sequential, one a line: "Linear IN OUT", "Conv2d IN OUT K STRIDE
+ * PAD", "MaxPool2d K STRIDE", "ReLU", "Flatten", "Dropout P". It takes (N, C, H, W)
+ * inputs, or (N, C*H*W) when the spec starts with a dense layer. */
+int hpml_model_torch_modules(const hpml_model_t *m, char *buf, size_t len);
 
 /* ---- data-parallel trainer ------------------------------------------------------ */
 
@@ -266,6 +292,16 @@ typedef struct hpml_train_config {
     hpml_parallel_t parallel; /* default AUTO */
     int split_layers;         /* hybrid: 1 or 2 layers split, 0 (default): the one that moves less
                                  data; nonzero asks for the hybrid layout */
+    /* Start from these parameters instead of the seed's initialisation (NULL: none):
+     * init_count floats, the spec's parameter buffer (hpml_model_params of a model of the
+     * same spec and input shape, e.g. from hpml_model_load_npz); borrowed during
+     * hpml_train. Another count is HPML_ERR_INVAL. */
+    const float *init_params;
+    size_t init_count;
+    /* The progress callback's loss at steps (1-based, within the epoch) that are
+     * multiples of this is the mean over every rank's samples of the step (one allreduce of
+     * two numbers, made on every rank); at other steps, and with 0 (default), this rank's. */
+    long progress_mean_every;
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);

@@ -122,6 +122,7 @@ int hpml__io_src_open(hpml__io_src_t *s, const char *path)
     s->fd = -1;
     s->gz = NULL;
     s->size = s->file_size = 0;
+    s->mem = NULL;
     if ((s->fd = hpml__io_open_regular(path)) < 0) {
         int rc = s->fd;
 
@@ -168,10 +169,26 @@ void hpml__io_src_close(hpml__io_src_t *s)
     s->fd = -1;
 }
 
+void hpml__io_src_mem(hpml__io_src_t *s, const char *path, const void *buf, size_t len)
+{
+    s->path = path;
+    s->fd = -1;
+    s->gz = NULL;
+    s->size = s->file_size = len;
+    s->mem = buf;
+}
+
 int hpml__io_src_read(hpml__io_src_t *s, uint64_t off, void *buf, size_t len, const char *what)
 {
     unsigned char *p = buf;
     size_t got = 0;
+
+    if (s->mem != NULL) {
+        if (off > s->size || s->size - off < len)
+            goto short_read;
+        memcpy(p, s->mem + off, len);
+        return 0;
+    }
 
     if (s->gz != NULL) {
         gzFile g = (gzFile)s->gz;

@@ -66,10 +66,11 @@ int hpml__io_convert_double(void *dst, hpml_dtype_t want, double v, int reject_n
  * gzip files with gzseek (forward seeks are cheap; backward restart decompression). */
 typedef struct {
     const char *path;
-    int fd;             /* plain file, or -1 */
-    void *gz;           /* gzFile, or NULL */
-    uint64_t size;      /* plain: file size; gzip: uncompressed size from the trailer */
-    uint64_t file_size; /* bytes in the file (compressed, for gzip) */
+    int fd;                   /* plain file, or -1 */
+    void *gz;                 /* gzFile, or NULL */
+    uint64_t size;            /* plain: file size; gzip: uncompressed size from the trailer */
+    uint64_t file_size;       /* bytes in the file (compressed, for gzip) */
+    const unsigned char *mem; /* a source in memory (hpml__io_src_mem), or NULL */
 } hpml__io_src_t;
 
 /* Open path for reading (O_CLOEXEC) when it is a regular file: a fd, or a negative
@@ -79,6 +80,8 @@ int hpml__io_open_regular(const char *path);
 /* Open path; gzip is detected by its magic bytes. Errors set the message. */
 int hpml__io_src_open(hpml__io_src_t *s, const char *path);
 void hpml__io_src_close(hpml__io_src_t *s);
+/* A source over len bytes in memory (borrowed), named path in messages; close is a no-op. */
+void hpml__io_src_mem(hpml__io_src_t *s, const char *path, const void *buf, size_t len);
 /* Read exactly len bytes at off; a short read is HPML_ERR_FORMAT ("truncated"). */
 int hpml__io_src_read(hpml__io_src_t *s, uint64_t off, void *buf, size_t len, const char *what);
 
@@ -103,6 +106,15 @@ void hpml__io_shape_str(const hpml__io_dense_t *h, char *buf, size_t len);
 int hpml__io_dense_read(hpml__io_src_t *s, const hpml__io_dense_t *h, hpml_dtype_t want,
                         size_t begin, size_t end, int reject_nonfinite, hpml_array_t *out);
 
+/* The bytes np.save writes before the data of a C-order array of dtype descr ("<f4",
+ * "<U12"), ndim dims of shape, es bytes per element: magic, version, length and the
+ * header padded to a multiple of 64. Into out (cap bytes, HPML_NPY_HEADER_MAX is enough),
+ * *len its bytes, *count the elements. HPML_ERR_INVAL (no message) when the shape
+ * overflows. */
+#define HPML_NPY_HEADER_MAX 1280
+int hpml__npy_header_make(const char *descr, int ndim, const size_t *shape, size_t es,
+                          unsigned char *out, size_t cap, size_t *len, size_t *count);
+
 /* Format back ends. */
 int hpml__npy_header(hpml__io_src_t *s, hpml__io_dense_t *h);
 int hpml__idx_header(hpml__io_src_t *s, hpml__io_dense_t *h);
@@ -123,5 +135,51 @@ typedef struct {
 int hpml__io_wopen(hpml__io_wfile_t *w, const char *path);
 int hpml__io_wcommit(hpml__io_wfile_t *w);
 void hpml__io_wabort(hpml__io_wfile_t *w);
+
+/* ---- .npz: a zip archive of .npy files (npz.c) ---- */
+
+/* One member: its name without ".npy", and its .npy bytes (uncompressed). */
+typedef struct {
+    char *name;
+    unsigned char *data;
+    size_t len;
+} hpml__npz_entry_t;
+
+typedef struct {
+    const char *path;
+    int n;
+    hpml__npz_entry_t *e;
+} hpml__npz_t;
+
+/* Read an .npz as np.savez and np.savez_compressed write it (stored or deflated members,
+ * ZIP64 extra fields and end records), every member's CRC-32 checked. HPML_ERR_FORMAT
+ * with a message naming path for anything else; close frees (also after a failure). */
+int hpml__npz_open(hpml__npz_t *z, const char *path);
+void hpml__npz_close(hpml__npz_t *z);
+const hpml__npz_entry_t *hpml__npz_find(const hpml__npz_t *z, const char *name);
+/* A numeric member as float32 (any dtype .npy readers take; NaN/Inf refused): *out
+ * (hpml_array_free), its shape in h. */
+int hpml__npz_read_f32(const hpml__npz_t *z, const hpml__npz_entry_t *e, hpml__io_dense_t *h,
+                       hpml_array_t *out);
+/* A 0-d string member ('<U' or '|S', ASCII) into buf (cap bytes with the NUL). */
+int hpml__npz_read_str(const hpml__npz_t *z, const hpml__npz_entry_t *e, char *buf, size_t cap);
+
+/* Writing: members are added in memory, then commit writes the archive (stored members,
+ * as np.savez) through a temporary file and rename. */
+typedef struct {
+    unsigned char *p, *cd; /* the local records and data; the central directory */
+    size_t len, cap, cdlen, cdcap;
+    unsigned n;
+    int err;
+} hpml__npz_writer_t;
+
+/* A C-order array member: dtype HPML_F32 or HPML_I32. */
+void hpml__npz_add(hpml__npz_writer_t *w, const char *name, hpml_dtype_t dtype, int ndim,
+                   const size_t *shape, const void *data);
+/* A 0-d str member ('<U', what str() of the loaded value gives back). */
+void hpml__npz_add_str(hpml__npz_writer_t *w, const char *name, const char *text);
+/* Write the archive to path (or the first error of the adds); frees the writer. */
+int hpml__npz_commit(hpml__npz_writer_t *w, const char *path);
+void hpml__npz_free(hpml__npz_writer_t *w);
 
 #endif /* HPML_IO_INTERNAL_H */

@@ -317,15 +317,58 @@ out:
 
 /* ---- writer --------------------------------------------------------------------- */
 
+int hpml__npy_header_make(const char *descr, int ndim, const size_t *shape, size_t es,
+                          unsigned char *out, size_t cap, size_t *len, size_t *count)
+{
+    char hdr[1200];
+    size_t hl, n = 1, pre_len, pad;
+    int i;
+
+    hl = (size_t)snprintf(hdr, sizeof(hdr), "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                          descr);
+    for (i = 0; i < ndim; i++) {
+        if (shape[i] != 0 && n > SIZE_MAX / shape[i])
+            return HPML_ERR_INVAL;
+        n *= shape[i];
+        hl += (size_t)snprintf(hdr + hl, sizeof(hdr) - hl, "%s%zu", i ? ", " : "", shape[i]);
+    }
+    if (n > SIZE_MAX / es)
+        return HPML_ERR_INVAL;
+    hl += (size_t)snprintf(hdr + hl, sizeof(hdr) - hl, "%s), }", ndim == 1 ? "," : "");
+    if (hl > sizeof(hdr) - 80) /* cannot happen with <= 32 dims; keeps the pad in bounds */
+        return HPML_ERR_INVAL;
+    /* Pad with spaces and end with '\n' so magic + version + length + header is a
+     * multiple of 64, as np.save does. v1.0 holds headers up to 65535 bytes. */
+    pre_len = hl + 1 + 10 <= 65535 ? 10 : 12;
+    pad = (64 - (pre_len + hl + 1) % 64) % 64;
+    memset(hdr + hl, ' ', pad);
+    hl += pad;
+    hdr[hl++] = '\n';
+    if (pre_len + hl > cap)
+        return HPML_ERR_INVAL;
+    memcpy(out, "\x93NUMPY", 6);
+    out[6] = pre_len == 10 ? 1 : 2;
+    out[7] = 0;
+    out[8] = (unsigned char)(hl & 0xff);
+    out[9] = (unsigned char)(hl >> 8 & 0xff);
+    if (pre_len == 12) {
+        out[10] = (unsigned char)(hl >> 16 & 0xff);
+        out[11] = (unsigned char)(hl >> 24 & 0xff);
+    }
+    memcpy(out + pre_len, hdr, hl);
+    *len = pre_len + hl;
+    *count = n;
+    return 0;
+}
+
 int hpml_npy_write_nd(const char *path, const void *data, hpml_dtype_t dtype, int ndim,
                       const size_t *shape)
 {
-    char descr[8], hdr[1200];
-    size_t len, count = 1, es;
-    unsigned char pre[12];
-    size_t pre_len, pad;
+    char descr[8];
+    unsigned char hdr[HPML_NPY_HEADER_MAX];
+    size_t len, count, es;
     hpml__io_wfile_t w;
-    int i, rc;
+    int rc;
 
     if (path == NULL || ndim < 0 || ndim > HPML_IO_MAX_DIMS || (ndim > 0 && shape == NULL))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_npy_write: bad arguments");
@@ -342,40 +385,13 @@ int hpml_npy_write_nd(const char *path, const void *data, hpml_dtype_t dtype, in
                               hpml_dtype_name(dtype));
     }
     es = hpml_dtype_size(dtype);
-    len = (size_t)snprintf(hdr, sizeof(hdr), "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                           descr);
-    for (i = 0; i < ndim; i++) {
-        if (shape[i] != 0 && count > SIZE_MAX / shape[i])
-            return hpml_set_error(HPML_ERR_INVAL, "%s: shape too large", path);
-        count *= shape[i];
-        len += (size_t)snprintf(hdr + len, sizeof(hdr) - len, "%s%zu", i ? ", " : "", shape[i]);
-    }
-    if (count > SIZE_MAX / es)
+    if (hpml__npy_header_make(descr, ndim, shape, es, hdr, sizeof(hdr), &len, &count) != 0)
         return hpml_set_error(HPML_ERR_INVAL, "%s: shape too large", path);
     if (count > 0 && data == NULL)
         return hpml_set_error(HPML_ERR_INVAL, "%s: data is NULL", path);
-    len += (size_t)snprintf(hdr + len, sizeof(hdr) - len, "%s), }", ndim == 1 ? "," : "");
-    if (len > sizeof(hdr) - 80) /* cannot happen with <= 32 dims; keeps the pad in bounds */
-        return hpml_set_error(HPML_ERR_INVAL, "%s: header too long", path);
-    /* Pad with spaces and end with '\n' so magic + version + length + header is a
-     * multiple of 64, as np.save does. v1.0 holds headers up to 65535 bytes. */
-    pre_len = len + 1 + 10 <= 65535 ? 10 : 12;
-    pad = (64 - (pre_len + len + 1) % 64) % 64;
-    memset(hdr + len, ' ', pad);
-    len += pad;
-    hdr[len++] = '\n';
-    memcpy(pre, "\x93NUMPY", 6);
-    pre[6] = pre_len == 10 ? 1 : 2;
-    pre[7] = 0;
-    pre[8] = (unsigned char)(len & 0xff);
-    pre[9] = (unsigned char)(len >> 8 & 0xff);
-    pre[10] = (unsigned char)(len >> 16 & 0xff);
-    pre[11] = (unsigned char)(len >> 24 & 0xff);
-
     if ((rc = hpml__io_wopen(&w, path)) != 0)
         return rc;
-    if (fwrite(pre, 1, pre_len, w.f) != pre_len || fwrite(hdr, 1, len, w.f) != len ||
-        (count > 0 && fwrite(data, es, count, w.f) != count)) {
+    if (fwrite(hdr, 1, len, w.f) != len || (count > 0 && fwrite(data, es, count, w.f) != count)) {
         rc = hpml_set_error(HPML_ERR_IO, "%s: write failed: %s", path, strerror(errno));
         hpml__io_wabort(&w);
         return rc;

@@ -191,6 +191,10 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
     *out = NULL;
     if ((err = hpml__nn_read_file(path, &p, &len)) != 0)
         return err;
+    if (len >= 4 && memcmp(p, "PK\x03\x04", 4) == 0) { /* a zip: an .npz */
+        free(p);
+        return hpml_model_load_npz(path, NULL, 0, 0, 0, out, mean, std, NULL);
+    }
     if (len < 8 + 4 || memcmp(p, MODEL_MAGIC, 8) != 0) {
         err = hpml_set_error(HPML_ERR_FORMAT, "%s: not an hpml model file (bad magic)", path);
         goto out;

@@ -242,9 +242,16 @@ static int run_epoch(run_t *r, int *stop)
         st->correct += (double)correct;
         st->seen += (double)s.nl;
         st->train_time += hpml_time() - t_step;
-        if (r->progress)
+        if (r->progress) {
+            double v[2] = {loss, (double)s.nl};
+
+            if (cfg->progress_mean_every > 0 &&
+                (st->step_in_epoch + 1) % cfg->progress_mean_every == 0 &&
+                (err = hpml_allreduce(HPML_IN_PLACE, v, 2, HPML_F64, HPML_SUM, t->comm)) != 0)
+                return err;
             r->progress(r->ctx, (int)st->epoch + 1, st->step_in_epoch + 1, r->steps_per_epoch,
-                        s.nl ? loss / (double)s.nl : 0.0);
+                        v[1] > 0 ? v[0] / v[1] : 0.0);
+        }
         if (cfg->checkpoint_dir && cfg->checkpoint_every > 0 &&
             st->global_step % cfg->checkpoint_every == 0) {
             nn_ckpt_t at = *st;

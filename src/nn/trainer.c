@@ -104,6 +104,13 @@ int hpml__trainer_open(nn_trainer_t *t, hpml_comm_t *comm, const hpml_train_conf
     if (!t->y || !t->ids)
         return HPML_ERR_NOMEM;
     hpml_model_init(t->m, cfg->seed);
+    if (cfg->init_params != NULL) {
+        if (cfg->init_count != t->m->nparams)
+            return hpml_set_error(HPML_ERR_INVAL,
+                                  "train: the initial parameters are %zu values, the model has %zu",
+                                  cfg->init_count, t->m->nparams);
+        memcpy(t->m->params, cfg->init_params, cfg->init_count * sizeof(float));
+    }
     hpml_rng_init(&t->st.rng, cfg->seed, 0x44524f50ull); /* "DROP" */
     t->st.seed = cfg->seed;
     t->st.batch = a->gb;

@@ -91,6 +91,19 @@ run 1 predict -f "$m" -i "$tmp/im.npy" --limit 7 -o "$tmp/pred.CSV"
 run 1 predict -f "$m" -i "$tmp/im.npy" -o "$tmp/top.npy" --top-k 3 --proba "$tmp/p.npy"
 [ $rc -eq 0 ] && ! grep -q warning "$tmp/err" || bad "predict --top-k: exit $rc: $(cat "$tmp/err")"
 run 1 predict -f "$m" -i "$tmp/im.npy" -o "$tmp/top1.npy"
+# The rows split across ranks: the same files as one rank, and on stdout the same lines in
+# row order, also when a rank has no row.
+run 2 predict -f "$m" -i "$tmp/im.npy" -o "$tmp/top.2.npy" --top-k 3 --proba "$tmp/p.2.npy"
+# (The GEMMs of other batch sizes may round the last bit of a probability differently.)
+[ $rc -eq 0 ] && $PY -c "import sys, numpy as np; d = sys.argv[1]; \
+sys.exit(not ((np.load(d + '/top.npy') == np.load(d + '/top.2.npy')).all() and \
+np.allclose(np.load(d + '/p.npy'), np.load(d + '/p.2.npy'), rtol=0, atol=1e-6)))" "$tmp" ||
+    bad "predict on 2 ranks wrote other files than on 1: exit $rc: $(head -3 "$tmp/err")"
+run 1 predict -f "$m" -i "$tmp/im.npy" --limit 2 --top-k 2
+cp "$tmp/out" "$tmp/out.1"
+run 3 predict -f "$m" -i "$tmp/im.npy" --limit 2 --top-k 2
+[ $rc -eq 0 ] && [ "$(wc -l <"$tmp/out")" = 2 ] && cmp -s "$tmp/out" "$tmp/out.1" ||
+    bad "predict --limit 2 on 3 ranks: exit $rc: $(cat "$tmp/out" "$tmp/err" | head -5)"
 $PY - "$tmp" <<'EOF2' || bad "predict --top-k/--proba disagree with the labels"
 import sys, numpy as np
 d = sys.argv[1]

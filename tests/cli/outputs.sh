@@ -99,5 +99,18 @@ for name, shape in [("km.centroids", (3, 4)), ("lr1.coef", (4,)), ("lr1.intercep
         print(f"{name}.npy: shape {s}, expected {shape}"); bad = 1
 sys.exit(bad)
 EOF
-[ $fail -eq 0 ] && echo "outputs: vectors 1-D, --predict equals the fit, CSV headers: all checks passed"
+# train --metrics step lines: the loss of the step over all ranks' samples, so 2 ranks
+# report the loss of 1 rank running the same global batches (rank 0's share alone differs).
+"$HPML" train --epochs 1 --train-limit 256 --test-limit 10 --batch 64 --metrics "$d/m1.jsonl" \
+    --metrics-every 1 --no-progress >/dev/null 2>"$d/m1.err" || bad "train: $(head -3 "$d/m1.err")"
+run metrics2 train --epochs 1 --train-limit 256 --test-limit 10 --batch 64 \
+    --metrics "$d/m2.jsonl" --metrics-every 1 --no-progress
+$py - "$d" <<'EOF' || bad "--metrics step losses on 2 ranks differ from 1 rank's"
+import json, sys
+d = sys.argv[1]
+steps = [[json.loads(l)["loss"] for l in open(f"{d}/m{n}.jsonl") if '"step"' in l] for n in (1, 2)]
+print(steps)
+sys.exit(len(steps[0]) != 3 or any(abs(a - b) > 1e-4 * (1 + abs(a)) for a, b in zip(*steps)))
+EOF
+[ $fail -eq 0 ] && echo "outputs: vectors 1-D, --predict equals the fit, CSV headers, --metrics losses of all ranks: all checks passed"
 exit $fail

@@ -16,7 +16,8 @@
 
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_LIB_SRCS := $(wildcard src/core/*.c src/io/*.c) src/comm/select.c \
-                 src/nn/spec.c src/nn/model.c src/nn/conv_direct.c src/nn/modelfile.c src/nn/data.c \
+                 src/nn/spec.c src/nn/model.c src/nn/conv_direct.c src/nn/modelfile.c src/nn/npz_model.c \
+                 src/nn/data.c \
                  src/nn/checkpoint.c src/nn/optim.c
 FUZZ_HELPER_SRCS := tests/fuzz/common.c
 FUZZ_SECONDS ?= 600

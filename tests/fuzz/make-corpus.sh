@@ -186,6 +186,28 @@ model("regress_inf_mean.hpml", (1, 1, 3), float("inf"), 1, b"dense 1", 4, w)
 model("regress_shape_wraps.hpml", (4194304, 2097152, 2097152), 0, 1, b"dense 1", 1, w[:1])
 model("regress_spec_claim.hpml", (1, 28, 28), 0, 1, b"dense 999999999", 4, w)
 model("regress_bad_spec.hpml", (1, 1, 3), 0, 1, b"dense 1 | bogus", 4, w)
+
+# .npz models (src/nn/npz_model.c, src/io/npz.c) as NumPy writes them: stored, deflated
+# (ZIP64 extra fields), and a bare state_dict (no spec: refused).
+import numpy as np
+r = np.random.default_rng(5)
+sd = {"0.weight": r.standard_normal((2, 1, 3, 3)).astype(np.float32),
+      "0.bias": np.float32([0.1, -0.2]),
+      "4.weight": r.standard_normal((3, 8)).astype(np.float32), "4.bias": np.zeros(3, np.float32)}
+meta = dict(hpml_spec=np.str_("conv 2 3x3 pad1 relu | pool 2 | dense 3"),
+            hpml_input_shape=np.int32([1, 4, 4]), hpml_mean=np.float32(0.5),
+            hpml_std=np.float32(0.25))
+np.savez(f"{d}/npz_stored.npz", **sd, **meta)
+np.savez_compressed(f"{d}/npz_deflate.npz", **sd, **meta)
+np.savez(f"{d}/npz_statedict.npz", **sd)
+# The same archive with ZIP64 end records (as zipfile writes past 65535 members or 4 GiB).
+raw = open(f"{d}/npz_deflate.npz", "rb").read()
+e = raw.rfind(b"PK\x05\x06")
+_, _, _, nd, n, cdsize, cdoff, _ = struct.unpack("<IHHHHIIH", raw[e:e + 22])
+z64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, nd, n, cdsize, cdoff)
+loc = struct.pack("<IIQI", 0x07064B50, 0, e, 1)
+end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+open(f"{d}/npz_zip64_end.npz", "wb").write(raw[:e] + z64 + loc + end)
 EOF
 # Checkpoints (fuzz_checkpoint.c's model, 'dense 3 relu | dense 2' on 1x2x2 samples): SGD
 # with momentum and Adam, from one rank and from two (every rank's sums), mid-epoch, and

@@ -237,6 +237,7 @@ typedef struct {
     hpml_data_paths_t dp;
     const char *model, *save, *data, *files[4]; /* --train-images, -labels, --test-... */
     const char *metrics;                        /* --metrics FILE: JSON lines */
+    const char *init_from;                      /* --init-from FILE */
     long metrics_every;
     size_t train_limit, test_limit;
     int no_normalize, shard, synthetic, json, no_progress, progress, no_overlap, replicated;
@@ -507,6 +508,12 @@ static const opt_t options[] = {
      .kind = OPT_FLAG,
      .off = OFF(cfg.resume),
      .help = "continue from the checkpoint in --checkpoint DIR"},
+    {.name = "init-from",
+     .kind = OPT_STRING,
+     .off = OFF(init_from),
+     .arg = "FILE",
+     .help = "start from the parameters of a model file or an .npz (hpml export's,\n"
+             "or a PyTorch state_dict's, docs/models.md) and its normalisation"},
     {.name = "save",
      .kind = OPT_STRING,
      .off = OFF(save),
@@ -654,6 +661,8 @@ static int parse(int argc, char **argv, opts_t *o)
         return rc;
     if (o->cfg.resume && o->cfg.checkpoint_dir == NULL)
         return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
+    if (o->init_from != NULL && o->synthetic)
+        return cli_usage_error(CMD, "--init-from trains on data, not with --synthetic");
     if (opts_given("checkpoint-every") && o->cfg.checkpoint_dir == NULL)
         return cli_usage_error(CMD, "--checkpoint-every needs --checkpoint DIR");
     if ((rc = data_files(o)) != 0)
@@ -863,7 +872,7 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
                                          .shard = o->shard,
                                          .normalize = !o->no_normalize};
     hpml_dataset_t train = {0}, test = {0};
-    hpml_model_t *m = NULL;
+    hpml_model_t *m = NULL, *init = NULL;
     hpml_parallel_t lay = HPML_PARALLEL_DATA;
     summary_ctx_t sc;
     int size = hpml_comm_size(comm), nsplit = 0, err, rc = CLI_EXIT_FAIL;
@@ -876,6 +885,8 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
     sc.base.is_tty = isatty(2);
     sc.base.progress_bar = !o->no_progress && (o->progress || (sc.base.is_tty && !o->json));
     sc.base.metrics_every = o->metrics_every;
+    if (o->metrics != NULL)
+        o->cfg.progress_mean_every = o->metrics_every; /* step lines: the loss of all ranks */
     if (sc.base.rank == 0 && o->json) {
         sc.cap = (size_t)o->cfg.epochs;
         sc.history = calloc(sc.cap + 1, sizeof(*sc.history));
@@ -894,7 +905,9 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
     sc.base.last_drawn = -1;
     sc.base.batch = o->cfg.batch;
     err = hpml_train_data_load(comm, &o->dp, &dopt, &train, &test, &o->cfg.mean, &o->cfg.std);
-    if (mlcli_check(CMD, comm, err))
+    if (mlcli_check(CMD, comm, err) ||
+        (o->init_from != NULL &&
+         mlcli_check(CMD, comm, train_init_from(o->init_from, &o->cfg, &train, &test, &init))))
         goto out;
     /* The layout for the data as loaded (hpml_train's batch is at most the set); a spec
      * that the data's shape breaks is hpml_train's error below. */
@@ -925,6 +938,7 @@ out:
     }
     free(sc.history);
     hpml_model_destroy(m);
+    hpml_model_destroy(init);
     hpml_dataset_free(&train);
     hpml_dataset_free(&test);
     return rc;

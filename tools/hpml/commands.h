@@ -13,6 +13,8 @@ HPML_COMMAND(logreg,
              "logistic regression, binary or multinomial, L2, by L-BFGS on allreduced gradients")
 HPML_COMMAND(eval, "accuracy and loss of a trained model (hpml train --save) on a data set")
 HPML_COMMAND(predict, "class predictions of a trained model for the rows of an image file")
+HPML_COMMAND(export, "write a model as a NumPy .npz named as a torch.nn.Sequential's state_dict")
+HPML_COMMAND(import, "make a model file from an .npz (hpml export's, or a PyTorch state_dict's)")
 HPML_COMMAND(tune,
              "time every collective algorithm here and write a tuning file for HPML_TUNING_FILE")
 HPML_COMMAND(prof, "profile any MPI program (LD_PRELOAD): MPI calls, matrix, sizes, I/O, report")

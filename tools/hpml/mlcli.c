@@ -376,24 +376,22 @@ int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *dat
     return outset_write_nd(os, path, data, dtype, 1, &n);
 }
 
-int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
-                            hpml_dtype_t dtype, size_t rows, size_t ncols)
+int mlcli_gather_rows(const char *cmd, hpml_comm_t *comm, const void *local, hpml_dtype_t dtype,
+                      size_t rows, size_t cols, void **out, size_t *total)
 {
-    size_t cols = ncols > 0 ? ncols : 1;
-    hpml_comm_t *comm = os->comm;
-    int P = hpml_comm_size(comm), rc, status = CLI_EXIT_FAIL;
-    size_t es = hpml_dtype_size(dtype), maxr = 0, total = 0, at = 0;
+    int P = hpml_comm_size(comm), rc;
+    size_t es = hpml_dtype_size(dtype), maxr = 0, at = 0;
     int64_t me = (int64_t)rows, *cnt = NULL;
     char *pad = NULL, *all = NULL;
 
-    if (path == NULL || *path == '\0')
-        return 0;
+    *out = NULL;
+    *total = 0;
     cnt = hpml_malloc((size_t)P * sizeof(int64_t));
     rc = cnt == NULL ? HPML_ERR_NOMEM : hpml_allgather(&me, cnt, 1, HPML_I64, comm);
-    if (mlcli_agree(os->cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)))
+    if (mlcli_agree(cmd, comm, rc, "gathering the rows: %s", mlcli_errtext(rc)))
         goto out;
     for (int q = 0; q < P; q++) {
-        total += (size_t)cnt[q];
+        *total += (size_t)cnt[q];
         if ((size_t)cnt[q] > maxr)
             maxr = (size_t)cnt[q];
     }
@@ -406,19 +404,36 @@ int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *lo
             memcpy(pad, local, rows * cols * es);
         rc = hpml_allgather(pad, all, maxr * cols, dtype, comm);
     }
-    if (mlcli_agree(os->cmd, comm, rc, "gathering %s: %s", path, mlcli_errtext(rc)))
+    if (mlcli_agree(cmd, comm, rc, "gathering the rows: %s", mlcli_errtext(rc)))
         goto out;
     for (int q = 0; q < P; q++) {
         memmove(all + at, all + (size_t)q * maxr * cols * es, (size_t)cnt[q] * cols * es);
         at += (size_t)cnt[q] * cols * es;
     }
-    status = ncols > 0 ? mlcli_outset_write(os, path, all, dtype, total, cols)
-                       : mlcli_outset_write_vec(os, path, all, dtype, total);
+    *out = all;
+    all = NULL;
 out:
-    if (status != 0)
-        mlcli_outset_abort(os);
     hpml_free(cnt);
     hpml_free(pad);
+    hpml_free(all);
+    return *out != NULL ? 0 : CLI_EXIT_FAIL;
+}
+
+int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
+                            hpml_dtype_t dtype, size_t rows, size_t ncols)
+{
+    size_t cols = ncols > 0 ? ncols : 1, total;
+    void *all = NULL;
+    int status;
+
+    if (path == NULL || *path == '\0')
+        return 0;
+    status = mlcli_gather_rows(os->cmd, os->comm, local, dtype, rows, cols, &all, &total);
+    if (status == 0)
+        status = ncols > 0 ? mlcli_outset_write(os, path, all, dtype, total, cols)
+                           : mlcli_outset_write_vec(os, path, all, dtype, total);
+    if (status != 0)
+        mlcli_outset_abort(os);
     hpml_free(all);
     return status;
 }

@@ -15,6 +15,7 @@
 #include "opts.h"
 #include "hpml/comm.h"
 #include "hpml/io.h"
+#include "hpml/nn.h"
 
 /* 0 when every rank's rc is 0; otherwise the lowest failing rank prints
  * "hpml <cmd>: <message>" (one line) and every rank gets CLI_EXIT_FAIL. Collective. */
@@ -216,6 +217,11 @@ int mlcli_outset_write_vec(mlcli_outset_t *os, const char *path, const void *dat
 int mlcli_outset_write_rows(mlcli_outset_t *os, const char *path, const void *local,
                             hpml_dtype_t dtype, size_t rows, size_t cols);
 int mlcli_outset_commit(mlcli_outset_t *os);
+/* Every rank's rows x cols block of dtype, in rank order, into *out (hpml_malloc'ed, on
+ * every rank; hpml_free it) of *total rows. Collective; errors agreed: 0 or
+ * CLI_EXIT_FAIL. */
+int mlcli_gather_rows(const char *cmd, hpml_comm_t *comm, const void *local, hpml_dtype_t dtype,
+                      size_t rows, size_t cols, void **out, size_t *total);
 void mlcli_outset_abort(mlcli_outset_t *os);
 
 /* `out` ending in .npy names the main output itself; otherwise it is a prefix:
@@ -254,5 +260,13 @@ const char *mlcli_plural(size_t n);
  */
 int mlcli_input_mismatch(double zmean);
 void mlcli_warn_input(const char *cmd, const char *file, double zmean, float mean, float sd);
+
+/* hpml train --init-from (train_init.c): load path (a model file or an .npz) as the
+ * model cfg->spec on train's input shape into *init and point cfg->init_params at its
+ * parameters; with the file's normalisation, re-normalise train and test to it and set
+ * cfg->mean and cfg->std. Not collective (every rank reads the file): agree on the result.
+ * The caller destroys *init after training. */
+int train_init_from(const char *path, hpml_train_config_t *cfg, hpml_dataset_t *train,
+                    hpml_dataset_t *test, hpml_model_t **init);
 
 #endif
