@@ -241,10 +241,23 @@ int hpml_model_load(const char *path, hpml_model_t **out, float *mean, float *st
  * its outputs of the first layer; split_layers below). The layers above are
  * data-parallel (docs/nn.md). AUTO: HYBRID where it moves less data than DATA (samples
  * per rank at most the first layer's inputs), else DATA. */
-typedef enum { HPML_PARALLEL_AUTO = 0, HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID } hpml_parallel_t;
+typedef enum {
+    HPML_PARALLEL_AUTO = 0,
+    HPML_PARALLEL_DATA,
+    HPML_PARALLEL_HYBRID,
+    HPML_PARALLEL_PIPELINE /* stages > 1 (below); not a value of hpml_parallel_parse */
+} hpml_parallel_t;
 /* "auto", "data" or "hybrid"; HPML_ERR_INVAL otherwise. */
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out);
 const char *hpml_parallel_name(hpml_parallel_t p);
+
+/* Pipeline schedules: GPipe (every micro-batch's forward, then every backward) and 1F1B
+ * (after S - 1 - s forwards, stage s alternates one forward and one backward, so it keeps
+ * at most min(M, S - s) micro-batches' activations instead of M). */
+typedef enum { HPML_SCHEDULE_GPIPE = 0, HPML_SCHEDULE_1F1B } hpml_schedule_t;
+/* "gpipe" or "1f1b"; HPML_ERR_INVAL otherwise. */
+int hpml_schedule_parse(const char *name, hpml_schedule_t *out);
+const char *hpml_schedule_name(hpml_schedule_t s);
 
 typedef struct hpml_train_config {
     const char *spec;
@@ -266,6 +279,17 @@ typedef struct hpml_train_config {
     hpml_parallel_t parallel; /* default AUTO */
     int split_layers;         /* hybrid: 1 or 2 layers split, 0 (default): the one that moves less
                                  data; nonzero asks for the hybrid layout */
+    /* Pipeline (docs/nn.md, "Pipeline layout"): stages > 1 cuts the layers into that many
+     * contiguous stages; rank p computes stage p % stages of replica p / stages, each
+     * replica's share of a global batch in micro_batches micro-batches, activations and
+     * their gradients passed between neighbouring stages, each stage's gradients summed
+     * over its replicas. The ranks must be a multiple of stages. */
+    int stages;               /* 0 or 1: no pipeline */
+    int micro_batches;        /* 0: as many as stages */
+    hpml_schedule_t schedule; /* GPipe (default) or 1F1B: the same gradients, bit for bit */
+    int recompute;            /* keep only each stage's inputs, forward again in backward */
+    const char *partition;    /* NULL or "uniform": layers split evenly; "N,N,...": layers
+                                 per stage */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
@@ -303,7 +327,26 @@ typedef struct hpml_epoch_report {
     long resumed_step;
     int resumed_epoch;
     long run_steps;
+    /* The pipeline layout: one entry per stage (its replica 0's figures over the epoch),
+     * NULL and 0 otherwise. Valid during the report callback. */
+    const struct hpml_stage_report *stages;
+    int nstages;
+    double bubble_theory; /* (S - 1) / (M + S - 1) */
 } hpml_epoch_report_t;
+
+/* One pipeline stage as hpml_train reports it. */
+typedef struct hpml_stage_report {
+    int first_layer, last_layer; /* 0-based, inclusive */
+    size_t params;               /* parameters (and as many gradients) */
+    size_t param_bytes, grad_bytes, optim_bytes; /* optimizer state: its moments */
+    size_t act_bytes;    /* peak activation memory: the buffers of the micro-batches kept
+                            between their forward and backward, counted from their sizes */
+    int peak_live;       /* most micro-batches kept at once (their activations, or with
+                            recompute their inputs) */
+    double step_s;       /* mean seconds per step of the schedule (sends, receives, compute) */
+    double busy_s;       /* of which computing */
+    double bubble;       /* idle fraction of the schedule: 1 - busy / step */
+} hpml_stage_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when
  * progress != NULL). */

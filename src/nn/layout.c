@@ -23,7 +23,10 @@ int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
 
 const char *hpml_parallel_name(hpml_parallel_t p)
 {
-    return p == HPML_PARALLEL_HYBRID ? "hybrid" : p == HPML_PARALLEL_DATA ? "data" : "auto";
+    return p == HPML_PARALLEL_PIPELINE ? "pipeline"
+           : p == HPML_PARALLEL_HYBRID ? "hybrid"
+           : p == HPML_PARALLEL_DATA   ? "data"
+                                       : "auto";
 }
 
 /* What a rank sends per step with `layers` layers split (lb samples per rank, an even
@@ -109,8 +112,15 @@ int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P
 {
     static const nn_layout_ops_t *const by_split[] = {&hpml__layout_data, &hpml__layout_split1,
                                                       &hpml__layout_split2};
-    int n = split_layers(c, m, P, replicated, lb);
+    int n;
 
+    if (c->stages > 1) {
+        if ((n = hpml__pipe_plan(c, m, P, NULL)) != 0)
+            return n;
+        *out = &hpml__layout_pipe;
+        return 0;
+    }
+    n = split_layers(c, m, P, replicated, lb);
     if (n < 0)
         return n;
     *out = by_split[n];
@@ -130,7 +140,9 @@ int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in
     hpml_model_destroy(m);
     if (rc < 0)
         return rc;
-    *out = l->split ? HPML_PARALLEL_HYBRID : HPML_PARALLEL_DATA;
+    *out = l == &hpml__layout_pipe ? HPML_PARALLEL_PIPELINE
+           : l->split            ? HPML_PARALLEL_HYBRID
+                                 : HPML_PARALLEL_DATA;
     if (split_layers)
         *split_layers = l->split;
     return 0;

@@ -69,6 +69,9 @@ typedef struct nn_layout_ops {
     /* Free everything. err != 0: the run failed, maybe on this rank alone, so nothing
      * collective (registered buffers stay until the communicator is destroyed). */
     void (*close)(nn_layout_t *l, int err);
+    /* Optional (NULL: none): the per-stage figures of the steps since the last call into
+     * out (*n entries, at most 64), then start counting anew. Collective. */
+    int (*stages)(nn_layout_t *l, hpml_stage_report_t *out, int *n, double *theory);
 } nn_layout_ops_t;
 
 /* The part of every layout the trainer reads; a layout's own struct starts with it. */
@@ -77,9 +80,22 @@ struct nn_layout {
     float *x;        /* where the trainer puts a step's inputs */
     int whole_batch; /* x takes the whole global batch (gb rows), else this rank's nl */
     double exposed;  /* seconds spent waiting for the other ranks (the trainer resets it) */
+    /* Which samples of a step the trainer gives this rank: with nparts 0, its own block of
+     * the global batch (hpml_io_partition over the ranks); otherwise block `part` of
+     * nparts, with no inputs (skip_x) or no labels (skip_y) where the rank needs none. */
+    int nparts, part, skip_x, skip_y;
+    int top_layer; /* 0: this rank updates every layer; else only the layers below it */
 };
 
-extern const nn_layout_ops_t hpml__layout_data, hpml__layout_split1, hpml__layout_split2;
+extern const nn_layout_ops_t hpml__layout_data, hpml__layout_split1, hpml__layout_split2,
+    hpml__layout_pipe;
+
+/* The pipeline's stages for c (c->stages > 1) on model m and P ranks: bounds[0..S] the
+ * layer bounds (bounds may be NULL: only the checks). HPML_ERR_INVAL with a message when
+ * the pipeline cannot be made (more stages than layers, ranks not a multiple of the
+ * stages, a partition list that does not add up, another layout asked for...). Local, the
+ * same verdict on every rank. layout_pipe.c. */
+int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, int *bounds);
 
 /* The layout for model m on P ranks with lb samples per rank (replicated: every rank can
  * read every sample): c->parallel and c->split_layers, or the cheaper where they leave the

@@ -1,0 +1,569 @@
+/*
+ * The pipeline layout (GPipe, 1F1B; HyPar-Flow's stages x replicas): the layers cut into S
+ * contiguous stages, rank p computing stage s = p % S of replica r = p / S. Each replica
+ * takes its block of the global batch (hpml_io_partition over the R = P / S replicas) in M
+ * micro-batches; stage s receives a micro-batch's inputs from rank p - 1 and sends its
+ * outputs to rank p + 1, and the gradients of those back. Only stage 0 gets images and
+ * only stage S - 1 labels. The loss gradient is scaled by 1 / global batch, each stage
+ * sums its micro-batches' gradients in micro-batch order (the same in both schedules, so
+ * GPipe and 1F1B give the same bits), allreduces them over its replicas and updates its
+ * parameters; gather broadcasts each stage's parameters from its replica 0.
+ *
+ * The action table (which micro-batch's forward or backward comes next) depends only on
+ * (S, M, s, schedule), so every rank derives it alike. Every receive of the step is posted
+ * before the first action and every send is nonblocking, completed at the end of the
+ * step; a rank therefore only ever waits for a message its neighbour sends earlier in the
+ * neighbour's own table, and the tables' dependencies (forward j on stage s after forward
+ * j on s - 1, backward j after backward j on s + 1) have no cycle: no order deadlocks,
+ * with M < S too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpml/io.h"
+#include "nn/layout.h"
+
+#define MAX_STAGES 64
+#define TAG_ACT 0  /* + 2j: micro-batch j's activations, forward */
+#define TAG_GRAD 1 /* + 2j: their gradients, backward */
+
+typedef struct {
+    nn_layout_t base;
+    hpml_comm_t *comm, *replicas; /* replicas: the ranks of this stage (NULL with R = 1) */
+    hpml_model_t *m;              /* the whole model: parameters, gradients, gather */
+    hpml_optim_t *o;
+    const hpml_train_config_t *cfg;
+    int S, R, M, s, r, me, recompute;
+    int bounds[MAX_STAGES + 1]; /* stage t has layers [bounds[t], bounds[t+1]) */
+    size_t off0, off1;          /* this stage's parameters */
+    size_t in_w, out_w;         /* values per sample in and out of this stage */
+    size_t mb;                  /* the largest micro-batch */
+    int nslots;                 /* stage models, each with one micro-batch's activations */
+    hpml_model_t **slot;
+    int *busy;    /* per slot: micro-batch + 1 whose activations it holds, or 0 */
+    int *acts;    /* 2M actions: j + 1 forward of micro-batch j, -(j + 1) its backward */
+    float *in;    /* (M, mb, in_w): received inputs (stage > 0) */
+    float *out;   /* (M, mb, out_w): outputs sent (stage < S - 1) */
+    float *dy;    /* (M, mb, out_w): their gradients received */
+    float *dx;    /* (M, mb, in_w): gradients of the inputs sent */
+    float *acc;   /* off1 - off0: the step's gradients summed over its micro-batches */
+    hpml_p2p_request_t **rq; /* 2M receives (inputs, output gradients) */
+    hpml_p2p_request_t **sq; /* 2M sends */
+    /* Figures since the last report. */
+    double span, busy_s;
+    long steps;
+    int peak_live;
+} pipe_t;
+
+int hpml_schedule_parse(const char *name, hpml_schedule_t *out)
+{
+    if (name && strcmp(name, "gpipe") == 0)
+        *out = HPML_SCHEDULE_GPIPE;
+    else if (name && strcmp(name, "1f1b") == 0)
+        *out = HPML_SCHEDULE_1F1B;
+    else
+        return hpml_set_error(HPML_ERR_INVAL, "schedule: expected gpipe or 1f1b, got '%s'",
+                              name ? name : "(null)");
+    return 0;
+}
+
+const char *hpml_schedule_name(hpml_schedule_t s)
+{
+    return s == HPML_SCHEDULE_1F1B ? "1f1b" : "gpipe";
+}
+
+/* "N,N,...": S positive layer counts adding up to the model's layers. */
+static int parse_list(const char *p, int S, int nlayers, int *bounds)
+{
+    int n = 0, sum = 0;
+
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > nlayers || (*end != ',' && *end != '\0'))
+            return hpml_set_error(HPML_ERR_INVAL,
+                                  "train: --partition takes 'uniform' or layer counts 'N,N,...' "
+                                  "each from 1 to %d; got '%s'",
+                                  nlayers, p);
+        if (n == S)
+            return hpml_set_error(HPML_ERR_INVAL,
+                                  "train: --partition lists more than the %d stages", S);
+        bounds[n + 1] = bounds[n] + (int)v;
+        sum += (int)v;
+        n++;
+        p = *end ? end + 1 : end;
+    }
+    if (n != S || sum != nlayers)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: --partition lists %d stages of %d layers in all; the "
+                              "pipeline has %d stages and the model %d layers",
+                              n, sum, S, nlayers);
+    return 0;
+}
+
+int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, int *bounds)
+{
+    const int S = c->stages, L = m->nlayers;
+    int b[MAX_STAGES + 1];
+
+    if (S > MAX_STAGES)
+        return hpml_set_error(HPML_ERR_INVAL, "train: at most %d pipeline stages, not %d",
+                              MAX_STAGES, S);
+    if (S > L)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: %d pipeline stages for a model of %d layers: a stage needs "
+                              "at least one layer",
+                              S, L);
+    if (P % S != 0)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: %d ranks are not a multiple of the %d pipeline stages", P, S);
+    if (c->micro_batches < 0 || c->micro_batches > HPML_TAG_MAX / 2)
+        return hpml_set_error(HPML_ERR_INVAL, "train: micro-batches must be from 1 to %d, not %d",
+                              HPML_TAG_MAX / 2, c->micro_batches);
+    if (c->parallel == HPML_PARALLEL_HYBRID || c->split_layers != 0)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: the pipeline is its own layout: not with --parallel "
+                              "hybrid or --split-layers");
+    if (c->grad_dtype != HPML_F32)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: the pipeline sums its gradients in f32 (no --grad-dtype %s)",
+                              hpml_dtype_name(c->grad_dtype));
+    b[0] = 0;
+    if (c->partition == NULL || strcmp(c->partition, "uniform") == 0) {
+        for (int t = 0; t < S; t++) {
+            size_t lo, hi;
+            hpml_io_partition((size_t)L, t, S, &lo, &hi);
+            b[t + 1] = (int)hi;
+        }
+    } else {
+        int err = parse_list(c->partition, S, L, b);
+        if (err != 0)
+            return err;
+    }
+    if (bounds)
+        memcpy(bounds, b, (size_t)(S + 1) * sizeof(int));
+    return 0;
+}
+
+/* Stage s's actions for M micro-batches of S stages: GPipe every forward then every
+ * backward; 1F1B min(S - 1 - s, M) forwards, then one forward and one backward in turn,
+ * then the remaining backwards. Backwards run in micro-batch order in both. */
+static void schedule(hpml_schedule_t kind, int S, int M, int s, int *a)
+{
+    int k = 0, f = 0, b = 0;
+    int warm = kind == HPML_SCHEDULE_GPIPE ? M : (S - 1 - s < M ? S - 1 - s : M);
+
+    while (f < warm)
+        a[k++] = ++f;
+    while (f < M) {
+        a[k++] = ++f;
+        a[k++] = -++b;
+    }
+    while (b < M)
+        a[k++] = -++b;
+}
+
+/* Most micro-batches stage s keeps at once under its actions. */
+static int live_peak(const int *a, int M)
+{
+    int live = 0, peak = 0;
+
+    for (int k = 0; k < 2 * M; k++) {
+        live += a[k] > 0 ? 1 : -1;
+        peak = live > peak ? live : peak;
+    }
+    return peak;
+}
+
+static void pipe_close(nn_layout_t *l, int err)
+{
+    pipe_t *p = (pipe_t *)l;
+
+    if (p == NULL)
+        return;
+    if (p->rq && p->sq) /* requests of a failed step: wait only when the run is healthy */
+        for (int i = 0; i < 2 * p->M; i++) {
+            if (err == 0) {
+                hpml_p2p_wait(p->rq[i]);
+                hpml_p2p_wait(p->sq[i]);
+            }
+        }
+    for (int i = 0; p->slot && i < p->nslots; i++)
+        hpml_model_destroy(p->slot[i]);
+    if (err == 0)
+        hpml_comm_destroy(p->replicas);
+    free(p->slot);
+    free(p->busy);
+    free(p->acts);
+    free(p->rq);
+    free(p->sq);
+    hpml_free(p->in);
+    hpml_free(p->out);
+    hpml_free(p->dy);
+    hpml_free(p->dx);
+    hpml_free(p->acc);
+    hpml_free(p->base.x);
+    free(p);
+}
+
+static float *alloc_f(size_t n)
+{
+    return hpml_malloc((n ? n : 1) * sizeof(float));
+}
+
+static int pipe_open(const nn_layout_args_t *a, nn_layout_t **out)
+{
+    const int P = hpml_comm_size(a->comm);
+    pipe_t *p = calloc(1, sizeof(*p));
+    hpml_model_t *m = a->m;
+    int err = HPML_ERR_NOMEM, l0, l1;
+    size_t rows;
+
+    *out = NULL;
+    if (p == NULL)
+        return err;
+    p->base.ops = &hpml__layout_pipe;
+    p->comm = a->comm;
+    p->m = m;
+    p->o = a->o;
+    p->cfg = a->cfg;
+    p->S = a->cfg->stages;
+    p->R = P / p->S;
+    p->M = a->cfg->micro_batches > 0 ? a->cfg->micro_batches : p->S;
+    p->me = hpml_comm_rank(a->comm);
+    p->s = p->me % p->S;
+    p->r = p->me / p->S;
+    p->recompute = a->cfg->recompute;
+    if ((err = hpml__pipe_plan(a->cfg, m, P, p->bounds)) != 0)
+        goto out;
+    /* Every rank takes part in the split, also with one replica. */
+    if ((err = hpml_comm_split(a->comm, p->s, p->r, &p->replicas)) != 0)
+        goto out;
+    l0 = p->bounds[p->s];
+    l1 = p->bounds[p->s + 1];
+    p->off0 = m->layers[l0].w_off;
+    p->off1 = l1 < m->nlayers ? m->layers[l1].w_off : m->nparams;
+    p->in_w = m->layers[l0].in_size;
+    p->out_w = m->layers[l1 - 1].out_size;
+    rows = a->gb / (size_t)p->R + 1; /* the largest share of one replica */
+    p->mb = rows / (size_t)p->M + 1;
+    p->base.nparts = p->R;
+    p->base.part = p->r;
+    p->base.skip_x = p->s > 0;
+    p->base.skip_y = p->s < p->S - 1;
+    p->base.top_layer = l1;
+    err = HPML_ERR_NOMEM;
+    if (!(p->acts = malloc(2 * (size_t)p->M * sizeof(int))) ||
+        !(p->rq = calloc(2 * (size_t)p->M, sizeof(*p->rq))) ||
+        !(p->sq = calloc(2 * (size_t)p->M, sizeof(*p->sq))))
+        goto out;
+    schedule(a->cfg->schedule, p->S, p->M, p->s, p->acts);
+    p->nslots = p->recompute ? 1 : live_peak(p->acts, p->M);
+    if (!(p->slot = calloc((size_t)p->nslots, sizeof(*p->slot))) ||
+        !(p->busy = calloc((size_t)p->nslots, sizeof(int))))
+        goto out;
+    for (int i = 0; i < p->nslots; i++)
+        if ((err = hpml__nn_model_stage(m, l0, l1, &p->slot[i])) != 0 ||
+            (err = hpml_model_reserve(p->slot[i], p->mb)) != 0)
+            goto out;
+    err = HPML_ERR_NOMEM;
+    if (!(p->acc = alloc_f(p->off1 - p->off0)) ||
+        !(p->base.x = alloc_f(p->s == 0 ? rows * p->in_w : 0)) ||
+        !(p->in = alloc_f(p->s > 0 ? (size_t)p->M * p->mb * p->in_w : 0)) ||
+        !(p->dx = alloc_f(p->s > 0 ? (size_t)p->M * p->mb * p->in_w : 0)) ||
+        !(p->out = alloc_f(p->s < p->S - 1 ? (size_t)p->M * p->mb * p->out_w : 0)) ||
+        !(p->dy = alloc_f(p->s < p->S - 1 ? (size_t)p->M * p->mb * p->out_w : 0)))
+        goto out;
+    *out = &p->base;
+    p = NULL;
+    err = 0;
+out:
+    pipe_close(p ? &p->base : NULL, err ? err : 0);
+    return err;
+}
+
+/* The forward pass is part of the schedule (backward below). */
+static int pipe_forward(nn_layout_t *l, const nn_step_t *s)
+{
+    (void)l;
+    (void)s;
+    return 0;
+}
+
+/* Micro-batch j's rows of the replica's nl: [*r0, *r0 + *n). */
+static void micro_rows(const pipe_t *p, size_t nl, int j, size_t *r0, size_t *n)
+{
+    size_t hi;
+
+    hpml_io_partition(nl, j, p->M, r0, &hi);
+    *n = hi - *r0;
+}
+
+/* Post the step's receives: every non-empty micro-batch's inputs and output gradients. */
+static int post_receives(pipe_t *p, size_t nl)
+{
+    for (int j = 0; j < p->M; j++) {
+        size_t r0, n;
+        int err;
+        micro_rows(p, nl, j, &r0, &n);
+        if (n == 0)
+            continue;
+        if (p->s > 0 && (err = hpml_irecv(p->in + (size_t)j * p->mb * p->in_w, n * p->in_w,
+                                          HPML_F32, p->me - 1, TAG_ACT + 2 * j, p->comm,
+                                          &p->rq[2 * j])) != 0)
+            return err;
+        if (p->s < p->S - 1 &&
+            (err = hpml_irecv(p->dy + (size_t)j * p->mb * p->out_w, n * p->out_w, HPML_F32,
+                              p->me + 1, TAG_GRAD + 2 * j, p->comm, &p->rq[2 * j + 1])) != 0)
+            return err;
+    }
+    return 0;
+}
+
+/* A free slot for micro-batch j (its activations until its backward). */
+static hpml_model_t *take_slot(pipe_t *p, int j)
+{
+    for (int i = 0; i < p->nslots; i++)
+        if (p->recompute || p->busy[i] == 0) {
+            p->busy[i] = j + 1;
+            return p->slot[i];
+        }
+    return NULL;
+}
+
+static hpml_model_t *slot_of(pipe_t *p, int j)
+{
+    if (p->recompute) /* one model, its activations recomputed */
+        return p->slot[0];
+    for (int i = 0; i < p->nslots; i++)
+        if (p->busy[i] == j + 1) {
+            p->busy[i] = 0;
+            return p->slot[i];
+        }
+    return NULL;
+}
+
+/* Micro-batch j's input: the trainer's rows on stage 0, else the received ones. */
+static const float *input_of(pipe_t *p, int j, size_t r0, double *wait)
+{
+    double t0 = hpml_time();
+    const float *x;
+
+    if (p->s == 0)
+        return p->base.x + r0 * p->in_w;
+    x = p->in + (size_t)j * p->mb * p->in_w;
+    if (hpml_p2p_wait(p->rq[2 * j]) != 0)
+        x = NULL;
+    p->rq[2 * j] = NULL;
+    *wait += hpml_time() - t0;
+    return x;
+}
+
+static int forward_one(pipe_t *p, const nn_step_t *s, int j, size_t r0, size_t n, double *wait)
+{
+    const float *x = input_of(p, j, r0, wait), *z;
+    hpml_model_t *sm = take_slot(p, j);
+    int err;
+
+    if (x == NULL)
+        return HPML_ERR_MPI;
+    if (sm == NULL) /* the slots are counted from the same table */
+        return hpml_set_error(HPML_ERR_STATE, "train: pipeline stage %d has no free slot", p->s);
+    if ((err = hpml_model_forward(sm, x, n, 1, s->ids ? s->ids + r0 : NULL, s->key, &z)) != 0)
+        return err;
+    if (p->s == p->S - 1)
+        return 0;
+    float *o = p->out + (size_t)j * p->mb * p->out_w;
+    memcpy(o, z, n * p->out_w * sizeof(float));
+    return hpml_isend(o, n * p->out_w, HPML_F32, p->me + 1, TAG_ACT + 2 * j, p->comm,
+                      &p->sq[2 * j]);
+}
+
+static int backward_one(pipe_t *p, const nn_step_t *s, int j, size_t r0, size_t n, int first,
+                        double *loss, size_t *correct, double *wait)
+{
+    const size_t np = p->off1 - p->off0;
+    const int last = p->s == p->S - 1;
+    hpml_model_t *sm = slot_of(p, j);
+    const float *dy = NULL, *dx = NULL, *z;
+    double l = 0;
+    size_t ok = 0;
+    int err;
+
+    if (sm == NULL)
+        return hpml_set_error(HPML_ERR_STATE, "train: pipeline stage %d lost micro-batch %d",
+                              p->s, j);
+    if (p->recompute) { /* the same inputs, ids and key: the same activations, bit for bit */
+        const float *x = p->s == 0 ? p->base.x + r0 * p->in_w
+                                   : p->in + (size_t)j * p->mb * p->in_w;
+        if ((err = hpml_model_forward(sm, x, n, 1, s->ids ? s->ids + r0 : NULL, s->key, &z)) != 0)
+            return err;
+    }
+    if (!last) {
+        double t0 = hpml_time();
+        err = hpml_p2p_wait(p->rq[2 * j + 1]);
+        p->rq[2 * j + 1] = NULL;
+        *wait += hpml_time() - t0;
+        if (err != 0)
+            return err;
+        dy = p->dy + (size_t)j * p->mb * p->out_w;
+    }
+    if ((err = hpml__nn_backward_stage(sm, last ? s->y + r0 : NULL, 1.0f / (float)s->gb, dy,
+                                       p->s > 0, &l, &ok, &dx)) != 0)
+        return err;
+    *loss += l;
+    *correct += ok;
+    if (first)
+        memcpy(p->acc, p->m->grads + p->off0, np * sizeof(float));
+    else
+        for (size_t i = 0; i < np; i++)
+            p->acc[i] += p->m->grads[p->off0 + i];
+    if (p->s == 0)
+        return 0;
+    float *g = p->dx + (size_t)j * p->mb * p->in_w;
+    memcpy(g, dx, n * p->in_w * sizeof(float));
+    return hpml_isend(g, n * p->in_w, HPML_F32, p->me - 1, TAG_GRAD + 2 * j, p->comm,
+                      &p->sq[2 * j + 1]);
+}
+
+/* The whole schedule of the step. */
+static int pipe_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, size_t *correct)
+{
+    pipe_t *p = (pipe_t *)l;
+    double t0 = hpml_time(), wait = 0;
+    int err, first = 1, live = 0;
+
+    if ((err = post_receives(p, s->nl)) != 0)
+        return err;
+    for (int k = 0; k < 2 * p->M; k++) {
+        const int j = (p->acts[k] > 0 ? p->acts[k] : -p->acts[k]) - 1;
+        size_t r0, n;
+        micro_rows(p, s->nl, j, &r0, &n);
+        if (n == 0)
+            continue;
+        if (p->acts[k] > 0) {
+            err = forward_one(p, s, j, r0, n, &wait);
+            live++;
+            p->peak_live = live > p->peak_live ? live : p->peak_live;
+        } else {
+            err = backward_one(p, s, j, r0, n, first, loss_sum, correct, &wait);
+            first = 0;
+            live--;
+        }
+        if (err != 0)
+            return err;
+    }
+    if (first) /* no sample in this replica: it adds nothing to the sums */
+        memset(p->acc, 0, (p->off1 - p->off0) * sizeof(float));
+    /* Busy: computing; the sends' completion below counts as the schedule's time. */
+    {
+        double t1 = hpml_time();
+        err = hpml_p2p_waitall(2 * (size_t)p->M, p->sq);
+        wait += hpml_time() - t1;
+        p->span += hpml_time() - t0;
+        p->busy_s += hpml_time() - t0 - wait;
+        p->steps++;
+        l->exposed += wait;
+    }
+    return err;
+}
+
+static int pipe_update(nn_layout_t *l, const nn_step_t *s)
+{
+    pipe_t *p = (pipe_t *)l;
+    const size_t np = p->off1 - p->off0;
+    float *w = p->m->params + p->off0;
+    int err;
+
+    if (p->R > 1) {
+        double t0 = hpml_time();
+        err = hpml_allreduce(HPML_IN_PLACE, p->acc, np, HPML_F32, HPML_SUM, p->replicas);
+        l->exposed += hpml_time() - t0;
+        if (err != 0)
+            return err;
+    }
+    hpml_optim_update(p->o, p->off0, np, w, p->acc, w, s->lr);
+    return 0;
+}
+
+/* Each stage's parameters (and moments) from its replica 0, rank t, to every rank. */
+static int pipe_gather(nn_layout_t *l, int moments)
+{
+    pipe_t *p = (pipe_t *)l;
+    const int nst = moments ? hpml_optim_nstate(p->o) : 0;
+    int err;
+
+    for (int t = 0; t < p->S; t++) {
+        const hpml_model_t *m = p->m;
+        const int l0 = p->bounds[t], l1 = p->bounds[t + 1];
+        const size_t a = m->layers[l0].w_off, b = l1 < m->nlayers ? m->layers[l1].w_off
+                                                                   : m->nparams;
+        if ((err = hpml_bcast(p->m->params + a, b - a, HPML_F32, t, p->comm)) != 0)
+            return err;
+        for (int i = 0; i < nst; i++)
+            if ((err = hpml_bcast(hpml_optim_state(p->o, i) + a, b - a, HPML_F32, t, p->comm)) !=
+                0)
+                return err;
+    }
+    return 0;
+}
+
+/* Replica 0's figures of every stage: rank t's, allgathered. */
+static int pipe_stages(nn_layout_t *l, hpml_stage_report_t *out, int *n, double *theory)
+{
+    enum { K = 8 };
+    pipe_t *p = (pipe_t *)l;
+    const int P = hpml_comm_size(p->comm);
+    const size_t np = p->off1 - p->off0;
+    const double steps = p->steps > 0 ? (double)p->steps : 1;
+    const size_t per_mb = p->recompute ? p->mb * p->in_w * sizeof(float)
+                                       : hpml__nn_act_bytes(p->slot[0], p->mb);
+    double mine[K], *all = malloc((size_t)P * K * sizeof(double));
+    int err;
+
+    if (all == NULL)
+        return hpml_set_error(HPML_ERR_NOMEM, "train: no memory for the pipeline's report");
+    mine[0] = (double)np;
+    mine[1] = (double)(per_mb * (size_t)p->peak_live +
+                       (p->recompute ? hpml__nn_act_bytes(p->slot[0], p->mb) : 0));
+    mine[2] = (double)p->peak_live;
+    mine[3] = p->span / steps;
+    mine[4] = p->busy_s / steps;
+    mine[5] = (double)hpml_optim_nstate(p->o);
+    mine[6] = mine[7] = 0;
+    err = hpml_allgather(mine, all, K, HPML_F64, p->comm);
+    for (int t = 0; err == 0 && t < p->S; t++) {
+        const double *v = all + (size_t)t * K;
+        hpml_stage_report_t *e = &out[t];
+        e->first_layer = p->bounds[t];
+        e->last_layer = p->bounds[t + 1] - 1;
+        e->params = (size_t)v[0];
+        e->param_bytes = e->grad_bytes = e->params * sizeof(float);
+        e->optim_bytes = (size_t)v[5] * e->params * sizeof(float);
+        e->act_bytes = (size_t)v[1];
+        e->peak_live = (int)v[2];
+        e->step_s = v[3];
+        e->busy_s = v[4];
+        e->bubble = v[3] > 0 ? 1.0 - v[4] / v[3] : 0;
+    }
+    free(all);
+    *n = p->S;
+    *theory = (double)(p->S - 1) / (double)(p->M + p->S - 1);
+    p->span = p->busy_s = 0;
+    p->steps = 0;
+    p->peak_live = 0;
+    return err;
+}
+
+const nn_layout_ops_t hpml__layout_pipe = {
+    .name = "pipeline",
+    .split = 0,
+    .open = pipe_open,
+    .forward = pipe_forward,
+    .backward = pipe_backward,
+    .update = pipe_update,
+    .gather = pipe_gather,
+    .close = pipe_close,
+    .stages = pipe_stages,
+};
