@@ -74,8 +74,9 @@ const char *hpml_schedule_name(hpml_schedule_t s)
 }
 
 /* "N,N,...": S positive layer counts adding up to the model's layers. */
-static int parse_list(const char *p, int S, int nlayers, int *bounds)
+static int parse_list(const char *list, int S, int nlayers, int *bounds)
 {
+    const char *p = list;
     int n = 0, sum = 0;
 
     while (*p) {
@@ -85,7 +86,7 @@ static int parse_list(const char *p, int S, int nlayers, int *bounds)
             return hpml_set_error(HPML_ERR_INVAL,
                                   "train: --partition takes 'uniform' or layer counts 'N,N,...' "
                                   "each from 1 to %d; got '%s'",
-                                  nlayers, p);
+                                  nlayers, list);
         if (n == S)
             return hpml_set_error(HPML_ERR_INVAL,
                                   "train: --partition lists more than the %d stages", S);
