@@ -209,7 +209,8 @@ int hpml_train_data_load(hpml_comm_t *comm, const hpml_data_paths_t *paths,
                          const hpml_train_data_opts_t *opts, hpml_dataset_t *train,
                          hpml_dataset_t *test, float *mean, float *std);
 
-/* The spec of a preset ("mlp": 784-512-256-10, "lenet": LeNet-5, "cnn": the 2-conv
+/* The spec of a preset ("mlp": 784-512-256-10, "deep-mlp": 16 x dense 1024, "vgg": four
+ * 3x3 convolutions in two pooled blocks, "lenet": LeNet-5, "cnn": the 2-conv
  * network of the issue), or `name` itself when it is not a preset. */
 const char *hpml_model_preset(const char *name);
 

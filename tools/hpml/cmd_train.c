@@ -320,7 +320,8 @@ static const opt_t options[] = {
      .off = OFF(model),
      .arg = "SPEC",
      .help = "layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
-             "or a preset: mlp, lenet, cnn, small-cnn (default mlp)"},
+             "or a preset: mlp, lenet, cnn, small-cnn, deep-mlp, vgg\n"
+             "(default mlp)"},
     {.kind = OPT_SECTION, .help = "Data (default: Fashion-MNIST in " HPML_NN_DEFAULT_DATA "):"},
     {.name = "data",
      .kind = OPT_STRING,
