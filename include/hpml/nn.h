@@ -290,7 +290,12 @@ typedef struct hpml_train_config {
     hpml_schedule_t schedule; /* GPipe (default) or 1F1B: the same gradients, bit for bit */
     int recompute;            /* keep only each stage's inputs, forward again in backward */
     const char *partition;    /* NULL or "uniform": layers split evenly; "N,N,...": layers
-                                 per stage */
+                                 per stage; "auto": contiguous stages minimising the slowest
+                                 one's measured forward + backward time (exact dynamic
+                                 programming) within memory_limit */
+    size_t memory_limit; /* bytes per rank (0: none): parameters, gradients, optimizer
+                            state and activations as estimated from the model; a layout
+                            that needs more is refused before training */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);

@@ -107,6 +107,14 @@ static int split_layers(const hpml_train_config_t *c, const hpml_model_t *m, int
     return pair_ok && split_cost(m, P, lb, 2) < split_cost(m, P, lb, 1) ? 2 : 1;
 }
 
+double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n)
+{
+    const int nstate = (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) +
+                       (c->opt.kind != HPML_OPT_SGD);
+
+    return (double)m->nparams * sizeof(float) * (2 + nstate) + (double)hpml__nn_act_bytes(m, n);
+}
+
 int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P, int replicated,
                       size_t lb, const nn_layout_ops_t **out)
 {
@@ -115,7 +123,7 @@ int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P
     int n;
 
     if (c->stages > 1) {
-        if ((n = hpml__pipe_plan(c, m, P, NULL)) != 0)
+        if ((n = hpml__pipe_plan(c, m, P, lb, NULL)) != 0)
             return n;
         *out = &hpml__layout_pipe;
         return 0;
@@ -123,6 +131,15 @@ int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P
     n = split_layers(c, m, P, replicated, lb);
     if (n < 0)
         return n;
+    /* Every rank holds the whole model here (the split layers' rows aside): the estimate
+     * is the data layout's. */
+    if (c->memory_limit > 0 && hpml__model_bytes(c, m, lb) > (double)c->memory_limit)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: the %s layout needs %.1f MiB per rank (parameters, "
+                              "gradients, optimizer state, activations of %zu samples), more "
+                              "than --memory-limit %.1f MiB; --pipeline S spreads the layers",
+                              n ? "hybrid" : "data-parallel", hpml__model_bytes(c, m, lb) / 1048576.0,
+                              lb, (double)c->memory_limit / 1048576.0);
     *out = by_split[n];
     return 0;
 }

@@ -90,12 +90,30 @@ struct nn_layout {
 extern const nn_layout_ops_t hpml__layout_data, hpml__layout_split1, hpml__layout_split2,
     hpml__layout_pipe;
 
-/* The pipeline's stages for c (c->stages > 1) on model m and P ranks: bounds[0..S] the
- * layer bounds (bounds may be NULL: only the checks). HPML_ERR_INVAL with a message when
- * the pipeline cannot be made (more stages than layers, ranks not a multiple of the
- * stages, a partition list that does not add up, another layout asked for...). Local, the
- * same verdict on every rank. layout_pipe.c. */
-int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, int *bounds);
+/* The pipeline's stages for c (c->stages > 1) on model m and P ranks with lb samples per
+ * rank: bounds[0..S] the layer bounds (bounds may be NULL: only the checks; with "auto",
+ * any partition within the memory limit, which pipe_open replaces by the measured one).
+ * HPML_ERR_INVAL with a message when the pipeline cannot be made (more stages than layers,
+ * ranks not a multiple of the stages, a partition list that does not add up, a memory
+ * limit no partition meets, another layout asked for...). Local, the same verdict on every
+ * rank. layout_pipe.c. */
+int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, size_t lb,
+                    int *bounds);
+
+/* Contiguous stages of L layers minimising the slowest stage: cost[l] the time of layer l,
+ * mem[l] its bytes (parameters, gradients, state) and act[l] its activation bytes per kept
+ * micro-batch; edge[i] (i = 0..L, edge[0] = edge[L] = 0) the bytes a stage that starts or
+ * ends at layer i holds for its messages there; stage s keeps keep[s] micro-batches. Every
+ * stage gets at least one layer and at most limit bytes (0: no limit). bounds[0..S];
+ * *slowest the slowest stage's cost. Exact (dynamic programming over the stages x layer
+ * prefixes); ties go to the earliest cut. HPML_ERR_INVAL when no partition meets the limit
+ * (or S > L). Pure, layout_pipe.c. */
+int hpml__pipe_balance(const double *cost, const double *mem, const double *act,
+                       const double *edge, int L, int S, const int *keep, double limit,
+                       int *bounds, double *slowest);
+/* The bytes of model m's parameters, gradients and optimizer state under cfg, and its
+ * activations for a batch of n (hpml_model_reserve's buffers). */
+double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n);
 
 /* The layout for model m on P ranks with lb samples per rank (replicated: every rank can
  * read every sample): c->parallel and c->split_layers, or the cheaper where they leave the

@@ -73,6 +73,11 @@ const char *hpml_schedule_name(hpml_schedule_t s)
     return s == HPML_SCHEDULE_1F1B ? "1f1b" : "gpipe";
 }
 
+static float *alloc_f(size_t n)
+{
+    return hpml_malloc((n ? n : 1) * sizeof(float));
+}
+
 /* "N,N,...": S positive layer counts adding up to the model's layers. */
 static int parse_list(const char *list, int S, int nlayers, int *bounds)
 {
@@ -103,10 +108,93 @@ static int parse_list(const char *list, int S, int nlayers, int *bounds)
     return 0;
 }
 
-int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, int *bounds)
+int hpml__pipe_balance(const double *cost, const double *mem, const double *act,
+                       const double *edge, int L, int S, const int *keep, double limit,
+                       int *bounds, double *slowest)
+{
+    /* best[s * (L + 1) + j]: the slowest stage of the best cut of layers [0, j) into stages
+     * 0..s; cut[...] where stage s starts in it. */
+    double *best = malloc((size_t)S * (size_t)(L + 1) * sizeof(double));
+    int *cut = malloc((size_t)S * (size_t)(L + 1) * sizeof(int)), err = 0;
+    const double inf = 1e300;
+
+    if (best == NULL || cut == NULL) {
+        err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to partition the pipeline");
+        goto out;
+    }
+    for (int k = 0; k < S * (L + 1); k++)
+        best[k] = inf, cut[k] = -1;
+    for (int s = 0; s < S; s++)
+        for (int j = s + 1; j <= L - (S - 1 - s); j++)
+            for (int i = s; i < j; i++) { /* stage s = layers [i, j) */
+                double c = 0, m = edge[i] + edge[j], prev = s ? best[(s - 1) * (L + 1) + i] : 0;
+                if (s == 0 && i > 0)
+                    break;
+                if (prev >= inf)
+                    continue;
+                for (int l = i; l < j; l++) {
+                    c += cost[l];
+                    m += mem[l] + (double)keep[s] * act[l];
+                }
+                if (limit > 0 && m > limit)
+                    continue;
+                c = c > prev ? c : prev;
+                if (c < best[s * (L + 1) + j]) { /* strictly: the earliest cut wins ties */
+                    best[s * (L + 1) + j] = c;
+                    cut[s * (L + 1) + j] = i;
+                }
+            }
+    if (S > L || best[(S - 1) * (L + 1) + L] >= inf) {
+        err = hpml_set_error(HPML_ERR_INVAL,
+                             "train: no cut of the %d layers into %d pipeline stages keeps every "
+                             "stage within --memory-limit %.1f MiB",
+                             L, S, limit / 1048576.0);
+        goto out;
+    }
+    *slowest = best[(S - 1) * (L + 1) + L];
+    bounds[S] = L;
+    for (int s = S - 1; s >= 0; s--)
+        bounds[s] = cut[s * (L + 1) + bounds[s + 1]];
+out:
+    free(best);
+    free(cut);
+    return err;
+}
+
+/* What balance needs of model m: per layer its bytes (parameters, gradients, optimizer
+ * state) and activation bytes for a micro-batch of mb, and per boundary the bytes of the
+ * buffers for its messages (M micro-batches of activations and their gradients, in and
+ * out); the micro-batches each stage keeps. Arrays of L, L + 1 and S. */
+static void stage_sizes(const hpml_train_config_t *c, const hpml_model_t *m, size_t mb, double *mem,
+                        double *act, double *edge, int *keep)
+{
+    const int nstate = (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) +
+                       (c->opt.kind != HPML_OPT_SGD);
+    const int S = c->stages, M = c->micro_batches > 0 ? c->micro_batches : S;
+
+    for (int l = 0; l < m->nlayers; l++) {
+        const nn_layer_t *y = &m->layers[l];
+        const size_t wide = y->in_size > y->out_size ? y->in_size : y->out_size;
+        mem[l] = (double)(y->nw + y->nb) * sizeof(float) * (2 + nstate);
+        /* Its buffers, its share of the gradient buffers, the softmax's on the last. */
+        act[l] = (double)hpml__nn_layer_act_bytes(y, mb) + 2.0 * (double)(mb * wide) * 4 +
+                 (l == m->nlayers - 1 ? (double)(mb * y->out_size) * 4 : 0);
+        edge[l] = l == 0 ? 0 : 2.0 * M * (double)(mb * y->in_size) * 4 * 2;
+    }
+    edge[m->nlayers] = 0;
+    for (int s = 0; s < S; s++)
+        keep[s] = c->recompute ? 1
+                  : c->schedule == HPML_SCHEDULE_GPIPE ? M
+                  : (S - s < M ? S - s : M);
+}
+
+int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, size_t lb,
+                    int *bounds)
 {
     const int S = c->stages, L = m->nlayers;
-    int b[MAX_STAGES + 1];
+    const int M = c->micro_batches > 0 ? c->micro_batches : S;
+    int b[MAX_STAGES + 1], keep[MAX_STAGES], err = 0;
+    double *mem = NULL, *act = NULL, *edge = NULL, *one = NULL, slowest;
 
     if (S > MAX_STAGES)
         return hpml_set_error(HPML_ERR_INVAL, "train: at most %d pipeline stages, not %d",
@@ -130,6 +218,14 @@ int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, 
         return hpml_set_error(HPML_ERR_INVAL,
                               "train: the pipeline sums its gradients in f32 (no --grad-dtype %s)",
                               hpml_dtype_name(c->grad_dtype));
+    if (!(mem = malloc((size_t)L * sizeof(double))) || !(act = malloc((size_t)L * sizeof(double))) ||
+        !(one = malloc((size_t)L * sizeof(double))) ||
+        !(edge = malloc((size_t)(L + 1) * sizeof(double)))) {
+        err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to plan the pipeline");
+        goto out;
+    }
+    /* A replica's micro-batch: its lb * S samples of a step in M. */
+    stage_sizes(c, m, lb * (size_t)S / (size_t)M + 1, mem, act, edge, keep);
     b[0] = 0;
     if (c->partition == NULL || strcmp(c->partition, "uniform") == 0) {
         for (int t = 0; t < S; t++) {
@@ -137,14 +233,97 @@ int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, 
             hpml_io_partition((size_t)L, t, S, &lo, &hi);
             b[t + 1] = (int)hi;
         }
+    } else if (strcmp(c->partition, "auto") == 0) {
+        /* Any cut within the limit (every layer costing 1); pipe_open measures the times. */
+        for (int l = 0; l < L; l++)
+            one[l] = 1;
+        err = hpml__pipe_balance(one, mem, act, edge, L, S, keep, (double)c->memory_limit, b,
+                                 &slowest);
     } else {
-        int err = parse_list(c->partition, S, L, b);
-        if (err != 0)
-            return err;
+        err = parse_list(c->partition, S, L, b);
     }
-    if (bounds)
+    for (int s = 0; err == 0 && c->memory_limit > 0 && s < S; s++) {
+        double need = edge[b[s]] + edge[b[s + 1]];
+        for (int l = b[s]; l < b[s + 1]; l++)
+            need += mem[l] + (double)keep[s] * act[l];
+        if (need > (double)c->memory_limit)
+            err = hpml_set_error(HPML_ERR_INVAL,
+                                 "train: pipeline stage %d (layers %d-%d) needs %.1f MiB, more "
+                                 "than --memory-limit %.1f MiB (--partition auto finds a cut "
+                                 "that fits, if one does)",
+                                 s, b[s], b[s + 1] - 1, need / 1048576.0,
+                                 (double)c->memory_limit / 1048576.0);
+    }
+    if (err == 0 && bounds)
         memcpy(bounds, b, (size_t)(S + 1) * sizeof(int));
-    return 0;
+out:
+    free(mem);
+    free(act);
+    free(edge);
+    free(one);
+    return err;
+}
+
+/* --partition auto: each layer's forward and backward timed on this rank for a micro-batch
+ * of mb (the slowest of the ranks' figures, so every rank has the same), then the cut that
+ * minimises the slowest stage within the memory limit. Collective. */
+static int auto_partition(pipe_t *p, size_t mb)
+{
+    hpml_model_t *m = p->m;
+    const int L = m->nlayers, S = p->S;
+    double *cost = calloc((size_t)L, sizeof(double)), *mem = malloc((size_t)L * sizeof(double)),
+           *act = malloc((size_t)L * sizeof(double)),
+           *edge = malloc((size_t)(L + 1) * sizeof(double)), slowest;
+    int keep[MAX_STAGES], err = 0;
+    hpml_rng_t rng;
+
+    if (!cost || !mem || !act || !edge) {
+        err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to partition the pipeline");
+        goto out;
+    }
+    hpml_rng_init(&rng, 1, 0x50495045ull); /* "PIPE" */
+    for (int l = 0; l < L && err == 0; l++) {
+        hpml_model_t *one = NULL;
+        float *x = NULL, *dy = NULL;
+        const float *z, *dx;
+        size_t in = m->layers[l].in_size, out = m->layers[l].out_size;
+
+        if ((err = hpml__nn_model_stage(m, l, l + 1, &one)) == 0 &&
+            (err = hpml_model_reserve(one, mb)) == 0 &&
+            (!(x = alloc_f(mb * in)) || !(dy = alloc_f(mb * out))))
+            err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to time layer %d", l);
+        for (size_t i = 0; err == 0 && i < mb * in; i++)
+            x[i] = (float)hpml_rng_uniform(&rng);
+        for (size_t i = 0; err == 0 && i < mb * out; i++)
+            dy[i] = (float)(hpml_rng_uniform(&rng) - 0.5);
+        /* One untimed round, then the fastest of five (other work on the core only ever
+         * slows a round down). */
+        for (int k = 0; k < 6 && err == 0; k++) {
+            double t0 = hpml_time(), t;
+            if ((err = hpml_model_forward(one, x, mb, 1, NULL, 0, &z)) == 0)
+                err = hpml__nn_backward_stage(one, NULL, 1.0f, dy, l > 0, NULL, NULL, &dx);
+            t = hpml_time() - t0;
+            if (k == 1 || (k > 1 && t < cost[l]))
+                cost[l] = t;
+        }
+        hpml_free(x);
+        hpml_free(dy);
+        hpml_model_destroy(one);
+    }
+    err = hpml_comm_agree(p->comm, err);
+    if (err == 0)
+        err = hpml_allreduce(HPML_IN_PLACE, cost, (size_t)L, HPML_F64, HPML_MAX, p->comm);
+    if (err != 0)
+        goto out;
+    stage_sizes(p->cfg, m, mb, mem, act, edge, keep);
+    err = hpml__pipe_balance(cost, mem, act, edge, L, S, keep, (double)p->cfg->memory_limit,
+                             p->bounds, &slowest);
+out:
+    free(cost);
+    free(mem);
+    free(act);
+    free(edge);
+    return err;
 }
 
 /* Stage s's actions for M micro-batches of S stages: GPipe every forward then every
@@ -208,11 +387,6 @@ static void pipe_close(nn_layout_t *l, int err)
     free(p);
 }
 
-static float *alloc_f(size_t n)
-{
-    return hpml_malloc((n ? n : 1) * sizeof(float));
-}
-
 static int pipe_open(const nn_layout_args_t *a, nn_layout_t **out)
 {
     const int P = hpml_comm_size(a->comm);
@@ -236,7 +410,12 @@ static int pipe_open(const nn_layout_args_t *a, nn_layout_t **out)
     p->s = p->me % p->S;
     p->r = p->me / p->S;
     p->recompute = a->cfg->recompute;
-    if ((err = hpml__pipe_plan(a->cfg, m, P, p->bounds)) != 0)
+    if ((err = hpml__pipe_plan(a->cfg, m, P, a->lb, p->bounds)) != 0)
+        goto out;
+    rows = a->gb / (size_t)p->R + 1; /* the largest share of one replica */
+    p->mb = rows / (size_t)p->M + 1;
+    if (a->cfg->partition && strcmp(a->cfg->partition, "auto") == 0 &&
+        (err = auto_partition(p, p->mb)) != 0)
         goto out;
     /* Every rank takes part in the split, also with one replica. */
     if ((err = hpml_comm_split(a->comm, p->s, p->r, &p->replicas)) != 0)
@@ -247,8 +426,6 @@ static int pipe_open(const nn_layout_args_t *a, nn_layout_t **out)
     p->off1 = l1 < m->nlayers ? m->layers[l1].w_off : m->nparams;
     p->in_w = m->layers[l0].in_size;
     p->out_w = m->layers[l1 - 1].out_size;
-    rows = a->gb / (size_t)p->R + 1; /* the largest share of one replica */
-    p->mb = rows / (size_t)p->M + 1;
     p->base.nparts = p->R;
     p->base.part = p->r;
     p->base.skip_x = p->s > 0;

@@ -255,23 +255,31 @@ nomem:
     return hpml_set_error(HPML_ERR_NOMEM, "nn: cannot allocate activations for batch %zu", nb);
 }
 
+size_t hpml__nn_layer_act_bytes(const nn_layer_t *l, size_t nb)
+{
+    size_t P = (size_t)l->out_h * (size_t)l->out_w, b = 0;
+
+    /* As hpml_model_reserve allocates them. */
+    b += l->kind != NN_FLATTEN ? nb * l->out_size * sizeof(float) : 0;
+    if (l->kind == NN_CONV) {
+        b += (size_t)l->in_c * l->k * l->k * nb * P * sizeof(float);
+        b += (size_t)l->out_c * nb * P * sizeof(float);
+        if (hpml__conv_direct_usable(l))
+            b += hpml__conv_direct_scratch(l, nb) * sizeof(float);
+    }
+    b += l->kind == NN_POOL ? nb * l->out_size * sizeof(int32_t) : 0;
+    b += l->kind == NN_DROPOUT ? nb * l->out_size * sizeof(float) : 0;
+    return b;
+}
+
 size_t hpml__nn_act_bytes(const hpml_model_t *m, size_t nb)
 {
     size_t maxact = hpml_model_input_size(m), b = 0;
 
-    for (int i = 0; i < m->nlayers; i++) { /* as hpml_model_reserve allocates them */
+    for (int i = 0; i < m->nlayers; i++) {
         const nn_layer_t *l = &m->layers[i];
-        size_t P = (size_t)l->out_h * (size_t)l->out_w;
         maxact = l->out_size > maxact ? l->out_size : maxact;
-        b += l->kind != NN_FLATTEN ? nb * l->out_size * sizeof(float) : 0;
-        if (l->kind == NN_CONV) {
-            b += (size_t)l->in_c * l->k * l->k * nb * P * sizeof(float);
-            b += (size_t)l->out_c * nb * P * sizeof(float);
-            if (hpml__conv_direct_usable(l))
-                b += hpml__conv_direct_scratch(l, nb) * sizeof(float);
-        }
-        b += l->kind == NN_POOL ? nb * l->out_size * sizeof(int32_t) : 0;
-        b += l->kind == NN_DROPOUT ? nb * l->out_size * sizeof(float) : 0;
+        b += hpml__nn_layer_act_bytes(l, nb);
     }
     return b + 2 * nb * maxact * sizeof(float) + nb * hpml_model_output_size(m) * sizeof(float);
 }

@@ -119,6 +119,8 @@ int hpml__nn_backward_stage(hpml_model_t *m, const int32_t *labels, float scale,
 /* Bytes of the buffers hpml_model_reserve(m, nb) allocates (activations, im2col, masks,
  * the gradient buffers and the softmax output). */
 size_t hpml__nn_act_bytes(const hpml_model_t *m, size_t nb);
+/* Layer l's part of them (its own buffers, without the model's gradient buffers). */
+size_t hpml__nn_layer_act_bytes(const nn_layer_t *l, size_t nb);
 
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);

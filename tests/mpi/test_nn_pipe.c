@@ -6,7 +6,10 @@
  * stages, a last batch smaller than the micro-batches; with more ranks than stages, the
  * replicas of each stage sum their gradients. GPipe, 1F1B and recomputation give the same
  * bits. A checkpointed and resumed pipeline run ends with the bits of the uninterrupted
- * one. Impossible requests are one clear error on every rank before training.
+ * one. --partition auto's dynamic programme finds the exhaustive search's slowest stage
+ * within the memory limit; a model that --memory-limit refuses under data-parallel trains
+ * under an auto-partitioned pipeline. Impossible requests are one clear error on every
+ * rank before training.
  *
  * hpml-test: ranks=2 3 4
  * hpml-test: mpich-ranks=2 3
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nn/layout.h"
 #include "nn_util.h"
 
 /* 6 layers: the relus fuse into the conv and the dense layers. */
@@ -127,6 +131,76 @@ static void check_resume(hpml_comm_t *world, const hpml_train_config_t *cfg,
     hpml_model_destroy(rest);
 }
 
+/* Every cut of L layers into S non-empty stages (bounds b[1..S-1] increasing): the
+ * smallest slowest stage within the limit, or -1. */
+static double exhaustive(const double *cost, const double *mem, const double *act,
+                         const double *edge, int L, int S, const int *keep, double limit, int *b,
+                         int s)
+{
+    double best = -1;
+
+    if (s == S) {
+        double slow = 0;
+        b[S] = L;
+        for (int t = 0; t < S; t++) {
+            double c = 0, m = edge[b[t]] + edge[b[t + 1]];
+            if (b[t + 1] <= b[t])
+                return -1;
+            for (int l = b[t]; l < b[t + 1]; l++)
+                c += cost[l], m += mem[l] + keep[t] * act[l];
+            if (limit > 0 && m > limit)
+                return -1;
+            slow = c > slow ? c : slow;
+        }
+        return slow;
+    }
+    for (int i = b[s - 1] + 1; i < L; i++) {
+        double v;
+        b[s] = i;
+        v = exhaustive(cost, mem, act, edge, L, S, keep, limit, b, s + 1);
+        if (v >= 0 && (best < 0 || v < best))
+            best = v;
+    }
+    return best;
+}
+
+/* hpml__pipe_balance against the exhaustive search on random layers, with and without a
+ * memory limit. Local. */
+static void check_balance(void)
+{
+    hpml_rng_t rng;
+
+    hpml_rng_init(&rng, 5, (uint64_t)hpmlt_rank());
+    for (int trial = 0; trial < 300; trial++) {
+        const int L = 1 + (int)hpml_rng_below(&rng, 9), S = 1 + (int)hpml_rng_below(&rng, 4);
+        double cost[10], mem[10], act[10], edge[11], slow = -1, want, limit = 0;
+        int keep[4], b[5] = {0}, got[5] = {0}, rc;
+
+        for (int l = 0; l < L; l++) {
+            cost[l] = hpml_rng_uniform(&rng);
+            mem[l] = 100 * hpml_rng_uniform(&rng);
+            act[l] = 10 * hpml_rng_uniform(&rng);
+            edge[l] = l ? 5 * hpml_rng_uniform(&rng) : 0;
+        }
+        edge[L] = 0;
+        for (int t = 0; t < S; t++)
+            keep[t] = 1 + (int)hpml_rng_below(&rng, 3);
+        if (trial % 2)
+            limit = 30 + 200 * hpml_rng_uniform(&rng);
+        want = S <= L ? exhaustive(cost, mem, act, edge, L, S, keep, limit, b, 1) : -1;
+        rc = hpml__pipe_balance(cost, mem, act, edge, L, S, keep, limit, got, &slow);
+        if (want < 0) {
+            HPMLT_CHECK(rc == HPML_ERR_INVAL, "L=%d S=%d limit %g: no cut fits, got %d", L, S,
+                        limit, rc);
+            continue;
+        }
+        HPMLT_CHECK(rc == 0 && slow == want, "L=%d S=%d limit %g: slowest %g, exhaustive %g", L,
+                    S, limit, slow, want);
+        for (int t = 0; rc == 0 && t < S; t++)
+            HPMLT_CHECK(got[t + 1] > got[t], "L=%d S=%d: stage %d empty", L, S, t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *world = NULL;
@@ -169,6 +243,35 @@ int main(int argc, char **argv)
         c.micro_batches = 5;
         b = nnt_run(world, &c, &d);
         HPMLT_CHECK(rel_diff(a, b) <= 1e-5, "batch %d in 5 micro-batches: %g", P, rel_diff(a, b));
+        hpml_model_destroy(a);
+        hpml_model_destroy(b);
+    }
+
+    check_balance();
+    /* A limit between the pipeline's stages and the whole model of a model whose memory is
+     * its parameters (Adam: two moments): data-parallel refuses it, the auto-partitioned
+     * pipeline trains the same model. */
+    if (P % 2 == 0) {
+        hpml_model_t *full = NULL, *a, *b;
+        c = cfg;
+        c.spec = "dense 256 relu | dense 256 relu | dense 256 relu | dense 3";
+        c.opt.kind = HPML_OPT_ADAM;
+        c.opt.lr = 0.01;
+        c.max_steps = 3;
+        c.parallel = HPML_PARALLEL_DATA;
+        a = nnt_run(world, &c, &d);
+        HPMLT_CALL(hpml_model_create(c.spec, 1, 8, 8, &full));
+        c.memory_limit = (size_t)(0.75 * hpml__model_bytes(&c, full, (c.batch + P - 1) / P));
+        expect_inval(world, &c, &d, "more than --memory-limit");
+        c.parallel = HPML_PARALLEL_AUTO;
+        c.stages = 2;
+        c.partition = "auto";
+        b = nnt_run(world, &c, &d);
+        HPMLT_CHECK(rel_diff(a, b) <= 1e-5, "auto partition under a memory limit: %g",
+                    rel_diff(a, b));
+        c.memory_limit = 1000;
+        expect_inval(world, &c, &d, "no cut of the 4 layers into 2 pipeline stages");
+        hpml_model_destroy(full);
         hpml_model_destroy(a);
         hpml_model_destroy(b);
     }

@@ -530,8 +530,18 @@ static const opt_t options[] = {
     {.name = "partition",
      .kind = OPT_STRING,
      .off = OFF(cfg.partition),
-     .arg = "uniform|N,N,...",
-     .help = "pipeline: layers per stage, evenly (default) or listed"},
+     .arg = "uniform|auto|N,N,...",
+     .help = "pipeline: layers per stage, evenly (default), listed,\n"
+             "or auto: each layer's forward+backward timed, the cut\n"
+             "minimising the slowest stage within --memory-limit"},
+    {.name = "memory-limit",
+     .kind = OPT_BYTES,
+     .off = OFF(cfg.memory_limit),
+     .arg = "BYTES",
+     .help = "refuse a layout whose parameters, gradients, optimizer\n"
+             "state and activations need more per rank (e.g. 512M)",
+     .min = 1,
+     .max = 1LL << 60},
     {.name = "max-steps",
      .kind = OPT_LONG,
      .off = OFF(cfg.max_steps),
@@ -684,6 +694,8 @@ static int check_layout(const opts_t *o)
     msg = hpml_last_error();
     if (o->cfg.stages > 1)
         snprintf(which, sizeof(which), "--pipeline %d", o->cfg.stages);
+    else if (o->cfg.memory_limit > 0 && strstr(msg, "--memory-limit") != NULL)
+        snprintf(which, sizeof(which), "--memory-limit");
     else if (o->cfg.split_layers != 0)
         snprintf(which, sizeof(which), "--split-layers %d", o->cfg.split_layers);
     return cli_usage_error(CMD, "%s: %s", which, strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
