@@ -293,9 +293,9 @@ typedef struct hpml_train_config {
                                  per stage; "auto": contiguous stages minimising the slowest
                                  one's measured forward + backward time (exact dynamic
                                  programming) within memory_limit */
-    size_t memory_limit; /* bytes per rank (0: none): parameters, gradients, optimizer
-                            state and activations as estimated from the model; a layout
-                            that needs more is refused before training */
+    size_t memory_limit;      /* bytes per rank (0: none): parameters, gradients, optimizer
+                                 state and activations as estimated from the model; a layout
+                                 that needs more is refused before training */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
@@ -342,16 +342,16 @@ typedef struct hpml_epoch_report {
 
 /* One pipeline stage as hpml_train reports it. */
 typedef struct hpml_stage_report {
-    int first_layer, last_layer; /* 0-based, inclusive */
-    size_t params;               /* parameters (and as many gradients) */
+    int first_layer, last_layer;                 /* 0-based, inclusive */
+    size_t params;                               /* parameters (and as many gradients) */
     size_t param_bytes, grad_bytes, optim_bytes; /* optimizer state: its moments */
-    size_t act_bytes;    /* peak activation memory: the buffers of the micro-batches kept
-                            between their forward and backward, counted from their sizes */
-    int peak_live;       /* most micro-batches kept at once (their activations, or with
-                            recompute their inputs) */
-    double step_s;       /* mean seconds per step of the schedule (sends, receives, compute) */
-    double busy_s;       /* of which computing */
-    double bubble;       /* idle fraction of the schedule: 1 - busy / step */
+    size_t act_bytes; /* peak activation memory: the buffers of the micro-batches kept
+                         between their forward and backward, counted from their sizes */
+    int peak_live;    /* most micro-batches kept at once (their activations, or with
+                         recompute their inputs) */
+    double step_s;    /* mean seconds per step of the schedule (sends, receives, compute) */
+    double busy_s;    /* of which computing */
+    double bubble;    /* idle fraction of the schedule: 1 - busy / step */
 } hpml_stage_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when

@@ -100,7 +100,8 @@ static int start(int is_send, void *buf, size_t count, hpml_dtype_t dtype, int p
         return rc;
     if ((n = pieces(bytes)) < 0)
         return hpml_set_error(HPML_ERR_RANGE, "%s: %zu bytes are too many pieces", what, bytes);
-    if ((r = calloc(1, sizeof(*r))) == NULL || (r->mreq = calloc((size_t)n, sizeof(MPI_Request))) == NULL) {
+    if ((r = calloc(1, sizeof(*r))) == NULL ||
+        (r->mreq = calloc((size_t)n, sizeof(MPI_Request))) == NULL) {
         free(r);
         return hpml_set_error(HPML_ERR_NOMEM, "%s: out of memory", what);
     }

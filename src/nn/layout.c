@@ -109,8 +109,8 @@ static int split_layers(const hpml_train_config_t *c, const hpml_model_t *m, int
 
 double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n)
 {
-    const int nstate = (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) +
-                       (c->opt.kind != HPML_OPT_SGD);
+    const int nstate =
+        (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) + (c->opt.kind != HPML_OPT_SGD);
 
     return (double)m->nparams * sizeof(float) * (2 + nstate) + (double)hpml__nn_act_bytes(m, n);
 }
@@ -138,8 +138,9 @@ int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P
                               "train: the %s layout needs %.1f MiB per rank (parameters, "
                               "gradients, optimizer state, activations of %zu samples), more "
                               "than --memory-limit %.1f MiB; --pipeline S spreads the layers",
-                              n ? "hybrid" : "data-parallel", hpml__model_bytes(c, m, lb) / 1048576.0,
-                              lb, (double)c->memory_limit / 1048576.0);
+                              n ? "hybrid" : "data-parallel",
+                              hpml__model_bytes(c, m, lb) / 1048576.0, lb,
+                              (double)c->memory_limit / 1048576.0);
     *out = by_split[n];
     return 0;
 }
@@ -158,8 +159,8 @@ int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in
     if (rc < 0)
         return rc;
     *out = l == &hpml__layout_pipe ? HPML_PARALLEL_PIPELINE
-           : l->split            ? HPML_PARALLEL_HYBRID
-                                 : HPML_PARALLEL_DATA;
+           : l->split              ? HPML_PARALLEL_HYBRID
+                                   : HPML_PARALLEL_DATA;
     if (split_layers)
         *split_layers = l->split;
     return 0;

@@ -108,9 +108,8 @@ int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, 
  * *slowest the slowest stage's cost. Exact (dynamic programming over the stages x layer
  * prefixes); ties go to the earliest cut. HPML_ERR_INVAL when no partition meets the limit
  * (or S > L). Pure, layout_pipe.c. */
-int hpml__pipe_balance(const double *cost, const double *mem, const double *act,
-                       const double *edge, int L, int S, const int *keep, double limit,
-                       int *bounds, double *slowest);
+int hpml__pipe_balance(const double *cost, const double *mem, const double *act, const double *edge,
+                       int L, int S, const int *keep, double limit, int *bounds, double *slowest);
 /* The bytes of model m's parameters, gradients and optimizer state under cfg, and its
  * activations for a batch of n (hpml_model_reserve's buffers). */
 double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n);

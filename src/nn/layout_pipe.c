@@ -25,8 +25,8 @@
 #include "nn/layout.h"
 
 #define MAX_STAGES 64
-#define TAG_ACT 0  /* + 2j: micro-batch j's activations, forward */
-#define TAG_GRAD 1 /* + 2j: their gradients, backward */
+#define TAG_ACT    0 /* + 2j: micro-batch j's activations, forward */
+#define TAG_GRAD   1 /* + 2j: their gradients, backward */
 
 typedef struct {
     nn_layout_t base;
@@ -41,13 +41,13 @@ typedef struct {
     size_t mb;                  /* the largest micro-batch */
     int nslots;                 /* stage models, each with one micro-batch's activations */
     hpml_model_t **slot;
-    int *busy;    /* per slot: micro-batch + 1 whose activations it holds, or 0 */
-    int *acts;    /* 2M actions: j + 1 forward of micro-batch j, -(j + 1) its backward */
-    float *in;    /* (M, mb, in_w): received inputs (stage > 0) */
-    float *out;   /* (M, mb, out_w): outputs sent (stage < S - 1) */
-    float *dy;    /* (M, mb, out_w): their gradients received */
-    float *dx;    /* (M, mb, in_w): gradients of the inputs sent */
-    float *acc;   /* off1 - off0: the step's gradients summed over its micro-batches */
+    int *busy;               /* per slot: micro-batch + 1 whose activations it holds, or 0 */
+    int *acts;               /* 2M actions: j + 1 forward of micro-batch j, -(j + 1) its backward */
+    float *in;               /* (M, mb, in_w): received inputs (stage > 0) */
+    float *out;              /* (M, mb, out_w): outputs sent (stage < S - 1) */
+    float *dy;               /* (M, mb, out_w): their gradients received */
+    float *dx;               /* (M, mb, in_w): gradients of the inputs sent */
+    float *acc;              /* off1 - off0: the step's gradients summed over its micro-batches */
     hpml_p2p_request_t **rq; /* 2M receives (inputs, output gradients) */
     hpml_p2p_request_t **sq; /* 2M sends */
     /* Figures since the last report. */
@@ -108,9 +108,8 @@ static int parse_list(const char *list, int S, int nlayers, int *bounds)
     return 0;
 }
 
-int hpml__pipe_balance(const double *cost, const double *mem, const double *act,
-                       const double *edge, int L, int S, const int *keep, double limit,
-                       int *bounds, double *slowest)
+int hpml__pipe_balance(const double *cost, const double *mem, const double *act, const double *edge,
+                       int L, int S, const int *keep, double limit, int *bounds, double *slowest)
 {
     /* best[s * (L + 1) + j]: the slowest stage of the best cut of layers [0, j) into stages
      * 0..s; cut[...] where stage s starts in it. */
@@ -168,8 +167,8 @@ out:
 static void stage_sizes(const hpml_train_config_t *c, const hpml_model_t *m, size_t mb, double *mem,
                         double *act, double *edge, int *keep)
 {
-    const int nstate = (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) +
-                       (c->opt.kind != HPML_OPT_SGD);
+    const int nstate =
+        (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) + (c->opt.kind != HPML_OPT_SGD);
     const int S = c->stages, M = c->micro_batches > 0 ? c->micro_batches : S;
 
     for (int l = 0; l < m->nlayers; l++) {
@@ -183,9 +182,9 @@ static void stage_sizes(const hpml_train_config_t *c, const hpml_model_t *m, siz
     }
     edge[m->nlayers] = 0;
     for (int s = 0; s < S; s++)
-        keep[s] = c->recompute ? 1
+        keep[s] = c->recompute                         ? 1
                   : c->schedule == HPML_SCHEDULE_GPIPE ? M
-                  : (S - s < M ? S - s : M);
+                                                       : (S - s < M ? S - s : M);
 }
 
 int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, size_t lb,
@@ -218,7 +217,8 @@ int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, 
         return hpml_set_error(HPML_ERR_INVAL,
                               "train: the pipeline sums its gradients in f32 (no --grad-dtype %s)",
                               hpml_dtype_name(c->grad_dtype));
-    if (!(mem = malloc((size_t)L * sizeof(double))) || !(act = malloc((size_t)L * sizeof(double))) ||
+    if (!(mem = malloc((size_t)L * sizeof(double))) ||
+        !(act = malloc((size_t)L * sizeof(double))) ||
         !(one = malloc((size_t)L * sizeof(double))) ||
         !(edge = malloc((size_t)(L + 1) * sizeof(double)))) {
         err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to plan the pipeline");
@@ -487,9 +487,9 @@ static int post_receives(pipe_t *p, size_t nl)
         micro_rows(p, nl, j, &r0, &n);
         if (n == 0)
             continue;
-        if (p->s > 0 && (err = hpml_irecv(p->in + (size_t)j * p->mb * p->in_w, n * p->in_w,
-                                          HPML_F32, p->me - 1, TAG_ACT + 2 * j, p->comm,
-                                          &p->rq[2 * j])) != 0)
+        if (p->s > 0 &&
+            (err = hpml_irecv(p->in + (size_t)j * p->mb * p->in_w, n * p->in_w, HPML_F32, p->me - 1,
+                              TAG_ACT + 2 * j, p->comm, &p->rq[2 * j])) != 0)
             return err;
         if (p->s < p->S - 1 &&
             (err = hpml_irecv(p->dy + (size_t)j * p->mb * p->out_w, n * p->out_w, HPML_F32,
@@ -570,11 +570,10 @@ static int backward_one(pipe_t *p, const nn_step_t *s, int j, size_t r0, size_t 
     int err;
 
     if (sm == NULL)
-        return hpml_set_error(HPML_ERR_STATE, "train: pipeline stage %d lost micro-batch %d",
-                              p->s, j);
+        return hpml_set_error(HPML_ERR_STATE, "train: pipeline stage %d lost micro-batch %d", p->s,
+                              j);
     if (p->recompute) { /* the same inputs, ids and key: the same activations, bit for bit */
-        const float *x = p->s == 0 ? p->base.x + r0 * p->in_w
-                                   : p->in + (size_t)j * p->mb * p->in_w;
+        const float *x = p->s == 0 ? p->base.x + r0 * p->in_w : p->in + (size_t)j * p->mb * p->in_w;
         if ((err = hpml_model_forward(sm, x, n, 1, s->ids ? s->ids + r0 : NULL, s->key, &z)) != 0)
             return err;
     }
@@ -675,13 +674,12 @@ static int pipe_gather(nn_layout_t *l, int moments)
     for (int t = 0; t < p->S; t++) {
         const hpml_model_t *m = p->m;
         const int l0 = p->bounds[t], l1 = p->bounds[t + 1];
-        const size_t a = m->layers[l0].w_off, b = l1 < m->nlayers ? m->layers[l1].w_off
-                                                                   : m->nparams;
+        const size_t a = m->layers[l0].w_off,
+                     b = l1 < m->nlayers ? m->layers[l1].w_off : m->nparams;
         if ((err = hpml_bcast(p->m->params + a, b - a, HPML_F32, t, p->comm)) != 0)
             return err;
         for (int i = 0; i < nst; i++)
-            if ((err = hpml_bcast(hpml_optim_state(p->o, i) + a, b - a, HPML_F32, t, p->comm)) !=
-                0)
+            if ((err = hpml_bcast(hpml_optim_state(p->o, i) + a, b - a, HPML_F32, t, p->comm)) != 0)
                 return err;
     }
     return 0;
@@ -695,8 +693,8 @@ static int pipe_stages(nn_layout_t *l, hpml_stage_report_t *out, int *n, double 
     const int P = hpml_comm_size(p->comm);
     const size_t np = p->off1 - p->off0;
     const double steps = p->steps > 0 ? (double)p->steps : 1;
-    const size_t per_mb = p->recompute ? p->mb * p->in_w * sizeof(float)
-                                       : hpml__nn_act_bytes(p->slot[0], p->mb);
+    const size_t per_mb =
+        p->recompute ? p->mb * p->in_w * sizeof(float) : hpml__nn_act_bytes(p->slot[0], p->mb);
     double mine[K], *all = malloc((size_t)P * K * sizeof(double));
     int err;
 

@@ -194,8 +194,8 @@ static void check_balance(void)
                         limit, rc);
             continue;
         }
-        HPMLT_CHECK(rc == 0 && slow == want, "L=%d S=%d limit %g: slowest %g, exhaustive %g", L,
-                    S, limit, slow, want);
+        HPMLT_CHECK(rc == 0 && slow == want, "L=%d S=%d limit %g: slowest %g, exhaustive %g", L, S,
+                    limit, slow, want);
         for (int t = 0; rc == 0 && t < S; t++)
             HPMLT_CHECK(got[t + 1] > got[t], "L=%d S=%d: stage %d empty", L, S, t);
     }

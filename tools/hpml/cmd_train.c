@@ -21,7 +21,6 @@
 
 #define CMD "train"
 
-
 /* How the gradients above a hybrid split of nsplit layers travel, or the buckets'
  * allreduces, for the header line. */
 static const char *sync_mode(const hpml_train_config_t *cfg, int nsplit, int nranks)
@@ -40,7 +39,7 @@ static const char *sync_mode(const hpml_train_config_t *cfg, int nsplit, int nra
 static const char *layout_desc(int nsplit)
 {
     return nsplit < 0    ? "pipeline layout"
-           : nsplit == 2   ? "hybrid layout (2 layers split)"
+           : nsplit == 2 ? "hybrid layout (2 layers split)"
            : nsplit == 1 ? "hybrid layout (1 layer split)"
                          : "data layout";
 }
@@ -793,8 +792,7 @@ static int run_synthetic(const opts_t *o, hpml_comm_t *comm)
            "%s, %ld iters after %ld warm-up\n",
            size, cfg->batch, o->in_c, o->in_h, o->in_w, hpml_dtype_name(cfg->grad_dtype),
            sync_mode(cfg, nsplit, size), update_words(cfg, size),
-           layout_desc(lay == HPML_PARALLEL_PIPELINE ? -1 : nsplit), o->iters,
-           o->witers);
+           layout_desc(lay == HPML_PARALLEL_PIPELINE ? -1 : nsplit), o->iters, o->witers);
     /* img/cpu_s: images per second of process CPU time, which on a loaded machine
      * estimates the unloaded speed of one rank. */
     printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms", "comm_ms",
