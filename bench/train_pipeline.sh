@@ -8,6 +8,7 @@
 # 8.4 M parameters: balanced within 4%), GPipe, M = 1, 2, 4, 8 micro-batches of a global
 # batch of 256, STEPS steps (default 30) on Fashion-MNIST; each stage's idle share of its
 # schedule as the run's --json record reports it (docs/nn.md, "Pipeline layout").
+# --partition auto: the cut it picks for deep-mlp and vgg and the busy time of each stage.
 # Throughput: hpml train --synthetic (BATCH per rank, default 64; ITERS timed steps after
 # 5, default 40) of deep-mlp and vgg, --parallel data against --pipeline 2 --micro-batches 8
 # --schedule 1f1b, in pairs run one after the other (ROUNDS, default 3; the median ratio).
@@ -56,6 +57,23 @@ mean = sum(b) / len(b)
 ms = max(s["step_seconds"] for s in r["per_stage"]) * 1e3
 print(f"| {M} | {100 * r['bubble_theory']:.1f}% | {100 * b[0]:.1f}% | {100 * b[1]:.1f}% | "
       f"{100 * mean:.1f}% | {100 * (mean - r['bubble_theory']):+.1f} | {ms:.0f} |")
+PY
+done
+echo
+echo "## --partition auto: the cut it chooses and each stage's compute per step (GPipe, M = 4, $steps steps)"
+echo
+echo "| model | cut (layers per stage) | stage 0 busy ms | stage 1 busy ms | slowest / mean |"
+echo "|---|---|---|---|---|"
+for model in deep-mlp vgg; do
+    "${run[@]}" "$hpml" train --model $model --pipeline 2 --partition auto --micro-batches 4 \
+        --batch 256 --epochs 1 --max-steps "$steps" --train-limit $((256 * steps)) \
+        --test-limit 100 --no-progress --json >"$d/a.$model.json"
+    $py - "$d/a.$model.json" $model <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))["pipeline"]["per_stage"]
+busy = [s["busy_seconds"] * 1e3 for s in st]
+cut = ",".join(str(s["last_layer"] - s["first_layer"] + 1) for s in st)
+print(f"| {sys.argv[2]} | {cut} | {busy[0]:.0f} | {busy[1]:.0f} | {max(busy) / (sum(busy) / 2):.3f} |")
 PY
 done
 echo

@@ -265,8 +265,32 @@ out:
 }
 
 /* --partition auto: each layer's forward and backward timed on this rank for a micro-batch
- * of mb (the slowest of the ranks' figures, so every rank has the same), then the cut that
- * minimises the slowest stage within the memory limit. Collective. */
+ * of mb, then the fastest of the ranks' figures (other work only ever slows a round down;
+ * every rank then has the same), and the cut that minimises the slowest stage within the
+ * memory limit. Collective. */
+/* One layer's model, a micro-batch of inputs and of output gradients, for timing. */
+typedef struct {
+    hpml_model_t *one;
+    float *x, *dy;
+} probe_t;
+
+static int probe_open(hpml_model_t *m, int l, size_t mb, hpml_rng_t *rng, probe_t *pr)
+{
+    const size_t in = m->layers[l].in_size, out = m->layers[l].out_size;
+    int err;
+
+    if ((err = hpml__nn_model_stage(m, l, l + 1, &pr->one)) != 0 ||
+        (err = hpml_model_reserve(pr->one, mb)) != 0)
+        return err;
+    if (!(pr->x = alloc_f(mb * in)) || !(pr->dy = alloc_f(mb * out)))
+        return hpml_set_error(HPML_ERR_NOMEM, "train: no memory to time layer %d", l);
+    for (size_t i = 0; i < mb * in; i++)
+        pr->x[i] = (float)hpml_rng_uniform(rng);
+    for (size_t i = 0; i < mb * out; i++)
+        pr->dy[i] = (float)(hpml_rng_uniform(rng) - 0.5);
+    return 0;
+}
+
 static int auto_partition(pipe_t *p, size_t mb)
 {
     hpml_model_t *m = p->m;
@@ -274,51 +298,48 @@ static int auto_partition(pipe_t *p, size_t mb)
     double *cost = calloc((size_t)L, sizeof(double)), *mem = malloc((size_t)L * sizeof(double)),
            *act = malloc((size_t)L * sizeof(double)),
            *edge = malloc((size_t)(L + 1) * sizeof(double)), slowest;
+    probe_t *pr = calloc((size_t)L, sizeof(*pr));
     int keep[MAX_STAGES], err = 0;
     hpml_rng_t rng;
 
-    if (!cost || !mem || !act || !edge) {
+    if (!cost || !mem || !act || !edge || !pr) {
         err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to partition the pipeline");
         goto out;
     }
     hpml_rng_init(&rng, 1, 0x50495045ull); /* "PIPE" */
-    for (int l = 0; l < L && err == 0; l++) {
-        hpml_model_t *one = NULL;
-        float *x = NULL, *dy = NULL;
-        const float *z, *dx;
-        size_t in = m->layers[l].in_size, out = m->layers[l].out_size;
-
-        if ((err = hpml__nn_model_stage(m, l, l + 1, &one)) == 0 &&
-            (err = hpml_model_reserve(one, mb)) == 0 &&
-            (!(x = alloc_f(mb * in)) || !(dy = alloc_f(mb * out))))
-            err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory to time layer %d", l);
-        for (size_t i = 0; err == 0 && i < mb * in; i++)
-            x[i] = (float)hpml_rng_uniform(&rng);
-        for (size_t i = 0; err == 0 && i < mb * out; i++)
-            dy[i] = (float)(hpml_rng_uniform(&rng) - 0.5);
-        /* One untimed round, then the fastest of five (other work on the core only ever
-         * slows a round down). */
-        for (int k = 0; k < 6 && err == 0; k++) {
+    for (int l = 0; l < L && err == 0; l++)
+        err = probe_open(m, l, mb, &rng, &pr[l]);
+    /* One untimed round, then the fastest of five; each round times every layer in turn,
+     * so a slow spell (other work on the core) slows all layers alike, not a few. */
+    for (int k = 0; k < 6 && err == 0; k++)
+        for (int l = 0; l < L && err == 0; l++) {
             double t0 = hpml_time(), t;
-            if ((err = hpml_model_forward(one, x, mb, 1, NULL, 0, &z)) == 0)
-                err = hpml__nn_backward_stage(one, NULL, 1.0f, dy, l > 0, NULL, NULL, &dx);
+            const float *z, *dx;
+            if ((err = hpml_model_forward(pr[l].one, pr[l].x, mb, 1, NULL, 0, &z)) == 0)
+                err = hpml__nn_backward_stage(pr[l].one, NULL, 1.0f, pr[l].dy, l > 0, NULL, NULL,
+                                              &dx);
             t = hpml_time() - t0;
             if (k == 1 || (k > 1 && t < cost[l]))
                 cost[l] = t;
         }
-        hpml_free(x);
-        hpml_free(dy);
-        hpml_model_destroy(one);
-    }
     err = hpml_comm_agree(p->comm, err);
     if (err == 0)
-        err = hpml_allreduce(HPML_IN_PLACE, cost, (size_t)L, HPML_F64, HPML_MAX, p->comm);
+        err = hpml_allreduce(HPML_IN_PLACE, cost, (size_t)L, HPML_F64, HPML_MIN, p->comm);
     if (err != 0)
         goto out;
     stage_sizes(p->cfg, m, mb, mem, act, edge, keep);
     err = hpml__pipe_balance(cost, mem, act, edge, L, S, keep, (double)p->cfg->memory_limit,
                              p->bounds, &slowest);
+    for (int l = 0; l < L && p->me == 0; l++)
+        HPML_LOG(HPML_LOG_DEBUG, "pipeline: layer %d: %.3f ms forward+backward of %zu samples", l,
+                 1e3 * cost[l], mb);
 out:
+    for (int l = 0; pr && l < L; l++) {
+        hpml_model_destroy(pr[l].one);
+        hpml_free(pr[l].x);
+        hpml_free(pr[l].dy);
+    }
+    free(pr);
     free(cost);
     free(mem);
     free(act);
