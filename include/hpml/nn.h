@@ -293,6 +293,8 @@ typedef struct hpml_train_config {
                                  per stage; "auto": contiguous stages minimising the slowest
                                  one's measured forward + backward time (exact dynamic
                                  programming) within memory_limit */
+    const char *trace;        /* pipeline: a Chrome/Perfetto trace (JSON) of the first epoch's
+                                 schedule, its first 4096 actions per rank, or NULL */
     size_t memory_limit;      /* bytes per rank (0: none): parameters, gradients, optimizer
                                  state and activations as estimated from the model; a layout
                                  that needs more is refused before training */

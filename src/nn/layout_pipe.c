@@ -24,6 +24,8 @@
 #include "hpml/io.h"
 #include "nn/layout.h"
 
+#define MAX_EVENTS 4096 /* actions per rank in --trace */
+
 #define MAX_STAGES 64
 #define TAG_ACT    0 /* + 2j: micro-batch j's activations, forward */
 #define TAG_GRAD   1 /* + 2j: their gradients, backward */
@@ -50,6 +52,9 @@ typedef struct {
     float *acc;              /* off1 - off0: the step's gradients summed over its micro-batches */
     hpml_p2p_request_t **rq; /* 2M receives (inputs, output gradients) */
     hpml_p2p_request_t **sq; /* 2M sends */
+    double *ev; /* --trace: (start, end, micro-batch, 1 forward / 2 backward) per action */
+    int nev, traced;
+    double t_base; /* rank 0's clock at open */
     /* Figures since the last report. */
     double span, busy_s;
     long steps;
@@ -405,6 +410,7 @@ static void pipe_close(nn_layout_t *l, int err)
     hpml_free(p->dx);
     hpml_free(p->acc);
     hpml_free(p->base.x);
+    free(p->ev);
     free(p);
 }
 
@@ -473,6 +479,13 @@ static int pipe_open(const nn_layout_args_t *a, nn_layout_t **out)
         !(p->dx = alloc_f(p->s > 0 ? (size_t)p->M * p->mb * p->in_w : 0)) ||
         !(p->out = alloc_f(p->s < p->S - 1 ? (size_t)p->M * p->mb * p->out_w : 0)) ||
         !(p->dy = alloc_f(p->s < p->S - 1 ? (size_t)p->M * p->mb * p->out_w : 0)))
+        goto out;
+    if (a->cfg->trace && !(p->ev = malloc(MAX_EVENTS * 4 * sizeof(double))))
+        goto out;
+    /* The trace's times count from rank 0's clock now: the ranks of one node share the
+     * monotonic clock, so their events line up (across nodes only roughly). */
+    p->t_base = hpml_time();
+    if ((err = hpml_bcast(&p->t_base, 1, HPML_F64, 0, a->comm)) != 0)
         goto out;
     *out = &p->base;
     p = NULL;
@@ -640,6 +653,7 @@ static int pipe_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, s
         micro_rows(p, s->nl, j, &r0, &n);
         if (n == 0)
             continue;
+        const double w0 = wait, t0a = hpml_time();
         if (p->acts[k] > 0) {
             err = forward_one(p, s, j, r0, n, &wait);
             live++;
@@ -651,6 +665,13 @@ static int pipe_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, s
         }
         if (err != 0)
             return err;
+        if (p->ev && p->nev < MAX_EVENTS) { /* the compute, after the wait for its input */
+            double *e = p->ev + 4 * p->nev++;
+            e[0] = t0a + (wait - w0) - p->t_base;
+            e[1] = hpml_time() - p->t_base;
+            e[2] = j;
+            e[3] = p->acts[k] > 0 ? 1 : 2;
+        }
     }
     if (first) /* no sample in this replica: it adds nothing to the sums */
         memset(p->acc, 0, (p->off1 - p->off0) * sizeof(float));
@@ -706,6 +727,67 @@ static int pipe_gather(nn_layout_t *l, int moments)
     return 0;
 }
 
+/* Rank 0 writes every rank's actions as a Chrome trace: a process per replica, a thread per
+ * stage, an event per forward (F j) or backward (B j); the gaps are the bubble. Collective. */
+static int write_trace(pipe_t *p)
+{
+    const int P = hpml_comm_size(p->comm);
+    double *buf = NULL;
+    hpml_io_file_t *w = NULL;
+    FILE *f = NULL;
+    int err = 0;
+
+    p->traced = 1;
+    if (p->me != 0) {
+        int64_t cnt = p->nev;
+        if ((err = hpml_send(&cnt, 1, HPML_I64, 0, 0, p->comm)) == 0)
+            err = hpml_send(p->ev, 4 * (size_t)p->nev, HPML_F64, 0, 1, p->comm);
+        return hpml_comm_agree(p->comm, err);
+    }
+    if (!(buf = malloc(MAX_EVENTS * 4 * sizeof(double))))
+        err = hpml_set_error(HPML_ERR_NOMEM, "train: no memory for the trace");
+    if (err == 0 && (err = hpml_io_file_open(p->cfg->trace, &w, &f)) != 0)
+        w = NULL, f = NULL;
+    if (f)
+        fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [");
+    for (int q = 0; q < P; q++) {
+        int64_t cnt = p->nev;
+        const double *e = p->ev;
+        if (q > 0) { /* every rank's messages are received, even after a failure */
+            int rc = hpml_recv(&cnt, 1, HPML_I64, q, 0, p->comm);
+            if (rc == 0 && (cnt < 0 || cnt > MAX_EVENTS))
+                rc = hpml_set_error(HPML_ERR_STATE, "train: rank %d traced %lld actions", q,
+                                    (long long)cnt);
+            if (rc == 0)
+                rc = hpml_recv(buf ? buf : p->ev, 4 * (size_t)cnt, HPML_F64, q, 1, p->comm);
+            err = err ? err : rc;
+            e = buf;
+        }
+        if (f == NULL || err != 0)
+            continue;
+        fprintf(f,
+                "%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                "\"args\": {\"name\": \"stage %d (rank %d)\"}}",
+                q ? ", " : "", q / p->S, q % p->S, q % p->S, q);
+        for (int64_t n = 0; n < cnt; n++, e += 4)
+            fprintf(f,
+                    ", {\"name\": \"%c%d\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, "
+                    "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f}",
+                    e[3] == 1 ? 'F' : 'B', (int)e[2], e[3] == 1 ? "forward" : "backward", q / p->S,
+                    q % p->S, 1e6 * e[0], 1e6 * (e[1] - e[0]));
+    }
+    if (f)
+        fprintf(f, "]}\n");
+    if (w != NULL) {
+        if (err != 0)
+            hpml_io_file_abort(w);
+        else
+            err = hpml_io_file_commit(w);
+    }
+    free(buf);
+    return hpml_comm_agree(p->comm, err);
+}
+
 /* Replica 0's figures of every stage: rank t's, allgathered. */
 static int pipe_stages(nn_layout_t *l, hpml_stage_report_t *out, int *n, double *theory)
 {
@@ -719,6 +801,10 @@ static int pipe_stages(nn_layout_t *l, hpml_stage_report_t *out, int *n, double 
     double mine[K], *all = malloc((size_t)P * K * sizeof(double));
     int err;
 
+    if (p->ev && !p->traced && (err = write_trace(p)) != 0) {
+        free(all);
+        return err;
+    }
     if (all == NULL)
         return hpml_set_error(HPML_ERR_NOMEM, "train: no memory for the pipeline's report");
     mine[0] = (double)np;

@@ -2,7 +2,8 @@
 # hpml train --pipeline: a pipeline that cannot be made is a usage error (exit 2, one line
 # naming the reason) before any data is read; a 2-stage 1F1B run on 2 ranks reports its
 # stages and --save writes one ordinary model file, which hpml eval reads and scores as
-# the run's own last evaluation did (tests/cli/json_schema.sh checks the --json record).
+# the run's own last evaluation did (tests/cli/json_schema.sh checks the --json record);
+# --trace writes the schedule as a Chrome trace whose actions follow it.
 # hpml-test: timeout=120
 set -u
 : "${HPML:?}" "${MPIRUN:?}"
@@ -29,7 +30,7 @@ opt_error "need --pipeline S with S > 1" --micro-batches 4
 
 run=(train --epochs 1 --train-limit 600 --test-limit 200 --batch 50 --no-progress --pipeline 2
     --micro-batches 3 --schedule 1f1b)
-out=$($MPIRUN -np 2 "$HPML" "${run[@]}" --save "$d/m.hpml" 2>&1)
+out=$($MPIRUN -np 2 "$HPML" "${run[@]}" --save "$d/m.hpml" --trace "$d/trace.json" 2>&1)
 if [ "$(grep -c '^# pipeline: 2 stages, 3 micro-batches, 1f1b schedule' <<<"$out")" -ne 1 ] ||
     ! grep -qE '^ +0 +0-1 +533248 ' <<<"$out" || ! grep -qE '^ +1 +2-2 +2570 ' <<<"$out"; then
     echo "FAIL: the text report lacks the stages:"; echo "$out" | tail -5; fail=1
@@ -46,5 +47,27 @@ if [ -z "$acc" ] || ! grep -qF "$acc%" <<<"$ev"; then
 else
     echo "ok: eval of the saved model: $acc%"
 fi
+# The trace: 12 steps of 3 micro-batches, a forward and a backward each, on both stages;
+# on each stage a micro-batch's backward after its forward, and stage 1's forward of a
+# micro-batch after stage 0's has ended.
+/usr/bin/python3 - "$d/trace.json" <<'PY' || fail=1
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+bad = 0
+by = {t: [e for e in ev if e["tid"] == t] for t in (0, 1)}
+if [len(by[0]), len(by[1])] != [72, 72]:
+    print(f"FAIL: trace events per stage {[len(by[0]), len(by[1])]}, want 72 each"); bad = 1
+for k in range(0, 72, 6):
+    f0 = {e["name"]: e for e in by[0][k:k + 6]}
+    f1 = {e["name"]: e for e in by[1][k:k + 6]}
+    for j in range(3):
+        a, b = f"F{j}", f"B{j}"
+        if a not in f0 or a not in f1 or b not in f0 or b not in f1:
+            print(f"FAIL: step {k // 6}: actions {sorted(f0)} {sorted(f1)}"); bad = 1; break
+        if f0[b]["ts"] < f0[a]["ts"] + f0[a]["dur"] or f1[a]["ts"] < f0[a]["ts"] + f0[a]["dur"]:
+            print(f"FAIL: step {k // 6} micro-batch {j}: out of order"); bad = 1
+print(f"train_pipe: trace of {len(ev)} actions in schedule order" if not bad else "")
+sys.exit(bad)
+PY
 [ $fail -eq 0 ] && echo "train_pipe: all checks passed"
 exit $fail

@@ -533,6 +533,12 @@ static const opt_t options[] = {
      .help = "pipeline: layers per stage, evenly (default), listed,\n"
              "or auto: each layer's forward+backward timed, the cut\n"
              "minimising the slowest stage within --memory-limit"},
+    {.name = "trace",
+     .kind = OPT_STRING,
+     .off = OFF(cfg.trace),
+     .arg = "FILE",
+     .help = "pipeline: write the first epoch's schedule (its first\n"
+             "4096 actions per rank) as a Chrome/Perfetto trace"},
     {.name = "memory-limit",
      .kind = OPT_BYTES,
      .off = OFF(cfg.memory_limit),
@@ -630,7 +636,8 @@ static const opt_cmd_t command = {
              "Data-parallel training: every rank computes gradients on its part of each global\n"
              "batch; gradient buckets are allreduced (averaged) while backward runs. The first\n"
              "one or two dense layers may instead be split across the ranks (--parallel,\n"
-             "--split-layers).\n",
+             "--split-layers), or the layers cut into pipeline stages that pass micro-batches'\n"
+             "activations to each other (--pipeline, GPipe or 1F1B).\n",
 };
 
 /* The files given one by one (--train-*, --test-*) into the data paths. */
@@ -726,10 +733,11 @@ static int parse(int argc, char **argv, opts_t *o)
         o->cfg.overlap = 0;
     if (o->replicated)
         o->cfg.sharded_update = 0;
-    if (o->cfg.stages <= 1 && (opts_given("micro-batches") || opts_given("recompute") ||
-                               opts_given("partition") || o->cfg.schedule != HPML_SCHEDULE_GPIPE))
-        return cli_usage_error(CMD, "--micro-batches, --recompute, --partition and --schedule "
-                                    "gpipe|1f1b need --pipeline S with S > 1");
+    if (o->cfg.stages <= 1 &&
+        (opts_given("micro-batches") || opts_given("recompute") || opts_given("partition") ||
+         opts_given("trace") || o->cfg.schedule != HPML_SCHEDULE_GPIPE))
+        return cli_usage_error(CMD, "--micro-batches, --recompute, --partition, --trace and "
+                                    "--schedule gpipe|1f1b need --pipeline S with S > 1");
     o->cfg.spec = hpml_model_preset(o->model);
     if ((rc = check_spec(o)) != 0)
         return rc;
@@ -747,6 +755,7 @@ static int check_outputs(const opts_t *o, hpml_comm_t *comm)
         bad = (cfg->checkpoint_dir != NULL &&
                checkpoint_ok(cfg->checkpoint_dir, cfg->resume, why, sizeof(why)) != 0) ||
               (o->save != NULL && can_create("--save", o->save, why, sizeof(why)) != 0) ||
+              (cfg->trace != NULL && can_create("--trace", cfg->trace, why, sizeof(why)) != 0) ||
               (!o->synthetic &&
                outputs_clobber(&o->dp, o->save, cfg->checkpoint_dir, o->metrics, why, sizeof(why)));
     return mlcli_agree(CMD, comm, bad, "%s", why);
