@@ -301,7 +301,8 @@ typedef struct hpml_train_config {
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
-/* The layout (HPML_PARALLEL_DATA or HPML_PARALLEL_HYBRID) that hpml_train and
+/* The layout (HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID, or HPML_PARALLEL_PIPELINE with
+ * c->stages > 1) that hpml_train and
  * hpml_train_synthetic use for c on nranks ranks with inputs (in_c, in_h, in_w),
  * `local_batch` samples per rank, and the whole training set on every rank (replicated
  * = 1; hpml_train_synthetic counts as replicated), and in *split_layers (unless NULL)

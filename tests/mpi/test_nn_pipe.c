@@ -2,7 +2,8 @@
  * The pipeline layout (stages x micro-batches x replicas) trains the model that the
  * data-parallel layout trains on the same global batches: the same parameters within
  * 1e-5 relative after an epoch, for S = 2 and 3 stages, M = 1, 2 and 5 micro-batches (M < S
- * included), uniform and listed partitions, a convolution, pooling and dropout inside the
+ * included), uniform and listed partitions, each stage keeping at most M (GPipe) or
+ * min(M, S - s) (1F1B) micro-batches, a convolution, pooling and dropout inside the
  * stages, a last batch smaller than the micro-batches; with more ranks than stages, the
  * replicas of each stage sum their gradients. GPipe, 1F1B and recomputation give the same
  * bits. A checkpointed and resumed pipeline run ends with the bits of the uninterrupted
@@ -70,6 +71,46 @@ static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg, cons
     hpml_model_destroy(m);
 }
 
+/* The last epoch's stage reports. */
+typedef struct {
+    hpml_stage_report_t st[8];
+    int n;
+    double theory;
+} stages_t;
+
+static void keep_stages(void *ctx, const hpml_epoch_report_t *r)
+{
+    stages_t *k = ctx;
+
+    k->n = r->nstages < 8 ? r->nstages : 8;
+    memcpy(k->st, r->stages, (size_t)k->n * sizeof(hpml_stage_report_t));
+    k->theory = r->bubble_theory;
+}
+
+/* hpml_train with the stage reports kept. */
+static hpml_model_t *run_reported(hpml_comm_t *comm, const hpml_train_config_t *cfg,
+                                  const hpml_dataset_t *d, stages_t *k)
+{
+    hpml_model_t *m = NULL;
+
+    memset(k, 0, sizeof(*k));
+    HPMLT_CALL(hpml_train(comm, cfg, d, NULL, keep_stages, NULL, k, &m));
+    return m;
+}
+
+/* Each stage kept at most M micro-batches under GPipe, min(M, S - s) under 1F1B (exactly
+ * that many: every micro-batch has samples here), and reported S stages. */
+static void check_live(const stages_t *k, int S, int M, int f1b1)
+{
+    HPMLT_CHECK(k->n == S && fabs(k->theory - (double)(S - 1) / (M + S - 1)) < 1e-12,
+                "S=%d M=%d: %d stage reports, theory %g", S, M, k->n, k->theory);
+    for (int s = 0; s < k->n; s++) {
+        int want = f1b1 ? (S - s < M ? S - s : M) : M;
+        HPMLT_CHECK(k->st[s].peak_live == want, "S=%d M=%d %s: stage %d kept %d micro-batches", S,
+                    M, f1b1 ? "1F1B" : "GPipe", s, k->st[s].peak_live);
+    }
+}
+
 /* S stages, partition part: against data-parallel for every M; GPipe = 1F1B = recompute. */
 static void check_stages(hpml_comm_t *world, const hpml_train_config_t *cfg,
                          const hpml_dataset_t *d, hpml_model_t *data, int S, const char *part)
@@ -80,12 +121,16 @@ static void check_stages(hpml_comm_t *world, const hpml_train_config_t *cfg,
         hpml_train_config_t c = *cfg;
         hpml_model_t *g, *f, *rc;
 
+        stages_t kg, kf;
+
         c.stages = S;
         c.micro_batches = Ms[k];
         c.partition = part;
-        g = nnt_run(world, &c, d);
+        g = run_reported(world, &c, d, &kg);
         c.schedule = HPML_SCHEDULE_1F1B;
-        f = nnt_run(world, &c, d);
+        f = run_reported(world, &c, d, &kf);
+        check_live(&kg, S, Ms[k], 0);
+        check_live(&kf, S, Ms[k], 1);
         c.recompute = 1;
         rc = nnt_run(world, &c, d);
         HPMLT_CHECK(rel_diff(data, g) <= 1e-5, "S=%d M=%d %s: pipeline vs data-parallel: %g", S,
