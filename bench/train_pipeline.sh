@@ -40,13 +40,13 @@ echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /pr
 echo "# CPU features: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|fma)$' | tr '\n' ' ')"
 echo
 echo "## bubble: deep-mlp, --pipeline 2 --partition 8,9, GPipe, global batch 256, $steps steps"
-echo "# ${run[*]} $hpml train --model deep-mlp --pipeline 2 --partition 8,9 --micro-batches M --batch 256 --max-steps $steps --train-limit $((256 * steps)) --test-limit 100 --json"
+echo "# ${run[*]} $hpml train --model deep-mlp --pipeline 2 --partition 8,9 --micro-batches M --batch 256 --lr 0.005 --max-steps $steps --train-limit $((256 * steps)) --test-limit 100 --json"
 echo
 echo "| M | theory (S-1)/(M+S-1) | stage 0 measured | stage 1 measured | mean | mean - theory (points) | step ms |"
 echo "|---|---|---|---|---|---|---|"
 for M in 1 2 4 8; do
     "${run[@]}" "$hpml" train --model deep-mlp --pipeline 2 --partition 8,9 --micro-batches $M \
-        --batch 256 --epochs 1 --max-steps "$steps" --train-limit $((256 * steps)) \
+        --batch 256 --lr 0.005 --epochs 1 --max-steps "$steps" --train-limit $((256 * steps)) \
         --test-limit 100 --no-progress --json >"$d/b$M.json"
     $py - "$d/b$M.json" $M <<'PY'
 import json, sys
@@ -66,7 +66,7 @@ echo "| model | cut (layers per stage) | stage 0 busy ms | stage 1 busy ms | slo
 echo "|---|---|---|---|---|"
 for model in deep-mlp vgg; do
     "${run[@]}" "$hpml" train --model $model --pipeline 2 --partition auto --micro-batches 4 \
-        --batch 256 --epochs 1 --max-steps "$steps" --train-limit $((256 * steps)) \
+        --batch 256 --lr 0.005 --epochs 1 --max-steps "$steps" --train-limit $((256 * steps)) \
         --test-limit 100 --no-progress --json >"$d/a.$model.json"
     $py - "$d/a.$model.json" $model <<'PY'
 import json, sys
