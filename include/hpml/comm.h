@@ -204,6 +204,44 @@ int hpml_wait(hpml_request_t *req);
 /* *done = 1 when complete (the request is then freed and its result returned). */
 int hpml_test(hpml_request_t *req, int *done);
 
+/* ---- point-to-point --------------------------------------------------------------- */
+
+/* Tags of point-to-point messages: 0..HPML_TAG_MAX (below the tags of hpml's own
+ * point-to-point collectives, so the two never match each other's messages). */
+#define HPML_TAG_MAX 16383
+
+typedef struct hpml_p2p_request hpml_p2p_request_t;
+
+/* Send count elements of dtype to rank dest of comm / receive them from rank src, with a
+ * tag; messages of one tag between two ranks arrive in the order they were sent. Counts
+ * above MPI's int limit go in pieces that both sides post in the same order, so the
+ * receiver must expect exactly the sender's count. Blocking: send may return before the
+ * message is received (MPI's eager sends), recv when it has arrived. Errors:
+ * HPML_ERR_INVAL (a NULL buffer with a count, a rank outside the communicator, a tag
+ * outside 0..HPML_TAG_MAX, a bad dtype), HPML_ERR_MPI. Not collective; thread-safe as the
+ * MPI library's point-to-point calls are. */
+int hpml_send(const void *buf, size_t count, hpml_dtype_t dtype, int dest, int tag,
+              hpml_comm_t *comm);
+int hpml_recv(void *buf, size_t count, hpml_dtype_t dtype, int src, int tag, hpml_comm_t *comm);
+/* The nonblocking forms: the buffer is borrowed until hpml_p2p_wait returns or
+ * hpml_p2p_test reports done, which free the request. Unlike hpml_iallreduce's requests
+ * these complete in any order (the MPI library progresses them). */
+int hpml_isend(const void *buf, size_t count, hpml_dtype_t dtype, int dest, int tag,
+               hpml_comm_t *comm, hpml_p2p_request_t **req);
+int hpml_irecv(void *buf, size_t count, hpml_dtype_t dtype, int src, int tag, hpml_comm_t *comm,
+               hpml_p2p_request_t **req);
+/* Wait for a request (NULL: nothing to wait for) and free it. */
+int hpml_p2p_wait(hpml_p2p_request_t *req);
+/* *done = 1 when complete (the request is then freed). */
+int hpml_p2p_test(hpml_p2p_request_t *req, int *done);
+/* Wait for n requests (NULL entries skipped) and set each to NULL; the first error. */
+int hpml_p2p_waitall(size_t n, hpml_p2p_request_t **reqs);
+
+/* The ranks of comm with the same color (>= 0) as a new communicator, ranked by key then
+ * by their rank in comm (MPI_Comm_split), with comm's checking mode. Collective over comm;
+ * destroy the result with hpml_comm_destroy. */
+int hpml_comm_split(hpml_comm_t *comm, int color, int key, hpml_comm_t **out);
+
 /* ---- allreduce with a function applied to the result ----------------------------- */
 
 /* Called by hpml_allreduce_apply on elements [offset, offset + count) of the reduced

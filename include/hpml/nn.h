@@ -209,7 +209,8 @@ int hpml_train_data_load(hpml_comm_t *comm, const hpml_data_paths_t *paths,
                          const hpml_train_data_opts_t *opts, hpml_dataset_t *train,
                          hpml_dataset_t *test, float *mean, float *std);
 
-/* The spec of a preset ("mlp": 784-512-256-10, "lenet": LeNet-5, "cnn": the 2-conv
+/* The spec of a preset ("mlp": 784-512-256-10, "deep-mlp": 16 x dense 1024, "vgg": four
+ * 3x3 convolutions in two pooled blocks, "lenet": LeNet-5, "cnn": the 2-conv
  * network of the issue), or `name` itself when it is not a preset. */
 const char *hpml_model_preset(const char *name);
 
@@ -267,10 +268,23 @@ int hpml_model_torch_modules(const hpml_model_t *m, char *buf, size_t len);
  * its outputs of the first layer; split_layers below). The layers above are
  * data-parallel (docs/nn.md). AUTO: HYBRID where it moves less data than DATA (samples
  * per rank at most the first layer's inputs), else DATA. */
-typedef enum { HPML_PARALLEL_AUTO = 0, HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID } hpml_parallel_t;
+typedef enum {
+    HPML_PARALLEL_AUTO = 0,
+    HPML_PARALLEL_DATA,
+    HPML_PARALLEL_HYBRID,
+    HPML_PARALLEL_PIPELINE /* stages > 1 (below); not a value of hpml_parallel_parse */
+} hpml_parallel_t;
 /* "auto", "data" or "hybrid"; HPML_ERR_INVAL otherwise. */
 int hpml_parallel_parse(const char *name, hpml_parallel_t *out);
 const char *hpml_parallel_name(hpml_parallel_t p);
+
+/* Pipeline schedules: GPipe (every micro-batch's forward, then every backward) and 1F1B
+ * (after S - 1 - s forwards, stage s alternates one forward and one backward, so it keeps
+ * at most min(M, S - s) micro-batches' activations instead of M). */
+typedef enum { HPML_SCHEDULE_GPIPE = 0, HPML_SCHEDULE_1F1B } hpml_schedule_t;
+/* "gpipe" or "1f1b"; HPML_ERR_INVAL otherwise. */
+int hpml_schedule_parse(const char *name, hpml_schedule_t *out);
+const char *hpml_schedule_name(hpml_schedule_t s);
 
 typedef struct hpml_train_config {
     const char *spec;
@@ -302,10 +316,29 @@ typedef struct hpml_train_config {
      * multiples of this is the mean over every rank's samples of the step (one allreduce of
      * two numbers, made on every rank); at other steps, and with 0 (default), this rank's. */
     long progress_mean_every;
+    /* Pipeline (docs/nn.md, "Pipeline layout"): stages > 1 cuts the layers into that many
+     * contiguous stages; rank p computes stage p % stages of replica p / stages, each
+     * replica's share of a global batch in micro_batches micro-batches, activations and
+     * their gradients passed between neighbouring stages, each stage's gradients summed
+     * over its replicas. The ranks must be a multiple of stages. */
+    int stages;               /* 0 or 1: no pipeline */
+    int micro_batches;        /* 0: as many as stages */
+    hpml_schedule_t schedule; /* GPipe (default) or 1F1B: the same gradients, bit for bit */
+    int recompute;            /* keep only each stage's inputs, forward again in backward */
+    const char *partition;    /* NULL or "uniform": layers split evenly; "N,N,...": layers
+                                 per stage; "auto": contiguous stages minimising the slowest
+                                 one's measured forward + backward time (exact dynamic
+                                 programming) within memory_limit */
+    const char *trace;        /* pipeline: a Chrome/Perfetto trace (JSON) of the first epoch's
+                                 schedule, its first 4096 actions per rank, or NULL */
+    size_t memory_limit;      /* bytes per rank (0: none): parameters, gradients, optimizer
+                                 state and activations as estimated from the model; a layout
+                                 that needs more is refused before training */
 } hpml_train_config_t;
 
 void hpml_train_config_default(hpml_train_config_t *c);
-/* The layout (HPML_PARALLEL_DATA or HPML_PARALLEL_HYBRID) that hpml_train and
+/* The layout (HPML_PARALLEL_DATA, HPML_PARALLEL_HYBRID, or HPML_PARALLEL_PIPELINE with
+ * c->stages > 1) that hpml_train and
  * hpml_train_synthetic use for c on nranks ranks with inputs (in_c, in_h, in_w),
  * `local_batch` samples per rank, and the whole training set on every rank (replicated
  * = 1; hpml_train_synthetic counts as replicated), and in *split_layers (unless NULL)
@@ -339,7 +372,26 @@ typedef struct hpml_epoch_report {
     long resumed_step;
     int resumed_epoch;
     long run_steps;
+    /* The pipeline layout: one entry per stage (its replica 0's figures over the epoch),
+     * NULL and 0 otherwise. Valid during the report callback. */
+    const struct hpml_stage_report *stages;
+    int nstages;
+    double bubble_theory; /* (S - 1) / (M + S - 1) */
 } hpml_epoch_report_t;
+
+/* One pipeline stage as hpml_train reports it. */
+typedef struct hpml_stage_report {
+    int first_layer, last_layer;                 /* 0-based, inclusive */
+    size_t params;                               /* parameters (and as many gradients) */
+    size_t param_bytes, grad_bytes, optim_bytes; /* optimizer state: its moments */
+    size_t act_bytes; /* peak activation memory: the buffers of the micro-batches kept
+                         between their forward and backward, counted from their sizes */
+    int peak_live;    /* most micro-batches kept at once (their activations, or with
+                         recompute their inputs) */
+    double step_s;    /* mean seconds per step of the schedule (sends, receives, compute) */
+    double busy_s;    /* of which computing */
+    double bubble;    /* idle fraction of the schedule: 1 - busy / step */
+} hpml_stage_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when
  * progress != NULL). */

@@ -184,6 +184,14 @@ const char *hpml_model_preset(const char *name)
                 "dense 10"},
         {"small-cnn", "conv 16 5x5 pad2 relu | pool 2 | conv 32 5x5 relu | pool 2 | dense 64 "
                       "relu | dense 10"},
+        /* Deep sequential models, for which a pipeline's stages matter. */
+        {"deep-mlp", "dense 1024 relu | dense 1024 relu | dense 1024 relu | dense 1024 relu | "
+                     "dense 1024 relu | dense 1024 relu | dense 1024 relu | dense 1024 relu | "
+                     "dense 1024 relu | dense 1024 relu | dense 1024 relu | dense 1024 relu | "
+                     "dense 1024 relu | dense 1024 relu | dense 1024 relu | dense 1024 relu | "
+                     "dense 10"},
+        {"vgg", "conv 32 3x3 pad1 relu | conv 32 3x3 pad1 relu | pool 2 | conv 64 3x3 pad1 relu | "
+                "conv 64 3x3 pad1 relu | pool 2 | dense 256 relu | dense 10"},
     };
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         if (strcmp(name, presets[i].name) == 0)

@@ -23,7 +23,10 @@ int hpml_parallel_parse(const char *name, hpml_parallel_t *out)
 
 const char *hpml_parallel_name(hpml_parallel_t p)
 {
-    return p == HPML_PARALLEL_HYBRID ? "hybrid" : p == HPML_PARALLEL_DATA ? "data" : "auto";
+    return p == HPML_PARALLEL_PIPELINE ? "pipeline"
+           : p == HPML_PARALLEL_HYBRID ? "hybrid"
+           : p == HPML_PARALLEL_DATA   ? "data"
+                                       : "auto";
 }
 
 /* What a rank sends per step with `layers` layers split (lb samples per rank, an even
@@ -104,15 +107,40 @@ static int split_layers(const hpml_train_config_t *c, const hpml_model_t *m, int
     return pair_ok && split_cost(m, P, lb, 2) < split_cost(m, P, lb, 1) ? 2 : 1;
 }
 
+double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n)
+{
+    const int nstate =
+        (c->opt.kind != HPML_OPT_SGD || c->opt.momentum != 0.0) + (c->opt.kind != HPML_OPT_SGD);
+
+    return (double)m->nparams * sizeof(float) * (2 + nstate) + (double)hpml__nn_act_bytes(m, n);
+}
+
 int hpml__layout_pick(const hpml_train_config_t *c, const hpml_model_t *m, int P, int replicated,
                       size_t lb, const nn_layout_ops_t **out)
 {
     static const nn_layout_ops_t *const by_split[] = {&hpml__layout_data, &hpml__layout_split1,
                                                       &hpml__layout_split2};
-    int n = split_layers(c, m, P, replicated, lb);
+    int n;
 
+    if (c->stages > 1) {
+        if ((n = hpml__pipe_plan(c, m, P, lb, NULL)) != 0)
+            return n;
+        *out = &hpml__layout_pipe;
+        return 0;
+    }
+    n = split_layers(c, m, P, replicated, lb);
     if (n < 0)
         return n;
+    /* Every rank holds the whole model here (the split layers' rows aside): the estimate
+     * is the data layout's. */
+    if (c->memory_limit > 0 && hpml__model_bytes(c, m, lb) > (double)c->memory_limit)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "train: the %s layout needs %.1f MiB per rank (parameters, "
+                              "gradients, optimizer state, activations of %zu samples), more "
+                              "than --memory-limit %.1f MiB; --pipeline S spreads the layers",
+                              n ? "hybrid" : "data-parallel",
+                              hpml__model_bytes(c, m, lb) / 1048576.0, lb,
+                              (double)c->memory_limit / 1048576.0);
     *out = by_split[n];
     return 0;
 }
@@ -130,7 +158,9 @@ int hpml_train_layout(const hpml_train_config_t *c, int nranks, int in_c, int in
     hpml_model_destroy(m);
     if (rc < 0)
         return rc;
-    *out = l->split ? HPML_PARALLEL_HYBRID : HPML_PARALLEL_DATA;
+    *out = l == &hpml__layout_pipe ? HPML_PARALLEL_PIPELINE
+           : l->split              ? HPML_PARALLEL_HYBRID
+                                   : HPML_PARALLEL_DATA;
     if (split_layers)
         *split_layers = l->split;
     return 0;

@@ -69,6 +69,9 @@ typedef struct nn_layout_ops {
     /* Free everything. err != 0: the run failed, maybe on this rank alone, so nothing
      * collective (registered buffers stay until the communicator is destroyed). */
     void (*close)(nn_layout_t *l, int err);
+    /* Optional (NULL: none): the per-stage figures of the steps since the last call into
+     * out (*n entries, at most 64), then start counting anew. Collective. */
+    int (*stages)(nn_layout_t *l, hpml_stage_report_t *out, int *n, double *theory);
 } nn_layout_ops_t;
 
 /* The part of every layout the trainer reads; a layout's own struct starts with it. */
@@ -77,9 +80,39 @@ struct nn_layout {
     float *x;        /* where the trainer puts a step's inputs */
     int whole_batch; /* x takes the whole global batch (gb rows), else this rank's nl */
     double exposed;  /* seconds spent waiting for the other ranks (the trainer resets it) */
+    /* Which samples of a step the trainer gives this rank: with nparts 0, its own block of
+     * the global batch (hpml_io_partition over the ranks); otherwise block `part` of
+     * nparts, with no inputs (skip_x) or no labels (skip_y) where the rank needs none. */
+    int nparts, part, skip_x, skip_y;
+    int top_layer; /* 0: this rank updates every layer; else only the layers below it */
 };
 
-extern const nn_layout_ops_t hpml__layout_data, hpml__layout_split1, hpml__layout_split2;
+extern const nn_layout_ops_t hpml__layout_data, hpml__layout_split1, hpml__layout_split2,
+    hpml__layout_pipe;
+
+/* The pipeline's stages for c (c->stages > 1) on model m and P ranks with lb samples per
+ * rank: bounds[0..S] the layer bounds (bounds may be NULL: only the checks; with "auto",
+ * any partition within the memory limit, which pipe_open replaces by the measured one).
+ * HPML_ERR_INVAL with a message when the pipeline cannot be made (more stages than layers,
+ * ranks not a multiple of the stages, a partition list that does not add up, a memory
+ * limit no partition meets, another layout asked for...). Local, the same verdict on every
+ * rank. layout_pipe.c. */
+int hpml__pipe_plan(const hpml_train_config_t *c, const hpml_model_t *m, int P, size_t lb,
+                    int *bounds);
+
+/* Contiguous stages of L layers minimising the slowest stage: cost[l] the time of layer l,
+ * mem[l] its bytes (parameters, gradients, state) and act[l] its activation bytes per kept
+ * micro-batch; edge[i] (i = 0..L, edge[0] = edge[L] = 0) the bytes a stage that starts or
+ * ends at layer i holds for its messages there; stage s keeps keep[s] micro-batches. Every
+ * stage gets at least one layer and at most limit bytes (0: no limit). bounds[0..S];
+ * *slowest the slowest stage's cost. Exact (dynamic programming over the stages x layer
+ * prefixes); ties go to the earliest cut. HPML_ERR_INVAL when no partition meets the limit
+ * (or S > L). Pure, layout_pipe.c. */
+int hpml__pipe_balance(const double *cost, const double *mem, const double *act, const double *edge,
+                       int L, int S, const int *keep, double limit, int *bounds, double *slowest);
+/* The bytes of model m's parameters, gradients and optimizer state under cfg, and its
+ * activations for a batch of n (hpml_model_reserve's buffers). */
+double hpml__model_bytes(const hpml_train_config_t *c, const hpml_model_t *m, size_t n);
 
 /* The layout for model m on P ranks with lb samples per rank (replicated: every rank can
  * read every sample): c->parallel and c->split_layers, or the cheaper where they leave the

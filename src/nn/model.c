@@ -81,8 +81,10 @@ void hpml_model_destroy(hpml_model_t *m)
     if (m->layers)
         free_buffers(m);
     free(m->layers);
-    hpml_free(m->params);
-    hpml_free(m->grads);
+    if (!m->borrowed) {
+        hpml_free(m->params);
+        hpml_free(m->grads);
+    }
     free(m->spec);
     free(m);
 }
@@ -251,6 +253,35 @@ int hpml_model_reserve(hpml_model_t *m, size_t nb)
 nomem:
     free_buffers(m);
     return hpml_set_error(HPML_ERR_NOMEM, "nn: cannot allocate activations for batch %zu", nb);
+}
+
+size_t hpml__nn_layer_act_bytes(const nn_layer_t *l, size_t nb)
+{
+    size_t P = (size_t)l->out_h * (size_t)l->out_w, b = 0;
+
+    /* As hpml_model_reserve allocates them. */
+    b += l->kind != NN_FLATTEN ? nb * l->out_size * sizeof(float) : 0;
+    if (l->kind == NN_CONV) {
+        b += (size_t)l->in_c * l->k * l->k * nb * P * sizeof(float);
+        b += (size_t)l->out_c * nb * P * sizeof(float);
+        if (hpml__conv_direct_usable(l))
+            b += hpml__conv_direct_scratch(l, nb) * sizeof(float);
+    }
+    b += l->kind == NN_POOL ? nb * l->out_size * sizeof(int32_t) : 0;
+    b += l->kind == NN_DROPOUT ? nb * l->out_size * sizeof(float) : 0;
+    return b;
+}
+
+size_t hpml__nn_act_bytes(const hpml_model_t *m, size_t nb)
+{
+    size_t maxact = hpml_model_input_size(m), b = 0;
+
+    for (int i = 0; i < m->nlayers; i++) {
+        const nn_layer_t *l = &m->layers[i];
+        maxact = l->out_size > maxact ? l->out_size : maxact;
+        b += hpml__nn_layer_act_bytes(l, nb);
+    }
+    return b + 2 * nb * maxact * sizeof(float) + nb * hpml_model_output_size(m) * sizeof(float);
 }
 
 /* ---- layer kernels -------------------------------------------------------------- */
@@ -683,7 +714,7 @@ int hpml__nn_forward_from(hpml_model_t *m, int first, const float *x, size_t n, 
         case NN_FLATTEN: l->y = (float *)in; break;
         case NN_DROPOUT:
             if (training && l->p > 0.0f) {
-                dropout_forward(l, i, in, n, ids, key);
+                dropout_forward(l, i + m->layer_base, in, n, ids, key);
                 l->y = l->out;
             } else {
                 l->y = (float *)in;
@@ -750,29 +781,15 @@ int hpml_model_loss(const hpml_model_t *m, const int32_t *labels, double *loss_s
     return softmax_loss(m, labels, NULL, loss_sum, correct);
 }
 
-int hpml__nn_backward_to(hpml_model_t *m, int stop, const int32_t *labels, float scale,
-                         hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct,
-                         const float **dx_out)
+/* The layers from the top down to `stop`, g (in m->dbuf[0]) the gradient of the output:
+ * each layer's gradients, and the gradient of layer i's input while i > first_param
+ * (returned: the last one computed). */
+static const float *backward_layers(hpml_model_t *m, float *g, int stop, int first_param,
+                                    hpml_grad_ready_fn ready, void *ctx)
 {
-    const size_t n = m->n, C = hpml_model_output_size(m);
-    int err, cur = 0, first_param = m->nlayers;
-    float *g;
+    const size_t n = m->n;
+    int cur = 0;
 
-    if ((err = softmax_loss(m, labels, m->probs, loss_sum, correct)) != 0)
-        return err;
-    g = m->dbuf[0];
-    for (size_t s = 0; s < n; s++) {
-        for (size_t j = 0; j < C; j++)
-            g[s * C + j] = m->probs[s * C + j] * scale;
-        g[s * C + (size_t)labels[s]] -= scale;
-    }
-    for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].nw + m->layers[i].nb > 0) {
-            first_param = i;
-            break;
-        }
-    if (stop > 0) /* the caller wants the gradient of layer `stop`'s input */
-        first_param = stop - 1;
     for (int i = m->nlayers - 1; i >= stop; i--) {
         nn_layer_t *l = &m->layers[i];
         const float *in = i == 0 ? m->input : m->layers[i - 1].y;
@@ -836,8 +853,118 @@ int hpml__nn_backward_to(hpml_model_t *m, int stop, const int32_t *labels, float
             cur = 1 - cur;
         g = dx;
     }
+    return g;
+}
+
+/* The lowest layer with parameters (nlayers: none), below which backward stops. */
+static int first_with_params(const hpml_model_t *m)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].nw + m->layers[i].nb > 0)
+            return i;
+    return m->nlayers;
+}
+
+/* The gradient of the mean loss of labels (times scale) in m->dbuf[0]. */
+static int loss_grad(hpml_model_t *m, const int32_t *labels, float scale, double *loss_sum,
+                     size_t *correct)
+{
+    const size_t n = m->n, C = hpml_model_output_size(m);
+    float *g = m->dbuf[0];
+    int err;
+
+    if ((err = softmax_loss(m, labels, m->probs, loss_sum, correct)) != 0)
+        return err;
+    for (size_t s = 0; s < n; s++) {
+        for (size_t j = 0; j < C; j++)
+            g[s * C + j] = m->probs[s * C + j] * scale;
+        g[s * C + (size_t)labels[s]] -= scale;
+    }
+    return 0;
+}
+
+int hpml__nn_backward_to(hpml_model_t *m, int stop, const int32_t *labels, float scale,
+                         hpml_grad_ready_fn ready, void *ctx, double *loss_sum, size_t *correct,
+                         const float **dx_out)
+{
+    int err, first_param = first_with_params(m);
+    const float *dx;
+
+    if ((err = loss_grad(m, labels, scale, loss_sum, correct)) != 0)
+        return err;
+    if (stop > 0) /* the caller wants the gradient of layer `stop`'s input */
+        first_param = stop - 1;
+    dx = backward_layers(m, m->dbuf[0], stop, first_param, ready, ctx);
     if (dx_out)
-        *dx_out = stop > 0 ? g : NULL;
+        *dx_out = stop > 0 ? dx : NULL;
+    return 0;
+}
+
+int hpml__nn_backward_stage(hpml_model_t *m, const int32_t *labels, float scale, const float *dy,
+                            int want_dx, double *loss_sum, size_t *correct, const float **dx_out)
+{
+    const float *dx;
+    int err;
+
+    if (m->n == 0 || (labels == NULL && dy == NULL))
+        return hpml_set_error(HPML_ERR_INVAL, "nn: backward without a forward");
+    if (labels != NULL) {
+        if ((err = loss_grad(m, labels, scale, loss_sum, correct)) != 0)
+            return err;
+    } else { /* the layers change the gradient in place (the ReLU): a copy */
+        memcpy(m->dbuf[0], dy, m->n * hpml_model_output_size(m) * sizeof(float));
+    }
+    dx = backward_layers(m, m->dbuf[0], 0, want_dx ? -1 : first_with_params(m), NULL, NULL);
+    if (dx_out)
+        *dx_out = want_dx ? dx : NULL;
+    return 0;
+}
+
+int hpml__nn_model_stage(hpml_model_t *full, int l0, int l1, hpml_model_t **out)
+{
+    const nn_layer_t *first = &full->layers[l0];
+    hpml_model_t *m = NULL;
+    const char *p = full->spec;
+    char *spec = NULL;
+    size_t a = 0, b;
+    int err;
+
+    *out = NULL;
+    if (l0 < 0 || l1 <= l0 || l1 > full->nlayers)
+        return hpml_set_error(HPML_ERR_INVAL, "nn: no layers [%d, %d) in a model of %d", l0, l1,
+                              full->nlayers);
+    /* The canonical spec has one " | " between layers: cut layers [l0, l1) out of it. */
+    for (int i = 0; i < l0; i++)
+        a = (size_t)(strstr(p + a, " | ") - p) + 3;
+    b = a;
+    for (int i = l0; i < l1; i++) {
+        const char *e = strstr(p + b, " | ");
+        b = e ? (size_t)(e - p) + (i + 1 < l1 ? 3 : 0) : strlen(p);
+    }
+    if ((spec = malloc(b - a + 1)) == NULL)
+        return hpml_set_error(HPML_ERR_NOMEM, "nn: out of memory");
+    memcpy(spec, p + a, b - a);
+    spec[b - a] = '\0';
+    err = hpml_model_create(spec, first->in_c, first->in_h, first->in_w, &m);
+    free(spec);
+    if (err != 0)
+        return err;
+    if (m->nlayers != l1 - l0 ||
+        m->nparams != (l1 < full->nlayers ? full->layers[l1].w_off : full->nparams) -
+                          first->w_off) { /* the canonical spec does not re-parse as itself */
+        hpml_model_destroy(m);
+        return hpml_set_error(HPML_ERR_STATE, "nn: layers %d..%d do not make a model of their own",
+                              l0, l1 - 1);
+    }
+    hpml_free(m->params);
+    hpml_free(m->grads);
+    m->params = full->params + first->w_off;
+    m->grads = full->grads + first->w_off;
+    m->borrowed = 1;
+    m->layer_base = l0;
+    for (int i = 0; i < m->nlayers; i++)
+        m->layers[i].direct = full->layers[l0 + i].direct;
+    *out = m;
     return 0;
 }
 

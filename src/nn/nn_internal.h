@@ -41,7 +41,10 @@ struct hpml_model {
     float *dbuf[2];      /* gradient ping-pong buffers (max activation size) */
     float *probs;        /* n * classes softmax output */
     int training;
-    char *spec; /* canonical */
+    char *spec;     /* canonical */
+    int layer_base; /* a stage's model (hpml__nn_model_stage): the full model's index of
+                     * its first layer (dropout masks depend on the layer's index) */
+    int borrowed;   /* params and grads point into another model's: not freed */
 };
 
 /* The spec word of a layer kind ("dense", "conv", ...). */
@@ -100,6 +103,24 @@ void hpml__nn_dense_act_backward(hpml_model_t *m, int li, const float *dy, size_
  * columns of every row, overwritten) and dx (n, i1-i0) = g w[:, i0:i1]. */
 void hpml__nn_dense_cols_backward(hpml_model_t *m, int li, const float *x, size_t n, size_t i0,
                                   size_t i1, const float *g, float *dx);
+
+/* Layers [l0, l1) of full as a model of their own (a pipeline stage): its input is layer
+ * l0's, its parameters and gradients are full's (borrowed: full must outlive it), and its
+ * dropout masks are full's. */
+int hpml__nn_model_stage(hpml_model_t *full, int l0, int l1, hpml_model_t **out);
+/* Backward of a pipeline stage's model over the last forward's n samples: from the loss
+ * of labels (scaled as hpml_model_backward's; *loss_sum and *correct set) or, with labels
+ * NULL, from the given gradient of the output dy (n, output size); each layer's gradients
+ * overwritten; with want_dx, *dx_out is the gradient of the input (n rows, in the model's
+ * buffers until the next call). */
+int hpml__nn_backward_stage(hpml_model_t *m, const int32_t *labels, float scale, const float *dy,
+                            int want_dx, double *loss_sum, size_t *correct, const float **dx_out);
+
+/* Bytes of the buffers hpml_model_reserve(m, nb) allocates (activations, im2col, masks,
+ * the gradient buffers and the softmax output). */
+size_t hpml__nn_act_bytes(const hpml_model_t *m, size_t nb);
+/* Layer l's part of them (its own buffers, without the model's gradient buffers). */
+size_t hpml__nn_layer_act_bytes(const nn_layer_t *l, size_t nb);
 
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);

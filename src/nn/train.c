@@ -31,6 +31,7 @@ typedef struct {
     hpml_report_fn report;
     hpml_progress_fn progress;
     void *ctx;
+    hpml_stage_report_t stages[64]; /* the pipeline's, for the report */
 } run_t;
 
 static int check_data(const hpml_comm_t *comm, const hpml_train_config_t *cfg,
@@ -172,15 +173,20 @@ static void next_batch(run_t *r, nn_step_t *s)
     float *x = t->layout->x;
     size_t b0, b1;
 
+    const nn_layout_t *l = t->layout;
+
     s->gb = T - g0 < r->B ? T - g0 : r->B;
-    hpml_io_partition(s->gb, t->rank, t->P, &b0, &b1);
+    if (l->nparts > 0) /* the layout's part of the batch (a pipeline's replica) */
+        hpml_io_partition(s->gb, l->part, l->nparts, &b0, &b1);
+    else
+        hpml_io_partition(s->gb, t->rank, t->P, &b0, &b1);
     s->nl = b1 - b0;
     for (size_t j = 0; j < s->nl; j++) {
         uint32_t k = r->shard_rows ? r->perm[((size_t)t->st.step_in_epoch * r->lb + j) % N]
                                    : r->perm[g0 + b0 + j];
-        if (!t->layout->whole_batch)
+        if (!l->whole_batch && !l->skip_x)
             memcpy(x + j * in, d->x + (size_t)k * in, in * sizeof(float));
-        t->y[j] = d->y[k];
+        t->y[j] = l->skip_y ? 0 : d->y[k];
         t->ids[j] = d->offset + k;
     }
     for (size_t j = 0; t->layout->whole_batch && j < s->gb; j++)
@@ -199,12 +205,14 @@ static void next_batch(run_t *r, nn_step_t *s)
  * (not the loss, which a rank knows only for its own samples) gives every rank the same
  * verdict without a collective. HPML_ERR_NUMERIC naming the step, before anything is saved.
  */
-static int check_diverged(const hpml_model_t *m, int64_t step, int64_t epoch)
+static int check_diverged(const hpml_model_t *m, int top, int64_t step, int64_t epoch)
 {
     const nn_layer_t *l = NULL;
     float acc = 0.0f;
 
-    for (int i = m->nlayers - 1; i >= 0 && l == NULL; i--)
+    /* A pipeline stage updates only the layers below top; a non-finite loss reaches them
+     * through the gradients of the activations. */
+    for (int i = (top > 0 ? top : m->nlayers) - 1; i >= 0 && l == NULL; i--)
         if (m->layers[i].nb > 0)
             l = &m->layers[i];
     if (l == NULL)
@@ -235,12 +243,13 @@ static int run_epoch(run_t *r, int *stop)
 
         next_batch(r, &s);
         if ((err = hpml__trainer_step(t, &s, &loss, &correct)) != 0 ||
-            (err = check_diverged(t->m, st->global_step + 1, st->epoch + 1)) != 0)
+            (err = check_diverged(t->m, t->layout->top_layer, st->global_step + 1,
+                                  st->epoch + 1)) != 0)
             return err;
         st->global_step++;
         st->loss_sum += loss;
         st->correct += (double)correct;
-        st->seen += (double)s.nl;
+        st->seen += t->layout->skip_y ? 0.0 : (double)s.nl; /* counted where the loss is */
         st->train_time += hpml_time() - t_step;
         if (r->progress) {
             double v[2] = {loss, (double)s.nl};
@@ -290,6 +299,8 @@ static int end_epoch(run_t *r, double t_epoch, int stop)
     rep.seconds = hpml_time() - t_epoch;
     rep.images_per_s = rep.seconds > 0 ? s[3] / rep.seconds : 0;
     rep.images_per_s_rank = rep.seconds > 0 ? seen_here / rep.seconds : 0;
+    if (t->layout->nparts > 0) /* counted on the last stages only: the mean over the ranks */
+        rep.images_per_s_rank = rep.images_per_s / (double)t->P;
     rep.comm_exposed_s = t->layout->exposed;
     rep.lr =
         hpml_opt_lr(&r->cfg->opt, (long)st->global_step - 1, r->total_steps, r->steps_per_epoch);
@@ -298,6 +309,12 @@ static int end_epoch(run_t *r, double t_epoch, int stop)
     rep.resumed_step = r->cfg->resume ? r->start_step : -1;
     rep.resumed_epoch = r->cfg->resume ? r->start_epoch + 1 : 0;
     rep.run_steps = (long)st->global_step - r->start_step;
+    if (t->layout->ops->stages != NULL) {
+        if ((err = t->layout->ops->stages(t->layout, r->stages, &rep.nstages,
+                                          &rep.bubble_theory)) != 0)
+            return err;
+        rep.stages = r->stages;
+    }
     if ((err = hpml__trainer_gather(t)) != 0 ||
         (r->test && (err = hpml_evaluate(t->comm, t->m, r->test, r->cfg->eval_batch, &rep.test_loss,
                                          &rep.test_acc)) != 0))
@@ -356,7 +373,21 @@ static void synthetic_data(nn_trainer_t *t, size_t B)
 {
     const size_t in = hpml_model_input_size(t->m), classes = hpml_model_output_size(t->m);
     const int whole = t->layout->whole_batch;
+    const nn_layout_t *l = t->layout;
     hpml_rng_t rng;
+
+    if (l->nparts > 0) { /* a pipeline: the replica's B * P / nparts samples, stream part + 1 */
+        const size_t rows = B * (size_t)t->P / (size_t)l->nparts;
+        hpml_rng_init(&rng, t->cfg->seed, (uint64_t)l->part + 1);
+        for (size_t i = 0; i < rows * in; i++) {
+            float v = (float)hpml_rng_uniform(&rng);
+            if (!l->skip_x)
+                l->x[i] = v;
+        }
+        for (size_t i = 0; i < rows; i++)
+            t->y[i] = (int32_t)hpml_rng_below(&rng, classes);
+        return;
+    }
 
     for (int q = 0; q < t->P; q++) {
         if (!whole && q != t->rank)
@@ -389,8 +420,9 @@ int hpml_train_synthetic(hpml_comm_t *comm, const hpml_train_config_t *cfg, int 
         goto out;
     synthetic_data(&t, B);
     for (int it = 0; it < warmup + iters; it++) {
+        const size_t nl = t.layout->nparts > 0 ? B * P / (size_t)t.layout->nparts : B;
         const nn_step_t st = {
-            .gb = B * P, .nl = B, .y = t.y, .key = (uint64_t)it, .lr = cfg->opt.lr * 0.01};
+            .gb = B * P, .nl = nl, .y = t.y, .key = (uint64_t)it, .lr = cfg->opt.lr * 0.01};
         double loss;
         size_t correct;
 

@@ -31,7 +31,8 @@ void hpml_train_config_default(hpml_train_config_t *c)
 
 int hpml_train_update_is_sharded(const hpml_train_config_t *c, int nranks)
 {
-    return c->sharded_update && c->grad_dtype == HPML_F32 && nranks > 1;
+    /* A pipeline stage updates its own layers after summing over its replicas. */
+    return c->sharded_update && c->grad_dtype == HPML_F32 && nranks > 1 && c->stages <= 1;
 }
 
 /* Load the checkpoint in cfg->checkpoint_dir into the model, the optimizer and t->st
@@ -75,8 +76,10 @@ static int make_model(nn_trainer_t *t, const nn_trainer_args_t *a, const nn_layo
                               "train: the model has %zu outputs but the labels go up to %d (the "
                               "last layer should be 'dense %d')",
                               hpml_model_output_size(t->m), a->classes - 1, a->classes);
-    if ((err = hpml__layout_pick(cfg, t->m, t->P, a->replicated, a->per_rank, lay)) != 0 ||
-        (err = hpml_model_reserve(t->m, a->lb)) != 0)
+    if ((err = hpml__layout_pick(cfg, t->m, t->P, a->replicated, a->per_rank, lay)) != 0)
+        return err;
+    /* A pipeline stage computes on models of its own layers (layout_pipe.c). */
+    if (*lay != &hpml__layout_pipe && (err = hpml_model_reserve(t->m, a->lb)) != 0)
         return err;
     return hpml_optim_create(&cfg->opt, t->m->nparams, &t->o);
 }
@@ -99,8 +102,14 @@ int hpml__trainer_open(nn_trainer_t *t, hpml_comm_t *comm, const hpml_train_conf
         .comm = comm, .m = t->m, .o = t->o, .cfg = cfg, .gb = a->gb, .lb = a->lb};
     if ((err = lay->open(&la, &t->layout)) != 0)
         return err;
-    t->y = malloc(a->lb * sizeof(int32_t));
-    t->ids = malloc(a->lb * sizeof(uint64_t));
+    {
+        /* The labels and ids of the rank's samples: its block, or the layout's part. */
+        const nn_layout_t *l = t->layout;
+        size_t rows = l->nparts > 0 ? a->gb / (size_t)l->nparts + 1 : a->lb;
+
+        t->y = malloc(rows * sizeof(int32_t));
+        t->ids = malloc(rows * sizeof(uint64_t));
+    }
     if (!t->y || !t->ids)
         return HPML_ERR_NOMEM;
     hpml_model_init(t->m, cfg->seed);

@@ -42,6 +42,8 @@ json pca --data "$d/X.npy" -k 2
 json train --epochs 1 --train-limit 256 --test-limit 64 --save "$d/m.hpml"
 json train --epochs 1 --train-images "$d/im.npy" --train-labels "$d/lab.npy"
 json train --synthetic --iters 2 --warmup-iters 1
+json train --epochs 1 --train-images "$d/im.npy" --train-labels "$d/lab.npy" --batch 16 --pipeline 2 \
+    --micro-batches 3 --schedule 1f1b
 # A run that checkpoints, its resume (resumed_from, history, --metrics lines) and a resume
 # with nothing left to do.
 tr=(train --train-images "$d/im.npy" --train-labels "$d/lab.npy" --batch 16 --checkpoint "$d/ck")
@@ -80,6 +82,10 @@ res = [r for r in runs if r.get("command") == "train" and r.get("resumed_from")]
 if len(res) != 1 or res[0]["resumed_from"] != {"epoch": 2, "step": 4} or res[0]["steps_this_run"] != 4 \
         or [h["epoch"] for h in res[0]["history"]] != [2]:
     print(f"resumed run: {[(r['resumed_from'], r.get('steps_this_run'), r.get('history')) for r in res]}"); bad = 1
+pipes = [r["pipeline"] for r in runs if "pipeline" in r]
+if len(pipes) != 1 or len(pipes[0]["per_stage"]) != 2 or pipes[0]["schedule"] != "1f1b" \
+        or abs(pipes[0]["bubble_theory"] - 1 / 4) > 1e-9:
+    print(f"--pipeline 2 --micro-batches 3 --schedule 1f1b: {pipes}"); bad = 1
 if not any(r.get("nothing_to_do") for r in runs):
     print("a resume of a finished run does not say nothing_to_do"); bad = 1
 for path in recs:

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "mlcli.h"
 #include "opts.h"
+#include "train_pipe.h"
 #include "hpml/io.h"
 #include "hpml/comm.h"
 #include "hpml/nn.h"
@@ -24,6 +25,8 @@
  * allreduces, for the header line. */
 static const char *sync_mode(const hpml_train_config_t *cfg, int nsplit, int nranks)
 {
+    if (cfg->stages > 1) /* docs/nn.md, "Pipeline layout" */
+        return "summed per stage after the schedule";
     if (nsplit == 2) /* docs/nn.md, "Hybrid layout" */
         return "summed after the split layers";
     if (nsplit == 1)
@@ -35,7 +38,8 @@ static const char *sync_mode(const hpml_train_config_t *cfg, int nsplit, int nra
 /* The layout and how many layers it splits, for the header line. */
 static const char *layout_desc(int nsplit)
 {
-    return nsplit == 2   ? "hybrid layout (2 layers split)"
+    return nsplit < 0    ? "pipeline layout"
+           : nsplit == 2 ? "hybrid layout (2 layers split)"
            : nsplit == 1 ? "hybrid layout (1 layer split)"
                          : "data layout";
 }
@@ -160,6 +164,9 @@ typedef struct {
     int reports;                     /* epochs reported by this run */
     hpml_epoch_report_t *history;    /* rank 0, --json: every epoch of this run */
     size_t nhistory, cap;
+    hpml_stage_report_t stages[64]; /* the pipeline's last report */
+    int nstages;
+    double bubble_theory;
 } summary_ctx_t;
 
 static void report_sum(void *vctx, const hpml_epoch_report_t *r)
@@ -167,6 +174,10 @@ static void report_sum(void *vctx, const hpml_epoch_report_t *r)
     summary_ctx_t *s = vctx;
 
     s->last = *r;
+    s->last.stages = NULL; /* valid during the call only: copied */
+    for (s->nstages = 0; s->nstages < r->nstages && s->nstages < 64; s->nstages++)
+        s->stages[s->nstages] = r->stages[s->nstages];
+    s->bubble_theory = r->bubble_theory;
     s->reports++;
     s->total_train_s += r->seconds;
     s->img_total += r->images_per_s * r->seconds;
@@ -252,10 +263,16 @@ static int opt_optimizer(void *dest, const char *arg, const char *shown)
     return 0;
 }
 
+/* The learning-rate schedule, or (gpipe, 1f1b) the pipeline's: the names differ. */
 static int opt_schedule(void *dest, const char *arg, const char *shown)
 {
-    if (hpml_sched_parse(arg, &((opts_t *)dest)->cfg.opt.sched) != 0)
-        return cli_usage_error(CMD, "%s: %s", shown, hpml_last_error());
+    hpml_train_config_t *c = &((opts_t *)dest)->cfg;
+
+    if (hpml_schedule_parse(arg, &c->schedule) == 0)
+        return 0;
+    if (hpml_sched_parse(arg, &c->opt.sched) != 0)
+        return cli_usage_error(CMD, "%s must be const, step, cosine, gpipe or 1f1b (got '%s')",
+                               shown, arg);
     return 0;
 }
 
@@ -303,7 +320,8 @@ static const opt_t options[] = {
      .off = OFF(model),
      .arg = "SPEC",
      .help = "layers, e.g. 'conv 32 5x5 pad2 relu | pool 2 | dense 10',\n"
-             "or a preset: mlp, lenet, cnn, small-cnn (default mlp)"},
+             "or a preset: mlp, lenet, cnn, small-cnn, deep-mlp, vgg\n"
+             "(default mlp)"},
     {.kind = OPT_SECTION, .help = "Data (default: Fashion-MNIST in " HPML_NN_DEFAULT_DATA "):"},
     {.name = "data",
      .kind = OPT_STRING,
@@ -402,9 +420,11 @@ static const opt_t options[] = {
      .dmax = HUGE_VAL},
     {.name = "schedule",
      .kind = OPT_FUNC,
-     .arg = "const|step|cosine",
+     .arg = "const|step|cosine|gpipe|1f1b",
      .fn = opt_schedule,
-     .help = "learning-rate schedule (default const)"},
+     .help = "learning-rate schedule (default const); gpipe|1f1b:\n"
+             "the pipeline's (default gpipe; give --schedule twice\n"
+             "for both)"},
     {.name = "step-every",
      .kind = OPT_INT,
      .off = OFF(cfg.opt.step_every),
@@ -484,6 +504,50 @@ static const opt_t options[] = {
              "share one node, and only the layers above it have\n"
              "gradients to sum); implies --parallel hybrid (default:\n"
              "the one that moves less data)"},
+    {.name = "pipeline",
+     .kind = OPT_INT,
+     .off = OFF(cfg.stages),
+     .arg = "S",
+     .help = "cut the layers into S stages (rank p: stage p % S of\n"
+             "replica p / S; ranks a multiple of S); activations pass\n"
+             "between stages, each stage's gradients are summed over\n"
+             "its replicas (default 1: no pipeline)",
+     .min = 1,
+     .max = 64},
+    {.name = "micro-batches",
+     .kind = OPT_INT,
+     .off = OFF(cfg.micro_batches),
+     .arg = "M",
+     .help = "pipeline: each replica's share of a batch in M\n"
+             "micro-batches (default S)",
+     .min = 1,
+     .max = 8191},
+    {.name = "recompute",
+     .kind = OPT_FLAG,
+     .off = OFF(cfg.recompute),
+     .help = "pipeline: keep only each stage's inputs and compute its\n"
+             "forward again in backward (less memory, more compute)"},
+    {.name = "partition",
+     .kind = OPT_STRING,
+     .off = OFF(cfg.partition),
+     .arg = "uniform|auto|N,N,...",
+     .help = "pipeline: layers per stage, evenly (default), listed,\n"
+             "or auto: each layer's forward+backward timed, the cut\n"
+             "minimising the slowest stage within --memory-limit"},
+    {.name = "trace",
+     .kind = OPT_STRING,
+     .off = OFF(cfg.trace),
+     .arg = "FILE",
+     .help = "pipeline: write the first epoch's schedule (its first\n"
+             "4096 actions per rank) as a Chrome/Perfetto trace"},
+    {.name = "memory-limit",
+     .kind = OPT_BYTES,
+     .off = OFF(cfg.memory_limit),
+     .arg = "BYTES",
+     .help = "refuse a layout whose parameters, gradients, optimizer\n"
+             "state and activations need more per rank (e.g. 512M)",
+     .min = 1,
+     .max = 1LL << 60},
     {.name = "max-steps",
      .kind = OPT_LONG,
      .off = OFF(cfg.max_steps),
@@ -579,7 +643,8 @@ static const opt_cmd_t command = {
              "Data-parallel training: every rank computes gradients on its part of each global\n"
              "batch; gradient buckets are allreduced (averaged) while backward runs. The first\n"
              "one or two dense layers may instead be split across the ranks (--parallel,\n"
-             "--split-layers).\n",
+             "--split-layers), or the layers cut into pipeline stages that pass micro-batches'\n"
+             "activations to each other (--pipeline, GPipe or 1F1B).\n",
 };
 
 /* The files given one by one (--train-*, --test-*) into the data paths. */
@@ -640,7 +705,11 @@ static int check_layout(const opts_t *o)
                           per, &lay, &nsplit) == 0)
         return 0;
     msg = hpml_last_error();
-    if (o->cfg.split_layers != 0)
+    if (o->cfg.stages > 1)
+        snprintf(which, sizeof(which), "--pipeline %d", o->cfg.stages);
+    else if (o->cfg.memory_limit > 0 && strstr(msg, "--memory-limit") != NULL)
+        snprintf(which, sizeof(which), "--memory-limit");
+    else if (o->cfg.split_layers != 0)
         snprintf(which, sizeof(which), "--split-layers %d", o->cfg.split_layers);
     return cli_usage_error(CMD, "%s: %s", which, strncmp(msg, "train: ", 7) == 0 ? msg + 7 : msg);
 }
@@ -673,6 +742,11 @@ static int parse(int argc, char **argv, opts_t *o)
         o->cfg.overlap = 0;
     if (o->replicated)
         o->cfg.sharded_update = 0;
+    if (o->cfg.stages <= 1 &&
+        (opts_given("micro-batches") || opts_given("recompute") || opts_given("partition") ||
+         opts_given("trace") || o->cfg.schedule != HPML_SCHEDULE_GPIPE))
+        return cli_usage_error(CMD, "--micro-batches, --recompute, --partition, --trace and "
+                                    "--schedule gpipe|1f1b need --pipeline S with S > 1");
     o->cfg.spec = hpml_model_preset(o->model);
     if ((rc = check_spec(o)) != 0)
         return rc;
@@ -690,6 +764,7 @@ static int check_outputs(const opts_t *o, hpml_comm_t *comm)
         bad = (cfg->checkpoint_dir != NULL &&
                checkpoint_ok(cfg->checkpoint_dir, cfg->resume, why, sizeof(why)) != 0) ||
               (o->save != NULL && can_create("--save", o->save, why, sizeof(why)) != 0) ||
+              (cfg->trace != NULL && can_create("--trace", cfg->trace, why, sizeof(why)) != 0) ||
               (!o->synthetic &&
                outputs_clobber(&o->dp, o->save, cfg->checkpoint_dir, o->metrics, why, sizeof(why)));
     return mlcli_agree(CMD, comm, bad, "%s", why);
@@ -734,8 +809,8 @@ static int run_synthetic(const opts_t *o, hpml_comm_t *comm)
     printf("# ranks %d, batch %zu per rank, input %dx%dx%d, grad %s, %s, %s update, "
            "%s, %ld iters after %ld warm-up\n",
            size, cfg->batch, o->in_c, o->in_h, o->in_w, hpml_dtype_name(cfg->grad_dtype),
-           sync_mode(cfg, nsplit, size), update_words(cfg, size), layout_desc(nsplit), o->iters,
-           o->witers);
+           sync_mode(cfg, nsplit, size), update_words(cfg, size),
+           layout_desc(lay == HPML_PARALLEL_PIPELINE ? -1 : nsplit), o->iters, o->witers);
     /* img/cpu_s: images per second of process CPU time, which on a loaded machine
      * estimates the unloaded speed of one rank. */
     printf("# %-6s %12s %12s %12s %14s %14s %14s\n", "ranks", "step_ms", "compute_ms", "comm_ms",
@@ -841,6 +916,8 @@ static void print_summary(const opts_t *o, const summary_ctx_t *sc, int nsplit, 
             hpml_json_string(stdout, o->save);
         else
             printf("null");
+        if (sc->nstages > 0)
+            train_pipe_json(cfg, sc->stages, sc->nstages, sc->bubble_theory);
         printf(", \"history\": [");
         for (size_t i = 0; i < sc->nhistory; i++) {
             printf("%s", i ? ", " : "");
@@ -859,6 +936,8 @@ static void print_summary(const opts_t *o, const summary_ctx_t *sc, int nsplit, 
     printf("\n");
     if (sc->base.t85 >= 0)
         printf("# time to 85%% test accuracy: %.2f s\n", sc->base.t85);
+    if (sc->nstages > 0)
+        train_pipe_text(cfg, sc->stages, sc->nstages, sc->bubble_theory);
     if (o->save)
         printf("# model saved to %s\n", o->save);
 }
@@ -916,7 +995,8 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
                                 (size_t)size,
                             &lay, &nsplit);
     if (sc.base.rank == 0 && !o->json)
-        print_header(o, &train, test.x != NULL, hpml_time() - t0, size, nsplit);
+        print_header(o, &train, test.x != NULL, hpml_time() - t0, size,
+                     lay == HPML_PARALLEL_PIPELINE ? -1 : nsplit);
     sc.base.t0 = sc.base.t_last = hpml_time();
     if ((err = hpml_train(comm, &o->cfg, &train, test.x ? &test : NULL, report_sum, progress, &sc,
                           &m)) != 0) {
