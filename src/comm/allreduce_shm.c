@@ -21,6 +21,7 @@
  * element therefore depends only on count, element size, the node layout and the
  * HPML_SHM_* sizes, never on timing, store mode or registration.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,7 +46,6 @@ typedef struct {
     hpml_dtype_t dt;
     hpml_op_t op;
     int L, lr, S;   /* local ranks, mine, slices per step */
-    int inter;      /* hierarchical: allreduce owned slices across nodes */
     uint64_t step0; /* step number of chunk 0 */
     int reg;        /* this rank's input is registered (no copy in) */
     int nbuf;
@@ -197,8 +197,7 @@ static int apply_range(eng_t *e, size_t c, size_t lo, size_t hi, char *in, char 
     return rc;
 }
 
-/* Reduce (and, hierarchical, allreduce across nodes) the slices of chunk c I own, into
- * my pipeline buffer. */
+/* Reduce the slices of chunk c I own, into my pipeline buffer (or my output: direct). */
 static int reduce_owned(eng_t *e, size_t c)
 {
     uint64_t g = e->step0 + c;
@@ -211,8 +210,7 @@ static int reduce_owned(eng_t *e, size_t c)
     e->s->synced = g + 1;
     if (c == 0)
         e->t0 = hpml_time();
-    /* After a failure keep going only where other nodes wait for this rank's slices. */
-    for (int j = e->lr; j < e->S && (rc == 0 || e->inter); j += e->L) {
+    for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
         if (e->direct) {
             /* Straight into my output, then one copy from L1 for the peers: my own slices
@@ -238,13 +236,7 @@ static int reduce_owned(eng_t *e, size_t c)
             }
             continue;
         }
-        /* Reduced even after a failure of fn: other nodes' owners of slice j use it. */
         r2 = reduce_range(e, c, lo, hi, buf + lo * e->es);
-        if (e->inter && hi > lo) {
-            int r3 = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo,
-                                               e->dt, e->op);
-            r2 = r2 ? r2 : r3;
-        }
         if (r2 == 0 && rc == 0 && e->ap)
             r2 = apply_range(e, c, lo, hi, buf + lo * e->es, buf + lo * e->es);
         rc = rc ? rc : r2;
@@ -307,6 +299,228 @@ out:
     return rc;
 }
 
+/* ---- Hierarchical mode: the node's reduction, the network and the node's copy out
+ * overlap. Pass 1 runs the pipeline above as a reduce-scatter only: the owner of each
+ * slice of chunk c reduces it straight into its own output and starts a nonblocking
+ * allreduce of it across nodes (MPI_Iallreduce among the ranks that own that slice on
+ * every node, slice_comm), then goes on with chunk c+1 while the network carries chunk c.
+ * Pass 2 takes the chunks in order as their allreduces complete: the owner copies its
+ * final slices to its pipeline buffer and every local rank copies the others' out, while
+ * later chunks are still on the network. Every wait polls MPI, so the transfers in flight
+ * progress while a rank waits for its node. Dtypes and ops the MPI library cannot reduce
+ * right (hpml__mpi_op_ok; fp16/bf16 go as MPI_UINT16_T with hpml's kernels as user ops)
+ * take hpml's blocking allreduce in pass 2. */
+
+/* Chunks whose inter-node allreduces one rank keeps in flight: enough to keep a link
+ * busy while the node reduces (HPML_SHM_CHUNK / L bytes per rank per chunk). */
+#define HIER_WINDOW 16
+
+typedef struct {
+    MPI_Request *req; /* [chunk * own + k]: my k-th slice of the chunk */
+    int own;          /* slices I own per chunk */
+    size_t first;     /* chunks before this one have completed and been waited for */
+    size_t posted;    /* chunks whose allreduces were started */
+    int nb;           /* the MPI library reduces this dtype and op (nonblocking path) */
+    MPI_Datatype mdt;
+    MPI_Op mop;
+} hier_t;
+
+/* Let the transfers in flight move (MPI progresses nonblocking collectives only inside
+ * MPI calls, with no progress thread): test the oldest requests until one is pending. */
+static void hier_progress(hier_t *h)
+{
+    int flag = 1;
+
+    for (size_t i = h->first * (size_t)h->own; flag && i < h->posted * (size_t)h->own; i++)
+        if (MPI_Test(&h->req[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+}
+
+/* Wait for requests [from, to) (chunks times slices), MPI_Waitall's work. */
+static int hier_waitall(hier_t *h, size_t from, size_t to)
+{
+    int rc = 0;
+
+    for (size_t i = from; i < to; i++) {
+        int r = MPI_Wait(&h->req[i], MPI_STATUS_IGNORE);
+
+        if (r != MPI_SUCCESS && rc == 0)
+            rc = hpml__mpi_error(r, "MPI_Iallreduce (hier)");
+    }
+    return rc;
+}
+
+/* Wait until every local peer's counter at `which` reaches v, polling MPI meanwhile. */
+static void hier_wait_all(const eng_t *e, hier_t *h, size_t which, uint64_t v)
+{
+    for (int k = 0; k < e->L; k++) {
+        _Atomic uint64_t *cnt = (_Atomic uint64_t *)((char *)hpml__shm_ctrl(e->s, k) + which);
+
+        if (k == e->lr)
+            continue;
+        while (atomic_load_explicit(cnt, memory_order_acquire) < v) {
+            hier_progress(h);
+            sched_yield();
+        }
+    }
+}
+
+/* Elements [lo, hi) of chunk c, reduced over the node, into out (my output). In place,
+ * local ranks >= 2 would overwrite their input before its turn in the fixed order: they
+ * reduce through an L1 block. */
+static int hier_reduce(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
+{
+    _Alignas(64) char tmp[DIRECT_BLOCK];
+    size_t blk = DIRECT_BLOCK / e->es;
+    int rc = 0;
+
+    if (e->src != e->dst || e->lr < 2)
+        return reduce_range(e, c, lo, hi, out);
+    for (size_t a = lo; a < hi && rc == 0; a += blk) {
+        size_t b = hpml__min(a + blk, hi);
+
+        rc = reduce_range(e, c, a, b, tmp);
+        memcpy(out + (a - lo) * e->es, tmp, (b - a) * e->es);
+    }
+    return rc;
+}
+
+/* Pass 1 for chunk c: reduce my slices over the node into my output, release the
+ * pipeline buffers of the step, start the slices' allreduces across nodes. */
+static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
+{
+    uint64_t g = e->step0 + c;
+    size_t m = chunk_len(e, c), lo, hi;
+    int rc = 0, r2, k = 0;
+
+    hier_wait_all(e, h, OFF_ARRIVED, g + 1);
+    e->s->synced = g + 1;
+    for (int j = e->lr; j < e->S; j += e->L) {
+        slice_bounds(e, m, j, &lo, &hi);
+        r2 = hier_reduce(e, c, lo, hi, e->dst + (c * e->chunk + lo) * e->es);
+        rc = rc ? rc : r2;
+    }
+    atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
+    if (!h->nb)
+        return rc;
+    /* Keep at most HIER_WINDOW chunks in flight. */
+    if (c >= HIER_WINDOW && h->first <= c - HIER_WINDOW) {
+        size_t upto = c - HIER_WINDOW + 1;
+
+        r2 = hier_waitall(h, h->first * (size_t)h->own, upto * (size_t)h->own);
+        h->first = upto;
+        if (r2 != 0) {
+            rc = rc ? rc : r2;
+            goto out;
+        }
+    }
+    /* Every owner of slice j starts it, even after a local failure: the other nodes'
+     * owners wait for it. */
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi > lo)
+            HPML__MPI(MPI_Iallreduce(MPI_IN_PLACE, e->dst + (c * e->chunk + lo) * e->es,
+                                     (int)(hi - lo), h->mdt, h->mop, e->comm->slice_comm[j],
+                                     &h->req[c * (size_t)h->own + (size_t)k]));
+    }
+out:
+    h->posted = c + 1;
+    return rc;
+}
+
+/* Pass 2 for chunk c (step g): wait for my slices' allreduces (or run them, blocking),
+ * apply, publish them; copy the other local ranks' slices out. */
+static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
+{
+    size_t m = chunk_len(e, c), lo, hi;
+    char *dst = e->dst + c * e->chunk * e->es, *buf = NULL;
+    int rc = 0, r2, k = 0;
+    hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
+
+    if (h->nb) {
+        rc = hier_waitall(h, c * (size_t)h->own, (c + 1) * (size_t)h->own);
+        if (h->first < c + 1)
+            h->first = c + 1;
+    }
+    if (e->L > 1) {
+        /* Step g's buffer was last read at step g - nbuf. */
+        if (g >= (uint64_t)e->nbuf)
+            hier_wait_all(e, h, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+        buf = pipe_buf(e, e->lr, g);
+    }
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi == lo)
+            continue;
+        r2 = h->nb ? 0
+                   : hpml__allreduce_native_on(e->comm->slice_comm[j], dst + lo * e->es, hi - lo,
+                                               e->dt, e->op);
+        if (r2 == 0 && rc == 0 && e->ap)
+            r2 = apply_range(e, c, lo, hi, dst + lo * e->es, dst + lo * e->es);
+        rc = rc ? rc : r2;
+        if (buf)
+            memcpy(buf + lo * e->es, dst + lo * e->es, (hi - lo) * e->es);
+    }
+    if (e->L == 1)
+        return rc;
+    if (rc != 0 && e->ap)
+        atomic_store_explicit(&me->failed, g + 1, memory_order_relaxed);
+    atomic_store_explicit(&me->reduced, g + 1, memory_order_release);
+    hier_wait_all(e, h, OFF_REDUCED, g + 1);
+    for (int j = 0; j < e->S; j++) {
+        int p = j % e->L;
+
+        if (p == e->lr)
+            continue;
+        if (e->ap && rc == 0 &&
+            atomic_load_explicit(&hpml__shm_ctrl(e->s, p)->failed, memory_order_relaxed) > e->step0)
+            rc = hpml_set_error(HPML_ERR_STATE,
+                                "hpml_allreduce_apply: the function failed on local rank %d, "
+                                "so the elements it owns have no result",
+                                p);
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi > lo)
+            memcpy(dst + lo * e->es, pipe_buf(e, p, g) + lo * e->es, (hi - lo) * e->es);
+    }
+    atomic_store_explicit(&me->done, g + 1, memory_order_release);
+    return rc;
+}
+
+/* The hierarchical allreduce of nch chunks: steps step0 .. step0 + nch - 1 for pass 1,
+ * then step0 + nch .. step0 + 2 nch - 1 for pass 2. */
+static int hier_run(eng_t *e, size_t nch)
+{
+    hier_t h = {0};
+    int rc = 0, r2;
+
+    h.own = (e->S - e->lr + e->L - 1) / e->L;
+    h.nb = hpml__mpi_dtype(e->dt) == MPI_DATATYPE_NULL || hpml__mpi_op_ok(e->dt, e->op);
+    if (h.nb && (rc = hpml__mpi_reduce_types(e->dt, e->op, &h.mdt, &h.mop)) != 0)
+        return rc;
+    if (h.nb) {
+        h.req = malloc(nch * (size_t)h.own * sizeof(MPI_Request));
+        if (h.req == NULL)
+            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu requests",
+                                  nch * (size_t)h.own);
+        for (size_t i = 0; i < nch * (size_t)h.own; i++)
+            h.req[i] = MPI_REQUEST_NULL;
+    }
+    copy_in(e, 0, 0);
+    for (size_t c = 0; c < nch; c++) {
+        r2 = hier_reduce_post(e, &h, c);
+        rc = rc ? rc : r2;
+        if (c + 1 < nch)
+            copy_in(e, c + 1, 0);
+    }
+    for (size_t c = 0; c < nch; c++) {
+        r2 = hier_finish(e, &h, c, e->step0 + nch + c);
+        rc = rc ? rc : r2;
+    }
+    e->s->step = e->step0 + 2 * nch;
+    free(h.req);
+    return rc;
+}
+
 int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                                hpml_op_t op, hpml_comm_t *comm, int inter_node,
                                const hpml__apply_t *ap)
@@ -341,7 +555,6 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.L = comm->local_size;
     e.lr = comm->local_rank;
     e.S = inter_node ? comm->max_local_size : e.L;
-    e.inter = inter_node;
     e.nbuf = e.s->nbuf;
     e.chunk = e.s->chunk_bytes / e.es;
     e.step0 = e.s->step;
@@ -381,6 +594,8 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;
+    if (inter_node)
+        return nch ? hier_run(&e, nch) : 0;
     /* Software pipeline: publish chunk c+1 before copying chunk c out. The store modes
      * are timed from the moment every rank has arrived, so that a late peer does not
      * count against them; the hierarchical algorithm, whose time is mostly the
