@@ -316,8 +316,13 @@ out:
 #define HIER_WINDOW 16
 
 typedef struct {
-    MPI_Request *req; /* [chunk * own + k]: my k-th slice of the chunk */
+    MPI_Request *req; /* [chunk * rpc + k * (pair + 1) + i]: my k-th slice of the chunk */
     int own;          /* slices I own per chunk */
+    int rpc;          /* requests per chunk */
+    int pair;         /* 2 nodes: an exchange (Isend + Irecv) per slice, reduced by hpml */
+    int first_node;   /* pair: mine is the first operand (node 0); the peer's rank is 1 */
+    char *peer;       /* pair: the other node's slices, per_slice elements per slice */
+    size_t per_slice;
     size_t first;     /* chunks before this one have completed and been waited for */
     size_t posted;    /* chunks whose allreduces were started */
     int nb;           /* the MPI library reduces this dtype and op (nonblocking path) */
@@ -325,13 +330,21 @@ typedef struct {
     MPI_Op mop;
 } hier_t;
 
+#define HIER_TAG 7
+
+/* pair: where the other node's part of my k-th slice of chunk c arrives. */
+static char *hier_peer(const eng_t *e, const hier_t *h, size_t c, int k)
+{
+    return h->peer + ((c * (size_t)h->own + (size_t)k) * h->per_slice) * e->es;
+}
+
 /* Let the transfers in flight move (MPI progresses nonblocking collectives only inside
  * MPI calls, with no progress thread): test the oldest requests until one is pending. */
 static void hier_progress(hier_t *h)
 {
     int flag = 1;
 
-    for (size_t i = h->first * (size_t)h->own; flag && i < h->posted * (size_t)h->own; i++)
+    for (size_t i = h->first * (size_t)h->rpc; flag && i < h->posted * (size_t)h->rpc; i++)
         if (MPI_Test(&h->req[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             break;
 }
@@ -407,7 +420,7 @@ static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
     if (c >= HIER_WINDOW && h->first <= c - HIER_WINDOW) {
         size_t upto = c - HIER_WINDOW + 1;
 
-        r2 = hier_waitall(h, h->first * (size_t)h->own, upto * (size_t)h->own);
+        r2 = hier_waitall(h, h->first * (size_t)h->rpc, upto * (size_t)h->rpc);
         h->first = upto;
         if (r2 != 0) {
             rc = rc ? rc : r2;
@@ -417,11 +430,22 @@ static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
     /* Every owner of slice j starts it, even after a local failure: the other nodes'
      * owners wait for it. */
     for (int j = e->lr; j < e->S; j += e->L, k++) {
+        MPI_Request *r = &h->req[c * (size_t)h->rpc + (size_t)k * (size_t)(h->pair + 1)];
+        char *mine;
+
         slice_bounds(e, m, j, &lo, &hi);
-        if (hi > lo)
-            HPML__MPI(MPI_Iallreduce(MPI_IN_PLACE, e->dst + (c * e->chunk + lo) * e->es,
-                                     (int)(hi - lo), h->mdt, h->mop, e->comm->slice_comm[j],
-                                     &h->req[c * (size_t)h->own + (size_t)k]));
+        mine = e->dst + (c * e->chunk + lo) * e->es;
+        if (hi == lo)
+            continue;
+        if (!h->pair) {
+            HPML__MPI(MPI_Iallreduce(MPI_IN_PLACE, mine, (int)(hi - lo), h->mdt, h->mop,
+                                     e->comm->slice_comm[j], r));
+            continue;
+        }
+        HPML__MPI(MPI_Irecv(hier_peer(e, h, c, k), (int)((hi - lo) * e->es), MPI_BYTE,
+                            h->first_node, HIER_TAG, e->comm->slice_comm[j], &r[0]));
+        HPML__MPI(MPI_Isend(mine, (int)((hi - lo) * e->es), MPI_BYTE, h->first_node, HIER_TAG,
+                            e->comm->slice_comm[j], &r[1]));
     }
 out:
     h->posted = c + 1;
@@ -438,7 +462,7 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
     hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
 
     if (h->nb) {
-        rc = hier_waitall(h, c * (size_t)h->own, (c + 1) * (size_t)h->own);
+        rc = hier_waitall(h, c * (size_t)h->rpc, (c + 1) * (size_t)h->rpc);
         if (h->first < c + 1)
             h->first = c + 1;
     }
@@ -452,9 +476,18 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
         slice_bounds(e, m, j, &lo, &hi);
         if (hi == lo)
             continue;
-        r2 = h->nb ? 0
-                   : hpml__allreduce_native_on(e->comm->slice_comm[j], dst + lo * e->es, hi - lo,
-                                               e->dt, e->op);
+        if (h->pair) {
+            /* x_node0 op x_node1 on both nodes, so that both get the same bits. */
+            char *x = dst + lo * e->es, *y = hier_peer(e, h, c, k);
+
+            r2 = rc ? 0
+                    : hpml_reduce_local3(x, h->first_node ? x : y, h->first_node ? y : x, hi - lo,
+                                         e->dt, e->op);
+        } else {
+            r2 = h->nb ? 0
+                       : hpml__allreduce_native_on(e->comm->slice_comm[j], dst + lo * e->es,
+                                                   hi - lo, e->dt, e->op);
+        }
         if (r2 == 0 && rc == 0 && e->ap)
             r2 = apply_range(e, c, lo, hi, dst + lo * e->es, dst + lo * e->es);
         rc = rc ? rc : r2;
@@ -494,15 +527,36 @@ static int hier_run(eng_t *e, size_t nch)
     int rc = 0, r2;
 
     h.own = (e->S - e->lr + e->L - 1) / e->L;
-    h.nb = hpml__mpi_dtype(e->dt) == MPI_DATATYPE_NULL || hpml__mpi_op_ok(e->dt, e->op);
-    if (h.nb && (rc = hpml__mpi_reduce_types(e->dt, e->op, &h.mdt, &h.mop)) != 0)
+    /* Between 2 nodes an exchange sends each slice once each way, at once; MPI_Iallreduce
+     * (Open MPI's libnbc below 4 ranks) reduces to one node and broadcasts back, two
+     * transfers one after the other. */
+    h.pair = e->comm->nodes == 2;
+    if (h.pair) {
+        int r = 0;
+
+        /* Every slice communicator orders its ranks by node. */
+        (void)MPI_Comm_rank(e->comm->slice_comm[e->lr], &r);
+        h.first_node = r == 0;
+    }
+    h.nb = h.pair || hpml__mpi_dtype(e->dt) == MPI_DATATYPE_NULL || hpml__mpi_op_ok(e->dt, e->op);
+    if (h.nb && !h.pair && (rc = hpml__mpi_reduce_types(e->dt, e->op, &h.mdt, &h.mop)) != 0)
         return rc;
+    h.rpc = h.own * (h.pair + 1);
     if (h.nb) {
-        h.req = malloc(nch * (size_t)h.own * sizeof(MPI_Request));
-        if (h.req == NULL)
-            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu requests",
-                                  nch * (size_t)h.own);
-        for (size_t i = 0; i < nch * (size_t)h.own; i++)
+        size_t lo, hi;
+
+        slice_bounds(e, e->chunk, 0, &lo, &hi);
+        h.per_slice = hi - lo;
+        h.req = malloc(nch * (size_t)h.rpc * sizeof(MPI_Request));
+        if (h.pair)
+            h.peer = hpml_malloc(nch * (size_t)h.own * h.per_slice * e->es);
+        if (h.req == NULL || (h.pair && h.peer == NULL)) {
+            free(h.req);
+            hpml_free(h.peer);
+            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu chunks",
+                                  nch);
+        }
+        for (size_t i = 0; i < nch * (size_t)h.rpc; i++)
             h.req[i] = MPI_REQUEST_NULL;
     }
     copy_in(e, 0, 0);
@@ -518,6 +572,7 @@ static int hier_run(eng_t *e, size_t nch)
     }
     e->s->step = e->step0 + 2 * nch;
     free(h.req);
+    hpml_free(h.peer);
     return rc;
 }
 
