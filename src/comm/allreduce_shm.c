@@ -322,6 +322,8 @@ typedef struct {
     int pair;         /* 2 nodes: an exchange (Isend + Irecv) per slice, reduced by hpml */
     int first_node;   /* pair: mine is the first operand (node 0); the peer's rank is 1 */
     char *peer;       /* pair: the other node's slices, per_slice elements per slice */
+    char *stage;      /* apply: my slices reduced, the same layout (else in my output, whose
+                       * old values apply's function may read) */
     size_t per_slice;
     size_t first;     /* chunks before this one have completed and been waited for */
     size_t posted;    /* chunks whose allreduces were started */
@@ -336,6 +338,14 @@ typedef struct {
 static char *hier_peer(const eng_t *e, const hier_t *h, size_t c, int k)
 {
     return h->peer + ((c * (size_t)h->own + (size_t)k) * h->per_slice) * e->es;
+}
+
+/* My k-th slice of chunk c, starting at element lo of the chunk: where it is reduced. */
+static char *hier_mine(const eng_t *e, const hier_t *h, size_t c, int k, size_t lo)
+{
+    if (h->stage)
+        return h->stage + ((c * (size_t)h->own + (size_t)k) * h->per_slice) * e->es;
+    return e->dst + (c * e->chunk + lo) * e->es;
 }
 
 /* Let the transfers in flight move (MPI progresses nonblocking collectives only inside
@@ -408,11 +418,12 @@ static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
 
     hier_wait_all(e, h, OFF_ARRIVED, g + 1);
     e->s->synced = g + 1;
-    for (int j = e->lr; j < e->S; j += e->L) {
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
         slice_bounds(e, m, j, &lo, &hi);
-        r2 = hier_reduce(e, c, lo, hi, e->dst + (c * e->chunk + lo) * e->es);
+        r2 = hier_reduce(e, c, lo, hi, hier_mine(e, h, c, k, lo));
         rc = rc ? rc : r2;
     }
+    k = 0;
     atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
     if (!h->nb)
         return rc;
@@ -434,7 +445,7 @@ static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
         char *mine;
 
         slice_bounds(e, m, j, &lo, &hi);
-        mine = e->dst + (c * e->chunk + lo) * e->es;
+        mine = hier_mine(e, h, c, k, lo);
         if (hi == lo)
             continue;
         if (!h->pair) {
@@ -478,18 +489,19 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
             continue;
         if (h->pair) {
             /* x_node0 op x_node1 on both nodes, so that both get the same bits. */
-            char *x = dst + lo * e->es, *y = hier_peer(e, h, c, k);
+            char *x = hier_mine(e, h, c, k, lo), *y = hier_peer(e, h, c, k);
 
             r2 = rc ? 0
                     : hpml_reduce_local3(x, h->first_node ? x : y, h->first_node ? y : x, hi - lo,
                                          e->dt, e->op);
         } else {
             r2 = h->nb ? 0
-                       : hpml__allreduce_native_on(e->comm->slice_comm[j], dst + lo * e->es,
-                                                   hi - lo, e->dt, e->op);
+                       : hpml__allreduce_native_on(e->comm->slice_comm[j],
+                                                   hier_mine(e, h, c, k, lo), hi - lo, e->dt,
+                                                   e->op);
         }
         if (r2 == 0 && rc == 0 && e->ap)
-            r2 = apply_range(e, c, lo, hi, dst + lo * e->es, dst + lo * e->es);
+            r2 = apply_range(e, c, lo, hi, hier_mine(e, h, c, k, lo), dst + lo * e->es);
         rc = rc ? rc : r2;
         if (buf)
             memcpy(buf + lo * e->es, dst + lo * e->es, (hi - lo) * e->es);
@@ -542,17 +554,21 @@ static int hier_run(eng_t *e, size_t nch)
     if (h.nb && !h.pair && (rc = hpml__mpi_reduce_types(e->dt, e->op, &h.mdt, &h.mop)) != 0)
         return rc;
     h.rpc = h.own * (h.pair + 1);
-    if (h.nb) {
-        size_t lo, hi;
+    {
+        size_t lo, hi, slots;
 
         slice_bounds(e, e->chunk, 0, &lo, &hi);
         h.per_slice = hi - lo;
+        slots = nch * (size_t)h.own * h.per_slice * e->es;
         h.req = malloc(nch * (size_t)h.rpc * sizeof(MPI_Request));
         if (h.pair)
-            h.peer = hpml_malloc(nch * (size_t)h.own * h.per_slice * e->es);
-        if (h.req == NULL || (h.pair && h.peer == NULL)) {
+            h.peer = hpml_malloc(slots);
+        if (e->ap)
+            h.stage = hpml_malloc(slots);
+        if (h.req == NULL || (h.pair && h.peer == NULL) || (e->ap && h.stage == NULL)) {
             free(h.req);
             hpml_free(h.peer);
+            hpml_free(h.stage);
             return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu chunks",
                                   nch);
         }
@@ -573,6 +589,7 @@ static int hier_run(eng_t *e, size_t nch)
     e->s->step = e->step0 + 2 * nch;
     free(h.req);
     hpml_free(h.peer);
+    hpml_free(h.stage);
     return rc;
 }
 

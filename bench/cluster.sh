@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# hpml across emulated nodes (scripts/cluster.sh) against the MPI in the same run:
+#   - allreduce, f32, 4 KiB to 16 MiB: the MPI's MPI_Allreduce, hpml's default selection
+#     (`hpml`) and the hierarchical algorithm (`hpml:hier`), average µs, on
+#     2 nodes x 1 rank and 2 nodes x 2 ranks, links unshaped and shaped to RATE;
+#   - data-parallel MLP training (Fashion-MNIST, `dense 512 relu | dense 512 relu |
+#     dense 10`) on 2 nodes x 1 rank with shaped links: f32 gradients against bf16
+#     gradients, images/s and test accuracy.
+# Prints markdown tables (the ones of docs/performance.md, "Across nodes").
+#
+#   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--quick]
+#
+# Needs root (network namespaces). --quick: few sizes and iterations, to check the script
+# (not a measurement). 2 x 2 is 4 ranks: on a machine with fewer than 4 cores it measures
+# the shaped network only where the link, not the CPU, is the bottleneck (large sizes).
+# The cluster is named hpmlb on 10.213.252.0/24 and is taken down on every exit.
+set -euo pipefail
+mpis=openmpi,mpich
+rate=1gbit
+quick=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --mpi) mpis=${2:?--mpi needs a value}; shift 2 ;;
+    --rate) rate=${2:?--rate needs a value}; shift 2 ;;
+    --quick) quick=1; shift ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cluster=$repo/scripts/cluster.sh
+name=hpmlb
+subnet=10.213.252
+data=/usr/share/datasets/fashion-mnist
+[ "$(id -u)" -eq 0 ] || { echo "cluster.sh: needs root (network namespaces)" >&2; exit 2; }
+for m in ${mpis//,/ }; do
+    case $m in openmpi | mpich) ;; *) echo "cluster.sh: --mpi: unknown MPI '$m'" >&2; exit 2 ;; esac
+    [ -x "$repo/build/$m/bin/hpml" ] || { echo "cluster.sh: build first: make MPI=$m" >&2; exit 2; }
+done
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap '"$cluster" down --name $name >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+if [ $quick -eq 1 ]; then
+    sizes=64K:1M iters=(-i 20 -x 2) epochs=1 limit=(--train-limit 4000 --test-limit 1000)
+else
+    sizes=4K:16M iters=(-i 100 -x 20) epochs=3 limit=(--train-limit 30000 --test-limit 10000)
+fi
+
+up() { # RATE|none
+    "$cluster" down --name $name >/dev/null 2>&1 || true
+    if [ "$1" = none ]; then
+        "$cluster" up 2 --name $name --subnet $subnet >/dev/null
+    else
+        "$cluster" up 2 --name $name --subnet $subnet --rate "$1" >/dev/null
+    fi
+}
+crun() { # MPI PPN program args... (MPICH can hang in MPI_Finalize: docs/cluster.md)
+    local m=$1 p=$2
+    shift 2
+    timeout -k 5 600 "$cluster" run --name $name --mpi "$m" --nodes 2 --ppn "$p" -- "$@"
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)," \
+    "$(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+echo
+echo "| MPI | layout | links | size | mpi µs | hpml µs (algorithm) | hier µs | mpi / hpml | mpi / hier |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+for shape in none "$rate"; do
+    up "$shape"
+    for m in ${mpis//,/ }; do
+        for p in 1 2; do
+            out=$tmp/$m-$p-$shape.csv
+            crun "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
+                --impl mpi,hpml,hpml:hier -m "$sizes" "${iters[@]}" --csv >"$out" || true
+            crun "$m" "$p" "$repo/build/$m/bin/hpml" info >"$tmp/info" 2>/dev/null || true
+            /usr/bin/python3 - "$out" "$m" "2 x $p" "${shape/none/unshaped}" "$tmp/info" <<'PY'
+import csv, re, sys
+path, mpi, layout, links, info = sys.argv[1:]
+rows = {}
+try:
+    for r in csv.DictReader(open(path)):
+        rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
+except (OSError, ValueError, KeyError):
+    pass
+# the default selection's allreduce ranges from `hpml info` ("allreduce  0..512K-1 mpi, ...")
+ranges = []
+for line in open(info, errors="replace"):
+    m = re.match(r"\s+allreduce\s+(.*)", line)
+    if m:
+        for part in m.group(1).split(", "):
+            lo, _, algo = part.partition(" ")
+            a, _, b = lo.partition("..")
+            ranges.append((a, b, algo))
+def unit(s):
+    if not s: return float("inf")
+    k = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * k[s[-1]] if s[-1] in k else int(s)
+def algo(n):
+    for a, b, name in ranges:
+        if unit(a) <= n <= unit(b): return name
+    return "?"
+if not rows:
+    print("| %s | %s | %s | (no result: the run failed or timed out) | | | | | |" % (mpi, layout, links))
+for n in sorted(rows):
+    r = rows[n]
+    if not {"mpi", "hpml", "hpml:hier"} <= r.keys(): continue
+    size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
+    print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %.2f | %.2f |" % (
+        mpi, layout, links, size, r["mpi"], r["hpml"], algo(n), r["hpml:hier"],
+        r["mpi"] / r["hpml"], r["mpi"] / r["hpml:hier"]))
+PY
+        done
+    done
+done
+
+# Training across 2 shaped nodes, 1 rank each: f32 against bf16 gradients.
+up "$rate"
+echo
+echo "| MPI | gradients | images/s | test accuracy | rate / f32 rate |"
+echo "|---|---|---:|---:|---:|"
+for m in ${mpis//,/ }; do
+    for g in f32 bf16; do
+        crun "$m" 1 "$repo/build/$m/bin/hpml" train --data "$data" --parallel data \
+            --model "dense 512 relu | dense 512 relu | dense 10" --epochs "$epochs" --batch 128 \
+            "${limit[@]}" --lr 0.05 --grad-dtype "$g" --json --no-progress \
+            >"$tmp/train-$m-$g.json" 2>"$tmp/train.err" || true
+    done
+    /usr/bin/python3 - "$m" "$tmp/train-$m-f32.json" "$tmp/train-$m-bf16.json" <<'PY'
+import json, sys
+mpi, files = sys.argv[1], sys.argv[2:]
+res = []
+for f in files:
+    try:
+        lines = [l for l in open(f) if l.startswith("{")]
+        res.append(json.loads(lines[-1]))
+    except (OSError, ValueError, IndexError):
+        res.append(None)
+base = res[0]["images_per_second"] if res[0] else None
+for g, r in zip(("f32", "bf16"), res):
+    if r is None:
+        print("| %s | %s | (no result) | | |" % (mpi, g)); continue
+    ratio = "%.2f" % (r["images_per_second"] / base) if base else ""
+    print("| %s | %s | %.0f | %.4f | %s |" % (mpi, g, r["images_per_second"], r["test_accuracy"], ratio))
+PY
+done
