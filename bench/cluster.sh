@@ -114,8 +114,39 @@ PY
     done
 done
 
-# Training across 2 shaped nodes, 1 rank each: f32 against bf16 gradients.
+# The cost model (bench/scaling_model.py, docs/scaling.md) against the shaped 2 x 2 rows,
+# with its parameters measured here: the network's latency (half the round trip of 8
+# bytes, `hpml bench latency`, 2 x 1 shaped) and the node's shared-memory rate (the shm
+# allreduce of 16 MiB on 2 ranks of one node, taken as 3 passes over the data).
 up "$rate"
+m0=${mpis%%,*}
+alpha=$(crun "$m0" 1 "$repo/build/$m0/bin/hpml" bench latency -m 8:8 -i 2000 -x 200 --csv |
+    awk -F, 'NR > 1 && $5 == 8 { print $7; exit }')
+case $m0 in
+openmpi) one=(mpirun.openmpi --allow-run-as-root --oversubscribe -np 2) ;;
+mpich) one=(mpirun.mpich -np 2) ;;
+esac
+shm_us=$("${one[@]}" "$repo/build/$m0/bin/hpml" bench allreduce -T f32 --impl hpml:shm \
+    -m 16M:16M -i 100 -x 10 --csv | awk -F, 'NR > 1 && $2 == "hpml:shm" { print $7; exit }')
+shm_gbs=$(/usr/bin/python3 -c "print(3 * 16 * 2**20 / ($shm_us * 1e-6) / 1e9)")
+/usr/bin/python3 - "$tmp/$m0-2-$rate.csv" >"$tmp/measured" <<'PY'
+import csv, sys
+rows = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    rows.setdefault(int(r["size"]), {})[r["impl"]] = r["avg_us"]
+for n in sorted(rows):
+    if n >= 256 << 10 and {"mpi", "hpml:hier"} <= rows[n].keys():
+        print(2, 2, n, rows[n]["mpi"], rows[n]["hpml:hier"])
+PY
+rate_mbit=$(/usr/bin/python3 -c "
+import re; m = re.fullmatch(r'(\d+(?:\.\d+)?)([kmg]?)bit', '$rate')
+print(float(m.group(1)) * {'k': 1e-3, 'm': 1, 'g': 1e3, '': 1e-6}[m.group(2)])")
+echo
+echo "# model ($m0): alpha_n ${alpha} µs, link ${rate_mbit} Mbit/s, shared memory ${shm_gbs} GB/s"
+"$repo/bench/scaling_model.py" --alpha-us "$alpha" --link-mbit "$rate_mbit" --shm-gbs "$shm_gbs" \
+    --ppn 2 --bytes 1M,16M --measured "$tmp/measured"
+
+# Training across 2 shaped nodes, 1 rank each: f32 against bf16 gradients.
 echo
 echo "| MPI | gradients | images/s | test accuracy | rate / f32 rate |"
 echo "|---|---|---:|---:|---:|"
@@ -123,7 +154,7 @@ for m in ${mpis//,/ }; do
     for g in f32 bf16; do
         crun "$m" 1 "$repo/build/$m/bin/hpml" train --data "$data" --parallel data \
             --model "dense 512 relu | dense 512 relu | dense 10" --epochs "$epochs" --batch 128 \
-            "${limit[@]}" --lr 0.05 --grad-dtype "$g" --json --no-progress \
+            "${limit[@]}" --lr 0.01 --grad-dtype "$g" --json --no-progress \
             >"$tmp/train-$m-$g.json" 2>"$tmp/train.err" || true
     done
     /usr/bin/python3 - "$m" "$tmp/train-$m-f32.json" "$tmp/train-$m-bf16.json" <<'PY'
