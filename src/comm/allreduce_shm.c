@@ -13,7 +13,9 @@
  * where it is: no copy in. The pipeline buffers, and outputs large enough that they may
  * not stay in the cache, are written with plain or streaming stores as measured
  * (hpml__shm_mode_pick).
- * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
+ * With several nodes this is the hierarchical algorithm (allreduce_hier.c): the pipeline
+ * runs as a reduce-scatter into the owners' outputs, whose slices travel across nodes
+ * while later chunks are reduced, then as an allgather of the results (hier_run).
  * hpml_allreduce_apply runs the same protocol, out of place only: an owner passes each
  * block of its slices, reduced into an L1-sized scratch block, through the caller's
  * function into its output and publishes the function's values instead of the sums; the
