@@ -322,14 +322,14 @@ typedef struct {
     int own;          /* slices I own per chunk */
     int rpc;          /* requests per chunk */
     int pair;         /* 2 nodes: an exchange (Isend + Irecv) per slice, reduced by hpml */
-    int first_node;   /* pair: mine is the first operand (node 0); the peer's rank is 1 */
+    int first_node;   /* pair: mine is the first operand (slice rank 0), so the peer is 1 */
     char *peer;       /* pair: the other node's slices, per_slice elements per slice */
     char *stage;      /* apply: my slices reduced, the same layout (else in my output, whose
                        * old values apply's function may read) */
     size_t per_slice;
-    size_t first;     /* chunks before this one have completed and been waited for */
-    size_t posted;    /* chunks whose allreduces were started */
-    int nb;           /* the MPI library reduces this dtype and op (nonblocking path) */
+    size_t first;  /* chunks before this one have completed and been waited for */
+    size_t posted; /* chunks whose allreduces were started */
+    int nb;        /* nonblocking: pair, or the MPI library reduces this dtype and op right */
     MPI_Datatype mdt;
     MPI_Op mop;
 } hier_t;
@@ -497,10 +497,10 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
                     : hpml_reduce_local3(x, h->first_node ? x : y, h->first_node ? y : x, hi - lo,
                                          e->dt, e->op);
         } else {
-            r2 = h->nb ? 0
-                       : hpml__allreduce_native_on(e->comm->slice_comm[j],
-                                                   hier_mine(e, h, c, k, lo), hi - lo, e->dt,
-                                                   e->op);
+            r2 = h->nb
+                     ? 0
+                     : hpml__allreduce_native_on(e->comm->slice_comm[j], hier_mine(e, h, c, k, lo),
+                                                 hi - lo, e->dt, e->op);
         }
         if (r2 == 0 && rc == 0 && e->ap)
             r2 = apply_range(e, c, lo, hi, hier_mine(e, h, c, k, lo), dst + lo * e->es);
@@ -571,8 +571,7 @@ static int hier_run(eng_t *e, size_t nch)
             free(h.req);
             hpml_free(h.peer);
             hpml_free(h.stage);
-            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu chunks",
-                                  nch);
+            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu chunks", nch);
         }
         for (size_t i = 0; i < nch * (size_t)h.rpc; i++)
             h.req[i] = MPI_REQUEST_NULL;
