@@ -40,10 +40,13 @@ done
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap '"$cluster" down --name $name >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+# limit_s: seconds one run may take before it is stopped and reported as failed.
 if [ $quick -eq 1 ]; then
     sizes=64K:1M iters=(-i 20 -x 2) epochs=1 limit=(--train-limit 4000 --test-limit 1000)
+    limit_s=60
 else
-    sizes=4K:16M iters=(-i 100 -x 20) epochs=3 limit=(--train-limit 30000 --test-limit 10000)
+    sizes=4K:16M iters=(-i 100 -x 20) epochs=2 limit=(--train-limit 20000 --test-limit 10000)
+    limit_s=150
 fi
 
 up() { # RATE|none
@@ -57,7 +60,7 @@ up() { # RATE|none
 crun() { # MPI PPN program args... (MPICH can hang in MPI_Finalize: docs/cluster.md)
     local m=$1 p=$2
     shift 2
-    timeout -k 5 600 "$cluster" run --name $name --mpi "$m" --nodes 2 --ppn "$p" -- "$@"
+    timeout -k 5 "$limit_s" "$cluster" run --name $name --mpi "$m" --nodes 2 --ppn "$p" -- "$@"
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)," \
@@ -66,10 +69,11 @@ echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'
 echo
 echo "| MPI | layout | links | size | mpi µs | hpml µs (algorithm) | hier µs | mpi / hpml | mpi / hier |"
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
-for shape in none "$rate"; do
+# Shaped first, 2 x 2 first: the targets' runs come before the others.
+for shape in "$rate" none; do
     up "$shape"
     for m in ${mpis//,/ }; do
-        for p in 1 2; do
+        for p in 2 1; do
             out=$tmp/$m-$p-$shape.csv
             crun "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
                 --impl mpi,hpml,hpml:hier -m "$sizes" "${iters[@]}" --csv >"$out" || true
@@ -121,19 +125,23 @@ done
 up "$rate"
 m0=${mpis%%,*}
 alpha=$(crun "$m0" 1 "$repo/build/$m0/bin/hpml" bench latency -m 8:8 -i 2000 -x 200 --csv |
-    awk -F, 'NR > 1 && $5 == 8 { print $7; exit }')
+    awk -F, 'NR > 1 && $5 == 8 { print $7; exit }' || true)
 case $m0 in
 openmpi) one=(mpirun.openmpi --allow-run-as-root --oversubscribe -np 2) ;;
 mpich) one=(mpirun.mpich -np 2) ;;
 esac
 shm_us=$("${one[@]}" "$repo/build/$m0/bin/hpml" bench allreduce -T f32 --impl hpml:shm \
-    -m 16M:16M -i 100 -x 10 --csv | awk -F, 'NR > 1 && $2 == "hpml:shm" { print $7; exit }')
-shm_gbs=$(/usr/bin/python3 -c "print(3 * 16 * 2**20 / ($shm_us * 1e-6) / 1e9)")
+    -m 16M:16M -i 100 -x 10 --csv | awk -F, 'NR > 1 && $2 == "hpml:shm" { print $7; exit }' || true)
+shm_gbs=
+[ -z "$shm_us" ] || shm_gbs=$(/usr/bin/python3 -c "print('%.1f' % (3 * 16 * 2**20 / ($shm_us * 1e-6) / 1e9))")
 /usr/bin/python3 - "$tmp/$m0-2-$rate.csv" >"$tmp/measured" <<'PY'
 import csv, sys
 rows = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    rows.setdefault(int(r["size"]), {})[r["impl"]] = r["avg_us"]
+try:
+    for r in csv.DictReader(open(sys.argv[1])):
+        rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
+except (OSError, ValueError, KeyError, TypeError):
+    pass
 for n in sorted(rows):
     if n >= 256 << 10 and {"mpi", "hpml:hier"} <= rows[n].keys():
         print(2, 2, n, rows[n]["mpi"], rows[n]["hpml:hier"])
@@ -142,9 +150,13 @@ rate_mbit=$(/usr/bin/python3 -c "
 import re; m = re.fullmatch(r'(\d+(?:\.\d+)?)([kmg]?)bit', '$rate')
 print(float(m.group(1)) * {'k': 1e-3, 'm': 1, 'g': 1e3, '': 1e-6}[m.group(2)])")
 echo
-echo "# model ($m0): alpha_n ${alpha} µs, link ${rate_mbit} Mbit/s, shared memory ${shm_gbs} GB/s"
-"$repo/bench/scaling_model.py" --alpha-us "$alpha" --link-mbit "$rate_mbit" --shm-gbs "$shm_gbs" \
-    --ppn 2 --bytes 1M,16M --measured "$tmp/measured"
+if [ -n "$alpha" ] && [ -n "$shm_gbs" ]; then
+    echo "# model ($m0): alpha_n ${alpha} µs, link ${rate_mbit} Mbit/s, shared memory ${shm_gbs} GB/s"
+    "$repo/bench/scaling_model.py" --alpha-us "$alpha" --link-mbit "$rate_mbit" \
+        --shm-gbs "$shm_gbs" --ppn 2 --bytes 1M,16M --measured "$tmp/measured"
+else
+    echo "# model: its parameters could not be measured (a run failed)"
+fi
 
 # Training across 2 shaped nodes, 1 rank each: f32 against bf16 gradients.
 echo
