@@ -94,7 +94,7 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
  * else the MPI library, as for the collectives without a measured hpml win.
  * Why: docs/decisions/builtin-selection.md, docs/scaling.md.
  */
-#define HIER_MIN_BYTES (512 * KB)
+#define HIER_MIN_BYTES (1024 * KB)
 static const rule_t builtin[] = {
     {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM},
