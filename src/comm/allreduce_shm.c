@@ -533,6 +533,36 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
     return rc;
 }
 
+/* At least reqs + data bytes of scratch in comm->hier_buf (the requests, then the data).
+ * Every rank asks for the same sizes in the same order (they depend only on the call), so
+ * all grow the scratch together and agree, in one MPI_Allreduce, whether every allocation
+ * worked: a rank without memory makes every rank fail rather than leave the others
+ * waiting for its messages. */
+static int hier_scratch(hpml_comm_t *comm, size_t data, size_t reqs)
+{
+    size_t need = reqs + data;
+    char *p;
+    int ok, rc = 0;
+
+    if (need <= comm->hier_bytes)
+        return 0;
+    p = hpml_malloc(need);
+    ok = p != NULL;
+    HPML__MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm->comm));
+    if (!ok) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: %s for %zu bytes of scratch",
+                            p ? "another rank has no memory" : "no memory", need);
+        goto out;
+    }
+    hpml_free(comm->hier_buf);
+    comm->hier_buf = p;
+    comm->hier_bytes = need;
+    p = NULL;
+out:
+    hpml_free(p);
+    return rc;
+}
+
 /* The hierarchical allreduce of nch chunks: steps step0 .. step0 + nch - 1 for pass 1,
  * then step0 + nch .. step0 + 2 nch - 1 for pass 2. */
 static int hier_run(eng_t *e, size_t nch)
@@ -557,22 +587,18 @@ static int hier_run(eng_t *e, size_t nch)
         return rc;
     h.rpc = h.own * (h.pair + 1);
     {
-        size_t lo, hi, slots;
+        size_t lo, hi, slots, reqs = nch * (size_t)e->S * 2 * sizeof(MPI_Request);
 
         slice_bounds(e, e->chunk, 0, &lo, &hi);
         h.per_slice = hi - lo;
-        slots = nch * (size_t)h.own * h.per_slice * e->es;
-        h.req = malloc(nch * (size_t)h.rpc * sizeof(MPI_Request));
-        if (h.pair)
-            h.peer = hpml_malloc(slots);
-        if (e->ap)
-            h.stage = hpml_malloc(slots);
-        if (h.req == NULL || (h.pair && h.peer == NULL) || (e->ap && h.stage == NULL)) {
-            free(h.req);
-            hpml_free(h.peer);
-            hpml_free(h.stage);
-            return hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: no memory for %zu chunks", nch);
-        }
+        /* Sized by every slice, not just mine, so that all ranks ask for the same. */
+        slots = nch * (size_t)e->S * h.per_slice * e->es;
+        rc = hier_scratch(e->comm, (size_t)(h.pair + (e->ap != NULL)) * slots, reqs);
+        if (rc != 0)
+            return rc;
+        h.req = (MPI_Request *)(void *)e->comm->hier_buf;
+        h.peer = h.pair ? e->comm->hier_buf + reqs : NULL;
+        h.stage = e->ap ? e->comm->hier_buf + reqs + (size_t)h.pair * slots : NULL;
         for (size_t i = 0; i < nch * (size_t)h.rpc; i++)
             h.req[i] = MPI_REQUEST_NULL;
     }
@@ -588,9 +614,6 @@ static int hier_run(eng_t *e, size_t nch)
         rc = rc ? rc : r2;
     }
     e->s->step = e->step0 + 2 * nch;
-    free(h.req);
-    hpml_free(h.peer);
-    hpml_free(h.stage);
     return rc;
 }
 
