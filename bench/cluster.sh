@@ -8,8 +8,10 @@
 #     gradients, images/s and test accuracy.
 # Prints markdown tables (the ones of docs/performance.md, "Across nodes").
 #
-#   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--quick]
+#   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
 #
+# --limit: seconds one run (one launcher call) may take before it is stopped and reported
+# as failed (default 150; MPICH can hang in MPI_Finalize, docs/cluster.md).
 # Needs root (network namespaces). --quick: few sizes and iterations, to check the script
 # (not a measurement). 2 x 2 is 4 ranks: on a machine with fewer than 4 cores it measures
 # the shaped network only where the link, not the CPU, is the bottleneck (large sizes).
@@ -18,12 +20,14 @@ set -euo pipefail
 mpis=openmpi,mpich
 rate=1gbit
 quick=0
+limit_s=
 while [ $# -gt 0 ]; do
     case "$1" in
     --mpi) mpis=${2:?--mpi needs a value}; shift 2 ;;
     --rate) rate=${2:?--rate needs a value}; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    --limit) limit_s=${2:?--limit needs a value}; shift 2 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -40,14 +44,14 @@ done
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap '"$cluster" down --name $name >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-# limit_s: seconds one run may take before it is stopped and reported as failed.
 if [ $quick -eq 1 ]; then
     sizes=64K:1M iters=(-i 20 -x 2) epochs=1 limit=(--train-limit 4000 --test-limit 1000)
-    limit_s=60
+    limit_s=${limit_s:-60}
 else
     sizes=4K:16M iters=(-i 100 -x 20) epochs=2 limit=(--train-limit 20000 --test-limit 10000)
-    limit_s=150
+    limit_s=${limit_s:-150}
 fi
+case $limit_s in '' | *[!0-9]* | 0) echo "cluster.sh: --limit must be a positive number of seconds (got '$limit_s')" >&2; exit 2 ;; esac
 
 up() { # RATE|none
     "$cluster" down --name $name >/dev/null 2>&1 || true
@@ -85,7 +89,7 @@ rows = {}
 try:
     for r in csv.DictReader(open(path)):
         rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
-except (OSError, ValueError, KeyError):
+except (OSError, ValueError, KeyError, TypeError):
     pass
 # the default selection's allreduce ranges from `hpml info` ("allreduce  0..512K-1 mpi, ...")
 ranges = []
