@@ -6,7 +6,7 @@
 #   - data-parallel MLP training (Fashion-MNIST, `dense 512 relu | dense 512 relu |
 #     dense 10`) on 2 nodes x 1 rank with shaped links: f32 gradients against bf16
 #     gradients, images/s and test accuracy.
-# Prints markdown tables (the ones of docs/performance.md, "Across nodes").
+# Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes").
 #
 #   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
 #
