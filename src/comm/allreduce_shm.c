@@ -13,7 +13,9 @@
  * where it is: no copy in. The pipeline buffers, and outputs large enough that they may
  * not stay in the cache, are written with plain or streaming stores as measured
  * (hpml__shm_mode_pick).
- * With several nodes this is the hierarchical algorithm (allreduce_hier.c).
+ * With several nodes this is the hierarchical algorithm (allreduce_hier.c): the pipeline
+ * runs as a reduce-scatter into the owners' outputs, whose slices travel across nodes
+ * while later chunks are reduced, then as an allgather of the results (hier_run).
  * hpml_allreduce_apply runs the same protocol, out of place only: an owner passes each
  * block of its slices, reduced into an L1-sized scratch block, through the caller's
  * function into its output and publishes the function's values instead of the sums; the
@@ -21,6 +23,7 @@
  * element therefore depends only on count, element size, the node layout and the
  * HPML_SHM_* sizes, never on timing, store mode or registration.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,7 +48,6 @@ typedef struct {
     hpml_dtype_t dt;
     hpml_op_t op;
     int L, lr, S;   /* local ranks, mine, slices per step */
-    int inter;      /* hierarchical: allreduce owned slices across nodes */
     uint64_t step0; /* step number of chunk 0 */
     int reg;        /* this rank's input is registered (no copy in) */
     int nbuf;
@@ -197,8 +199,7 @@ static int apply_range(eng_t *e, size_t c, size_t lo, size_t hi, char *in, char 
     return rc;
 }
 
-/* Reduce (and, hierarchical, allreduce across nodes) the slices of chunk c I own, into
- * my pipeline buffer. */
+/* Reduce the slices of chunk c I own, into my pipeline buffer (or my output: direct). */
 static int reduce_owned(eng_t *e, size_t c)
 {
     uint64_t g = e->step0 + c;
@@ -211,8 +212,7 @@ static int reduce_owned(eng_t *e, size_t c)
     e->s->synced = g + 1;
     if (c == 0)
         e->t0 = hpml_time();
-    /* After a failure keep going only where other nodes wait for this rank's slices. */
-    for (int j = e->lr; j < e->S && (rc == 0 || e->inter); j += e->L) {
+    for (int j = e->lr; j < e->S && rc == 0; j += e->L) {
         slice_bounds(e, m, j, &lo, &hi);
         if (e->direct) {
             /* Straight into my output, then one copy from L1 for the peers: my own slices
@@ -238,13 +238,7 @@ static int reduce_owned(eng_t *e, size_t c)
             }
             continue;
         }
-        /* Reduced even after a failure of fn: other nodes' owners of slice j use it. */
         r2 = reduce_range(e, c, lo, hi, buf + lo * e->es);
-        if (e->inter && hi > lo) {
-            int r3 = hpml__allreduce_native_on(e->comm->slice_comm[j], buf + lo * e->es, hi - lo,
-                                               e->dt, e->op);
-            r2 = r2 ? r2 : r3;
-        }
         if (r2 == 0 && rc == 0 && e->ap)
             r2 = apply_range(e, c, lo, hi, buf + lo * e->es, buf + lo * e->es);
         rc = rc ? rc : r2;
@@ -307,6 +301,322 @@ out:
     return rc;
 }
 
+/* ---- Hierarchical mode: the node's reduction, the network and the node's copy out
+ * overlap. Pass 1 runs the pipeline above as a reduce-scatter only: the owner of each
+ * slice of chunk c reduces it straight into its own output and starts a nonblocking
+ * allreduce of it across nodes (MPI_Iallreduce among the ranks that own that slice on
+ * every node, slice_comm), then goes on with chunk c+1 while the network carries chunk c.
+ * Pass 2 takes the chunks in order as their allreduces complete: the owner copies its
+ * final slices to its pipeline buffer and every local rank copies the others' out, while
+ * later chunks are still on the network. Every wait polls MPI, so the transfers in flight
+ * progress while a rank waits for its node. Dtypes and ops the MPI library cannot reduce
+ * right (hpml__mpi_op_ok; fp16/bf16 go as MPI_UINT16_T with hpml's kernels as user ops)
+ * take hpml's blocking allreduce in pass 2. */
+
+/* Chunks whose inter-node allreduces one rank keeps in flight: enough to keep a link
+ * busy while the node reduces (HPML_SHM_CHUNK / L bytes per rank per chunk). */
+#define HIER_WINDOW 16
+
+typedef struct {
+    MPI_Request *req; /* [chunk * rpc + k * (pair + 1) + i]: my k-th slice of the chunk */
+    int own;          /* slices I own per chunk */
+    int rpc;          /* requests per chunk */
+    int pair;         /* 2 nodes: an exchange (Isend + Irecv) per slice, reduced by hpml */
+    int first_node;   /* pair: mine is the first operand (slice rank 0), so the peer is 1 */
+    char *peer;       /* pair: the other node's slices, per_slice elements per slice */
+    char *stage;      /* apply: my slices reduced, the same layout (else in my output, whose
+                       * old values apply's function may read) */
+    size_t per_slice;
+    size_t first;  /* chunks before this one have completed and been waited for */
+    size_t posted; /* chunks whose allreduces were started */
+    int nb;        /* nonblocking: pair, or the MPI library reduces this dtype and op right */
+    MPI_Datatype mdt;
+    MPI_Op mop;
+} hier_t;
+
+#define HIER_TAG 7
+
+/* pair: where the other node's part of my k-th slice of chunk c arrives. */
+static char *hier_peer(const eng_t *e, const hier_t *h, size_t c, int k)
+{
+    return h->peer + ((c * (size_t)h->own + (size_t)k) * h->per_slice) * e->es;
+}
+
+/* My k-th slice of chunk c, starting at element lo of the chunk: where it is reduced. */
+static char *hier_mine(const eng_t *e, const hier_t *h, size_t c, int k, size_t lo)
+{
+    if (h->stage)
+        return h->stage + ((c * (size_t)h->own + (size_t)k) * h->per_slice) * e->es;
+    return e->dst + (c * e->chunk + lo) * e->es;
+}
+
+/* Let the transfers in flight move (MPI progresses nonblocking collectives only inside
+ * MPI calls, with no progress thread): test the oldest requests until one is pending. */
+static void hier_progress(hier_t *h)
+{
+    int flag = 1;
+
+    for (size_t i = h->first * (size_t)h->rpc; flag && i < h->posted * (size_t)h->rpc; i++)
+        if (MPI_Test(&h->req[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+}
+
+/* Wait for requests [from, to) (chunks times slices), MPI_Waitall's work. */
+static int hier_waitall(hier_t *h, size_t from, size_t to)
+{
+    int rc = 0;
+
+    for (size_t i = from; i < to; i++) {
+        int r = MPI_Wait(&h->req[i], MPI_STATUS_IGNORE);
+
+        if (r != MPI_SUCCESS && rc == 0)
+            rc = hpml__mpi_error(r, "MPI_Iallreduce (hier)");
+    }
+    return rc;
+}
+
+/* Wait until every local peer's counter at `which` reaches v, polling MPI meanwhile. */
+static void hier_wait_all(const eng_t *e, hier_t *h, size_t which, uint64_t v)
+{
+    for (int k = 0; k < e->L; k++) {
+        _Atomic uint64_t *cnt = (_Atomic uint64_t *)((char *)hpml__shm_ctrl(e->s, k) + which);
+
+        if (k == e->lr)
+            continue;
+        while (atomic_load_explicit(cnt, memory_order_acquire) < v) {
+            hier_progress(h);
+            sched_yield();
+        }
+    }
+}
+
+/* Elements [lo, hi) of chunk c, reduced over the node, into out (my output). In place,
+ * local ranks >= 2 would overwrite their input before its turn in the fixed order: they
+ * reduce through an L1 block. */
+static int hier_reduce(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
+{
+    _Alignas(64) char tmp[DIRECT_BLOCK];
+    size_t blk = DIRECT_BLOCK / e->es;
+    int rc = 0;
+
+    if (e->src != e->dst || e->lr < 2)
+        return reduce_range(e, c, lo, hi, out);
+    for (size_t a = lo; a < hi && rc == 0; a += blk) {
+        size_t b = hpml__min(a + blk, hi);
+
+        rc = reduce_range(e, c, a, b, tmp);
+        memcpy(out + (a - lo) * e->es, tmp, (b - a) * e->es);
+    }
+    return rc;
+}
+
+/* Pass 1 for chunk c: reduce my slices over the node into my output, release the
+ * pipeline buffers of the step, start the slices' allreduces across nodes. */
+static int hier_reduce_post(eng_t *e, hier_t *h, size_t c)
+{
+    uint64_t g = e->step0 + c;
+    size_t m = chunk_len(e, c), lo, hi;
+    int rc = 0, r2, k = 0;
+
+    hier_wait_all(e, h, OFF_ARRIVED, g + 1);
+    e->s->synced = g + 1;
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
+        slice_bounds(e, m, j, &lo, &hi);
+        r2 = hier_reduce(e, c, lo, hi, hier_mine(e, h, c, k, lo));
+        rc = rc ? rc : r2;
+    }
+    k = 0;
+    atomic_store_explicit(&hpml__shm_ctrl(e->s, e->lr)->done, g + 1, memory_order_release);
+    if (!h->nb)
+        return rc;
+    /* Keep at most HIER_WINDOW chunks in flight. */
+    if (c >= HIER_WINDOW && h->first <= c - HIER_WINDOW) {
+        size_t upto = c - HIER_WINDOW + 1;
+
+        r2 = hier_waitall(h, h->first * (size_t)h->rpc, upto * (size_t)h->rpc);
+        h->first = upto;
+        if (r2 != 0) {
+            rc = rc ? rc : r2;
+            goto out;
+        }
+    }
+    /* Every owner of slice j starts it, even after a local failure: the other nodes'
+     * owners wait for it. */
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
+        MPI_Request *r = &h->req[c * (size_t)h->rpc + (size_t)k * (size_t)(h->pair + 1)];
+        char *mine;
+
+        slice_bounds(e, m, j, &lo, &hi);
+        mine = hier_mine(e, h, c, k, lo);
+        if (hi == lo)
+            continue;
+        if (!h->pair) {
+            HPML__MPI(MPI_Iallreduce(MPI_IN_PLACE, mine, (int)(hi - lo), h->mdt, h->mop,
+                                     e->comm->slice_comm[j], r));
+            continue;
+        }
+        HPML__MPI(MPI_Irecv(hier_peer(e, h, c, k), (int)((hi - lo) * e->es), MPI_BYTE,
+                            h->first_node, HIER_TAG, e->comm->slice_comm[j], &r[0]));
+        HPML__MPI(MPI_Isend(mine, (int)((hi - lo) * e->es), MPI_BYTE, h->first_node, HIER_TAG,
+                            e->comm->slice_comm[j], &r[1]));
+    }
+out:
+    h->posted = c + 1;
+    return rc;
+}
+
+/* Pass 2 for chunk c (step g): wait for my slices' allreduces (or run them, blocking),
+ * apply, publish them; copy the other local ranks' slices out. */
+static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
+{
+    size_t m = chunk_len(e, c), lo, hi;
+    char *dst = e->dst + c * e->chunk * e->es, *buf = NULL;
+    int rc = 0, r2, k = 0;
+    hpml_shm_ctrl_t *me = hpml__shm_ctrl(e->s, e->lr);
+
+    if (h->nb) {
+        rc = hier_waitall(h, c * (size_t)h->rpc, (c + 1) * (size_t)h->rpc);
+        if (h->first < c + 1)
+            h->first = c + 1;
+    }
+    if (e->L > 1) {
+        /* Step g's buffer was last read at step g - nbuf. */
+        if (g >= (uint64_t)e->nbuf)
+            hier_wait_all(e, h, OFF_DONE, g - (uint64_t)e->nbuf + 1);
+        buf = pipe_buf(e, e->lr, g);
+    }
+    for (int j = e->lr; j < e->S; j += e->L, k++) {
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi == lo)
+            continue;
+        if (h->pair) {
+            /* x_node0 op x_node1 on both nodes, so that both get the same bits. */
+            char *x = hier_mine(e, h, c, k, lo), *y = hier_peer(e, h, c, k);
+
+            r2 = rc ? 0
+                    : hpml_reduce_local3(x, h->first_node ? x : y, h->first_node ? y : x, hi - lo,
+                                         e->dt, e->op);
+        } else {
+            r2 = h->nb
+                     ? 0
+                     : hpml__allreduce_native_on(e->comm->slice_comm[j], hier_mine(e, h, c, k, lo),
+                                                 hi - lo, e->dt, e->op);
+        }
+        if (r2 == 0 && rc == 0 && e->ap)
+            r2 = apply_range(e, c, lo, hi, hier_mine(e, h, c, k, lo), dst + lo * e->es);
+        rc = rc ? rc : r2;
+        if (buf)
+            memcpy(buf + lo * e->es, dst + lo * e->es, (hi - lo) * e->es);
+    }
+    if (e->L == 1)
+        return rc;
+    if (rc != 0 && e->ap)
+        atomic_store_explicit(&me->failed, g + 1, memory_order_relaxed);
+    atomic_store_explicit(&me->reduced, g + 1, memory_order_release);
+    hier_wait_all(e, h, OFF_REDUCED, g + 1);
+    for (int j = 0; j < e->S; j++) {
+        int p = j % e->L;
+
+        if (p == e->lr)
+            continue;
+        if (e->ap && rc == 0 &&
+            atomic_load_explicit(&hpml__shm_ctrl(e->s, p)->failed, memory_order_relaxed) > e->step0)
+            rc = hpml_set_error(HPML_ERR_STATE,
+                                "hpml_allreduce_apply: the function failed on local rank %d, "
+                                "so the elements it owns have no result",
+                                p);
+        slice_bounds(e, m, j, &lo, &hi);
+        if (hi > lo)
+            memcpy(dst + lo * e->es, pipe_buf(e, p, g) + lo * e->es, (hi - lo) * e->es);
+    }
+    atomic_store_explicit(&me->done, g + 1, memory_order_release);
+    return rc;
+}
+
+/* At least reqs + data bytes of scratch in comm->hier_buf (the requests, then the data).
+ * Every rank asks for the same sizes in the same order (they depend only on the call), so
+ * all grow the scratch together and agree, in one MPI_Allreduce, whether every allocation
+ * worked: a rank without memory makes every rank fail rather than leave the others
+ * waiting for its messages. */
+static int hier_scratch(hpml_comm_t *comm, size_t data, size_t reqs)
+{
+    size_t need = reqs + data;
+    char *p;
+    int ok, rc = 0;
+
+    if (need <= comm->hier_bytes)
+        return 0;
+    p = hpml_malloc(need);
+    ok = p != NULL;
+    HPML__MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm->comm));
+    if (!ok) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "hier allreduce: %s for %zu bytes of scratch",
+                            p ? "another rank has no memory" : "no memory", need);
+        goto out;
+    }
+    hpml_free(comm->hier_buf);
+    comm->hier_buf = p;
+    comm->hier_bytes = need;
+    p = NULL;
+out:
+    hpml_free(p);
+    return rc;
+}
+
+/* The hierarchical allreduce of nch chunks: steps step0 .. step0 + nch - 1 for pass 1,
+ * then step0 + nch .. step0 + 2 nch - 1 for pass 2. */
+static int hier_run(eng_t *e, size_t nch)
+{
+    hier_t h = {0};
+    int rc = 0, r2;
+
+    h.own = (e->S - e->lr + e->L - 1) / e->L;
+    /* Between 2 nodes an exchange sends each slice once each way, at once; MPI_Iallreduce
+     * (Open MPI's libnbc below 4 ranks) reduces to one node and broadcasts back, two
+     * transfers one after the other. */
+    h.pair = e->comm->nodes == 2;
+    if (h.pair) {
+        int r = 0;
+
+        /* Every slice communicator orders its ranks by node. */
+        (void)MPI_Comm_rank(e->comm->slice_comm[e->lr], &r);
+        h.first_node = r == 0;
+    }
+    h.nb = h.pair || hpml__mpi_dtype(e->dt) == MPI_DATATYPE_NULL || hpml__mpi_op_ok(e->dt, e->op);
+    if (h.nb && !h.pair && (rc = hpml__mpi_reduce_types(e->dt, e->op, &h.mdt, &h.mop)) != 0)
+        return rc;
+    h.rpc = h.own * (h.pair + 1);
+    {
+        size_t lo, hi, slots, reqs = nch * (size_t)e->S * 2 * sizeof(MPI_Request);
+
+        slice_bounds(e, e->chunk, 0, &lo, &hi);
+        h.per_slice = hi - lo;
+        /* Sized by every slice, not just mine, so that all ranks ask for the same. */
+        slots = nch * (size_t)e->S * h.per_slice * e->es;
+        rc = hier_scratch(e->comm, (size_t)(h.pair + (e->ap != NULL)) * slots, reqs);
+        if (rc != 0)
+            return rc;
+        h.req = (MPI_Request *)(void *)e->comm->hier_buf;
+        h.peer = h.pair ? e->comm->hier_buf + reqs : NULL;
+        h.stage = e->ap ? e->comm->hier_buf + reqs + (size_t)h.pair * slots : NULL;
+        for (size_t i = 0; i < nch * (size_t)h.rpc; i++)
+            h.req[i] = MPI_REQUEST_NULL;
+    }
+    copy_in(e, 0, 0);
+    for (size_t c = 0; c < nch; c++) {
+        r2 = hier_reduce_post(e, &h, c);
+        rc = rc ? rc : r2;
+        if (c + 1 < nch)
+            copy_in(e, c + 1, 0);
+    }
+    for (size_t c = 0; c < nch; c++) {
+        r2 = hier_finish(e, &h, c, e->step0 + nch + c);
+        rc = rc ? rc : r2;
+    }
+    e->s->step = e->step0 + 2 * nch;
+    return rc;
+}
+
 int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count, hpml_dtype_t dtype,
                                hpml_op_t op, hpml_comm_t *comm, int inter_node,
                                const hpml__apply_t *ap)
@@ -341,7 +651,6 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.L = comm->local_size;
     e.lr = comm->local_rank;
     e.S = inter_node ? comm->max_local_size : e.L;
-    e.inter = inter_node;
     e.nbuf = e.s->nbuf;
     e.chunk = e.s->chunk_bytes / e.es;
     e.step0 = e.s->step;
@@ -381,6 +690,8 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;
+    if (inter_node)
+        return nch ? hier_run(&e, nch) : 0;
     /* Software pipeline: publish chunk c+1 before copying chunk c out. The store modes
      * are timed from the moment every rank has arrived, so that a late peer does not
      * count against them; the hierarchical algorithm, whose time is mostly the

@@ -296,6 +296,7 @@ void hpml_comm_destroy(hpml_comm_t *comm)
     while (comm->registered != NULL)
         hpml_comm_free_shared(comm, comm->registered->base);
     hpml__shm_destroy(comm);
+    hpml_free(comm->hier_buf);
     if (comm->slice_comm != NULL) {
         for (int j = 0; j < comm->max_local_size; j++)
             if (comm->slice_comm[j] != MPI_COMM_NULL)

@@ -45,6 +45,10 @@ struct hpml_comm {
     /* Hierarchical algorithm: slice_comm[j] joins, across nodes, the ranks that own
      * slice j on their node (j < max_local_size); created on first use. */
     MPI_Comm *slice_comm;
+    /* Its scratch (allreduce_shm.c, hier_scratch): grown when a call needs more, with the
+     * ranks agreeing that the allocation worked; freed with the communicator. */
+    char *hier_buf;
+    size_t hier_bytes;
 
     struct hpml_shm *shm;            /* node segment (shm.c), created lazily */
     struct hpml_shm_win *registered; /* registered.c: hpml_comm_alloc_shared windows,

@@ -49,9 +49,22 @@ for cfg in $configs; do
     crun "$k" "$p" "$BUILD/tests/mpi/test_nodes" | tail -3
 done
 
-# hpml info: 2 nodes, each with its host name and rank count.
+# hpml info: 2 nodes, each with its host name and rank count. MPICH over UCX can hang in
+# MPI_Finalize after the output at 2 x 2 (docs/cluster.md): there its run is stopped after
+# 30 s and the output it printed is what is judged.
 up 2
-crun 2 2 "$HPML" info >"$tmp/info.txt"
+if [ "$MPI" = mpich ]; then
+    rc=0
+    timeout -k 5 30 "$cluster" run --name $name --mpi mpich --nodes 2 --ppn 2 -- "$HPML" info \
+        >"$tmp/info.txt" || rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 124 ] || { echo "hpml info: exit $rc"; exit 1; }
+    if [ $rc -eq 124 ]; then
+        echo "note: MPICH did not finish MPI_Finalize in 30 s; judging the output"
+        up 2 # stops the ranks still in MPI_Finalize
+    fi
+else
+    crun 2 2 "$HPML" info >"$tmp/info.txt"
+fi
 sed -n '/^Job/,/^BLAS/p' "$tmp/info.txt"
 grep -qE '^  nodes: +2$' "$tmp/info.txt" || { echo "info does not report 2 nodes"; exit 1; }
 for n in 0 1; do

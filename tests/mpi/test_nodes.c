@@ -214,6 +214,65 @@ static void alltoallv(hpml_comm_t *c, size_t base)
     free(rd);
 }
 
+/* The hierarchical allreduce and hpml_allreduce_apply (which runs the same engine) over
+ * many pipeline chunks, in place and not, for f32, i32 and bf16 (MPI's own types and a
+ * user-defined op on 3 nodes; hpml's kernels on 2), and AVG (divided by the ranks before
+ * the apply function, which reads the old values of its output as an optimizer does). */
+static int apply_add(void *ctx, size_t offset, const void *in, void *out, size_t n)
+{
+    (void)ctx;
+    (void)offset;
+    for (size_t i = 0; i < n; i++)
+        ((float *)out)[i] += 2 * ((const float *)in)[i];
+    return 0;
+}
+
+static void hier_many_chunks(hpml_comm_t *c, const size_t *counts, size_t ncounts)
+{
+    static const hpml_dtype_t dts[] = {HPML_F32, HPML_I32, HPML_BF16};
+    static const hpml_op_t ops[] = {HPML_SUM, HPML_MAX};
+
+    for (size_t k = 0; k < ncounts; k++)
+        for (size_t d = 0; d < 3; d++)
+            for (size_t o = 0; o < 2; o++)
+                for (int ip = 0; ip < 2; ip++) {
+                    hpml_dtype_t dt = dts[d];
+                    hpml_op_t op = ops[o];
+                    size_t n = counts[k], es = hpml_dtype_size(dt), at = 0;
+                    char *in = malloc(n * es + 8), *out = malloc(n * es + 8);
+                    void *ref = reference(n, dt, op);
+                    int rc;
+
+                    tu_fill(dt, in, n, rank, op);
+                    memcpy(out, in, n * es);
+                    rc = hpml_allreduce_algo(HPML_ALGO_HIER, ip ? HPML_IN_PLACE : in, out, n, dt,
+                                             op, c);
+                    CASE_CHECK(rc == 0 && same(out, ref, n, dt, &at), "allreduce (many chunks)",
+                               HPML_ALGO_HIER, dt, op, n, ip ? "in place" : "", rc, at);
+                    free(in);
+                    free(out);
+                    free(ref);
+                }
+    for (size_t k = 0; k < ncounts; k++) {
+        size_t n = counts[k], at = 0;
+        float *in = malloc(n * sizeof(float) + 8), *out = malloc(n * sizeof(float) + 8);
+        float *ref = reference(n, HPML_F32, HPML_AVG);
+        int rc;
+
+        tu_fill(HPML_F32, in, n, rank, HPML_AVG);
+        for (size_t i = 0; i < n; i++) {
+            ref[i] = 2 * ref[i] + (float)(i % 5);
+            out[i] = (float)(i % 5);
+        }
+        rc = hpml_allreduce_apply(in, out, n, HPML_F32, HPML_AVG, apply_add, NULL, c);
+        CASE_CHECK(rc == 0 && same(out, ref, n, HPML_F32, &at), "allreduce_apply (many chunks)",
+                   HPML_ALGO_AUTO, HPML_F32, HPML_AVG, n, "", rc, at);
+        free(in);
+        free(out);
+        free(ref);
+    }
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *c = NULL;
@@ -251,5 +310,17 @@ int main(int argc, char **argv)
         hpml_comm_destroy(c);
     }
     unsetenv("HPML_MAX_CHUNK_ELEMS");
+    /* Many pipeline chunks: the hierarchical allreduce keeps a window of chunks' inter-node
+     * allreduces in flight (more chunks than the window), then copies them out in order;
+     * slices of uneven length, and a last chunk shorter than the others. */
+    setenv("HPML_SHM_CHUNK", "256", 1);
+    {
+        size_t counts[] = {1500, 37};
+
+        HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &c));
+        hier_many_chunks(c, counts, 2);
+        hpml_comm_destroy(c);
+    }
+    unsetenv("HPML_SHM_CHUNK");
     return hpmlt_finish();
 }
