@@ -88,16 +88,17 @@ np.save(sys.argv[1] + "/y.npy", X @ np.arange(1.0, 6.0) + rng.normal(size=301))'
 $MPIRUN -np 2 "$py" tests/python/same_as_cli.py "$stage"
 
 echo "== the installed package (${SECONDS}s)"
-# Installed: the package beside the library it loads.
+# Installed: the package, with its compiled hot path, beside the library it loads.
 make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" PREFIX=/opt/hpml-test \
     >/dev/null
 site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
 got=$(cd / && env -u HPML_LIB PYTHONPATH="$site" "$py" -c '
-import numpy as np, hpml
+import os, numpy as np, hpml, hpml._lib
 c = hpml.Comm()
-print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist())
+print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist(), c.bcast(np.arange(2.0)).tolist(),
+      os.path.dirname(hpml._lib.fast.__file__) == os.path.dirname(hpml.__file__))
 c.free()')
-[ "$got" = "$stage/opt/hpml-test/lib/libhpml-openmpi.so.0 [0.0, 1.0, 2.0]" ] ||
+[ "$got" = "$stage/opt/hpml-test/lib/libhpml-openmpi.so.0 [0.0, 1.0, 2.0] [0.0, 1.0] True" ] ||
     { echo "FAIL: installed package: '$got'"; exit 1; }
 echo "PASS installed package: $got"
 echo "== done (${SECONDS}s)"
