@@ -94,8 +94,9 @@ MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
 # LD_PRELOAD shims of tests/cli/fail_alone.sh (malloc) and ml_errors.sh (rename), built
-# without the sanitizers: the first replaces malloc, the second only wraps rename().
-SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
+# without the sanitizers: the first replaces malloc, the second only wraps rename(); and
+# tests/cli/python.sh's MPI communicators for the handle check (mpi_handles.c).
+SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so $(O)/tests/cli/mpi_handles.so
 
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:

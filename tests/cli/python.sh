@@ -6,7 +6,8 @@
 # refusals (a libhpml built for the other MPI, a file that is not libhpml, a missing
 # HPML_LIB), the in-tree default location, and the package `make install` installs.
 # Debian's python3-mpi4py is built for Open MPI, so under MPI=mpich only the refusal of
-# the MPICH build is checked.
+# the MPICH build and the communicator handles (tests/python/handles_check.py, without
+# mpi4py) are checked.
 # Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML_TEST_REPO.
 # hpml-test: timeout=300
 set -eu
@@ -25,6 +26,11 @@ refuses() {
     fi
     grep "^hpml.errors.LibraryError" <<<"$out"
 }
+
+# The handle conversion with this build's MPI, through the package's declarations but
+# without mpi4py (so under MPICH too): COMM_WORLD and a communicator made at run time.
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$py" tests/python/handles_check.py "$BUILD" "$MPI"
 
 if [ "$MPI" = mpich ]; then
     refuses "is built for MPICH but mpi4py uses Open MPI: load the Open MPI build" \
