@@ -10,13 +10,17 @@
  * The module does not link libhpml: hpml._lib loads libhpml through cffi for the MPI that
  * mpi4py uses and gives setup() the addresses of hpml_allreduce_algo and hpml_bcast_algo,
  * so one build of this module serves both MPIs. The GIL is released around each call, as
- * cffi and mpi4py do.
+ * cffi and mpi4py do. Bound is what Comm.allreduce_init and bcast_init return: arguments
+ * checked once in Python, then one C call per use.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <structmember.h>
 
 typedef int (*allreduce_fn)(int algo, const void *sendbuf, void *recvbuf, size_t count, int dtype,
                             int op, void *comm);
@@ -268,6 +272,105 @@ static PyTypeObject CommBaseType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* A collective bound to its buffers (Comm.allreduce_init, bcast_init): the arguments were
+ * checked once in Python; a call is the C call alone. Holds the Comm and what must stay
+ * alive (the buffers and their cffi exports). */
+typedef struct {
+    PyObject_HEAD CommBase *comm;
+    PyObject *keep, *result, *what;
+    int kind; /* 0 allreduce, 1 bcast */
+    int algo, dt, op, root;
+    const void *sp;
+    void *rp;
+    size_t n;
+} Bound;
+
+static void bound_dealloc(PyObject *op_self)
+{
+    Bound *b = (Bound *)op_self;
+
+    Py_XDECREF(b->comm);
+    Py_XDECREF(b->keep);
+    Py_XDECREF(b->result);
+    Py_XDECREF(b->what);
+    Py_TYPE(op_self)->tp_free(op_self);
+}
+
+static PyObject *bound_call(PyObject *op_self, PyObject *args, PyObject *kw)
+{
+    Bound *b = (Bound *)op_self;
+    void *c = b->comm->c;
+
+    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
+        PyErr_Format(PyExc_TypeError, "a prepared %U takes no arguments", b->what);
+        return NULL;
+    }
+    if (c == NULL) /* freed: Comm._handle() raises hpml's error */
+        return PyObject_CallMethod((PyObject *)b->comm, "_handle", NULL);
+    PyThreadState *ts = PyEval_SaveThread();
+    int rc = b->kind == 0 ? g_allreduce(b->algo, b->sp, b->rp, b->n, b->dt, b->op, c)
+                          : g_bcast(b->algo, b->rp, b->n, b->dt, b->root, c);
+    PyEval_RestoreThread(ts);
+    if (rc)
+        return raise_rc(rc, b->what);
+    Py_RETURN_NONE;
+}
+
+static PyMemberDef bound_members[] = {
+    {"result", T_OBJECT, offsetof(Bound, result), READONLY, "the buffer the result goes to"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject BoundType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpml._fast.Bound",
+    .tp_basicsize = sizeof(Bound),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PyDoc_STR("A collective bound to its buffers: calling it runs it once "
+                        "(blocking, collective); `result` is the output buffer."),
+    .tp_members = bound_members,
+    .tp_call = bound_call,
+    .tp_dealloc = bound_dealloc,
+};
+
+/* bound(comm, kind, algo, send_address, recv_address, count, dtype, op, root, keep,
+ *       result, what): a Bound (addresses as integers; bcast: recv_address is the
+ *       buffer). */
+static PyObject *fast_bound(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *comm, *keep, *result, *what;
+    int kind, algo, dt, op, root;
+    unsigned long long sp, rp, n;
+
+    if (!PyArg_ParseTuple(args, "O!iiKKKiiiOOU", &CommBaseType, &comm, &kind, &algo, &sp, &rp, &n,
+                          &dt, &op, &root, &keep, &result, &what))
+        return NULL;
+    if ((kind != 0 && kind != 1) || g_allreduce == NULL) {
+        PyErr_SetString(PyExc_ValueError, "hpml._fast.bound: bad kind, or setup() not run");
+        return NULL;
+    }
+    Bound *b = PyObject_New(Bound, &BoundType);
+    if (b == NULL)
+        return NULL;
+    Py_INCREF(comm);
+    Py_INCREF(keep);
+    Py_INCREF(result);
+    Py_INCREF(what);
+    b->comm = (CommBase *)comm;
+    b->keep = keep;
+    b->result = result;
+    b->what = what;
+    b->kind = kind;
+    b->algo = algo;
+    b->dt = dt;
+    b->op = op;
+    b->root = root;
+    b->sp = (const void *)(uintptr_t)sp;
+    b->rp = (void *)(uintptr_t)rp;
+    b->n = (size_t)n;
+    return (PyObject *)b;
+}
+
 /* setup(allreduce_addr, bcast_addr, in_place, ops, allreduce_algos, bcast_algos,
  *       slow_allreduce, slow_bcast, raise_error) */
 static PyObject *fast_setup(PyObject *mod, PyObject *args)
@@ -296,6 +399,7 @@ static PyObject *fast_setup(PyObject *mod, PyObject *args)
 
 static PyMethodDef fast_methods[] = {
     {"setup", fast_setup, METH_VARARGS, "Give the module libhpml's functions and the tables."},
+    {"bound", fast_bound, METH_VARARGS, "A collective bound to checked arguments (a Bound)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -314,7 +418,7 @@ static struct PyModuleDef fast_module = {
 PyMODINIT_FUNC PyInit__fast(void);
 PyMODINIT_FUNC PyInit__fast(void)
 {
-    if (PyType_Ready(&CommBaseType) < 0)
+    if (PyType_Ready(&CommBaseType) < 0 || PyType_Ready(&BoundType) < 0)
         return NULL;
     g_str_allreduce = PyUnicode_InternFromString("allreduce");
     g_str_bcast = PyUnicode_InternFromString("bcast");
@@ -323,9 +427,7 @@ PyMODINIT_FUNC PyInit__fast(void)
     PyObject *m = PyModule_Create(&fast_module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&CommBaseType);
-    if (PyModule_AddObject(m, "CommBase", (PyObject *)&CommBaseType) < 0) {
-        Py_DECREF(&CommBaseType);
+    if (PyModule_AddType(m, &CommBaseType) < 0 || PyModule_AddType(m, &BoundType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -164,9 +164,10 @@ def _load_fast():
 fast = _load_fast()
 
 
-def address(fn):
-    """The address of a libhpml function, as an integer (for hpml._fast)."""
-    return int(ffi.cast("uintptr_t", fn))
+def address(p):
+    """The address of a libhpml function or a cffi pointer, as an integer (for
+    hpml._fast)."""
+    return int(ffi.cast("uintptr_t", p))
 
 
 def mpi_comm(comm):

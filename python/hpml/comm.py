@@ -288,7 +288,8 @@ class Request:
 
 class Prepared:
     """A collective bound to its buffers by Comm.allreduce_init / bcast_init: each call
-    runs it once, blocking, on every rank (collective)."""
+    runs it once, blocking, on every rank (collective). hpml._fast.Bound is its compiled
+    form, returned instead when hpml._fast is built."""
 
     __slots__ = ("_fn", "_args", "_keep", "_comm", "_what", "result")
 
@@ -603,6 +604,9 @@ class Comm(_fast.CommBase if _fast is not None else object):
             dtype = dtype_code(dtype)
         opc, a = _op(op), _algo(ALLREDUCE, algo)
         sp, rp, n, dt, recvbuf, keep = _reduction_args(sendbuf, recvbuf, dtype, "allreduce")
+        if _fast is not None:
+            return _fast.bound(self, 0, a, _lib.address(sp), _lib.address(rp), n, dt, opc, 0,
+                               keep, recvbuf, "allreduce")
         return Prepared(lib.hpml_allreduce_algo, (a, sp, rp, n, dt, opc, c), keep, self,
                         "allreduce", recvbuf)
 
@@ -615,6 +619,9 @@ class Comm(_fast.CommBase if _fast is not None else object):
         self._check_root(root, "bcast")
         m, dt, n = _buffer(buf, "buf", True, dtype)
         p = _from_buffer(m)
+        if _fast is not None:
+            return _fast.bound(self, 1, a, 0, _lib.address(p), n, dt, 0, root, (buf, p), buf,
+                               "bcast")
         return Prepared(lib.hpml_bcast_algo, (a, p, n, dt, root, c), (buf, p), self, "bcast",
                         buf)
 

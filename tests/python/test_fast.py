@@ -132,3 +132,27 @@ def test_gil_released_while_waiting(comm):
     np.testing.assert_array_equal(x, np.full(4, comm.size, np.float32))
     if comm.rank != comm.size - 1:
         assert gap < 0.25, "the other thread stood still %.3f s during allreduce" % gap
+
+
+def test_bound_is_compiled(comm):
+    # allreduce_init / bcast_init give hpml._fast.Bound (test_comm.py checks their
+    # results); here its own behaviour: no arguments, `result`, the Comm kept alive.
+    x = rank_data(np.int32, 5, comm.rank)
+    run = comm.allreduce_init(x, op="max")
+    assert isinstance(run, hpml._lib.fast.Bound)
+    assert run() is None
+    np.testing.assert_array_equal(run.result, np.max([rank_data(np.int32, 5, r)
+                                                      for r in range(comm.size)], axis=0))
+    with pytest.raises(TypeError, match="takes no arguments"):
+        run(1)
+    b = np.full(3, comm.rank, np.float64)
+    bc = comm.bcast_init(b, root=comm.size - 1)
+    bc()
+    assert bc.result is b
+    np.testing.assert_array_equal(b, np.full(3, comm.size - 1, np.float64))
+    c = hpml.Comm(MPI.COMM_WORLD)
+    y = np.ones(2, np.float32)
+    run = c.allreduce_init(hpml.IN_PLACE, y)
+    del c  # the Bound keeps the Comm
+    run()
+    np.testing.assert_array_equal(y, np.full(2, comm.size, np.float32))
