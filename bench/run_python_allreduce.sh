@@ -4,8 +4,9 @@
 # round runs `hpml bench allreduce --impl mpi,hpml` (C), then `python3 -m hpml.bench
 # allreduce --impl mpi4py,hpml` with plain calls and with --bind, one after the other,
 # with the C run's iteration and warm-up counts at every size (like with like), and the
-# plain calls once more above 8 KiB with OMB-Py's own counts (N/100+1 iterations there,
-# against C's N/10). Per size the median of the rounds' averages is printed as a Markdown
+# plain calls twice more above 8 KiB: with OMB-Py's own counts (N/100+1 iterations there,
+# against C's N/10), and on buffers 64-byte aligned as `hpml bench`'s are (--align 64;
+# NumPy puts large arrays 16 bytes past a page). Per size the median of the rounds' averages is printed as a Markdown
 # table with the differences and ratios of docs/performance.md.
 #   bench/run_python_allreduce.sh [--rounds N] [--min BYTES] [--max BYTES] [--iterations N]
 # --iterations N (default 10000, a multiple of 100): N up to 8 KiB, N/10 above (warm-up a
@@ -58,7 +59,9 @@ for r in $(seq "$rounds"); do
     pyrun "$out/bound.$r.csv" "$big_lo" "$max" $((10 * iters - 100)) $((10 * skip - 100)) \
         --impl hpml --bind
     pyrun "$out/omb.$r.csv" "$big_lo" "$max" "$iters" "$skip" --impl hpml
-    for f in bound omb; do
+    pyrun "$out/aligned.$r.csv" "$big_lo" "$max" $((10 * iters - 100)) $((10 * skip - 100)) \
+        --impl hpml --align 64
+    for f in bound omb aligned; do
         [ -f "$out/$f.$r.csv" ] && sed -i "s/,hpml,/,hpml $f,/" "$out/$f.$r.csv"
     done
 done
@@ -67,7 +70,8 @@ import csv, os, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
 t = {}
 for r in range(1, rounds + 1):
-    for name, prefix in (("c", "C "), ("py", "Py "), ("bound", "Py "), ("omb", "Py ")):
+    for name, prefix in (("c", "C "), ("py", "Py "), ("bound", "Py "), ("omb", "Py "),
+                         ("aligned", "Py ")):
         path = "%s/%s.%d.csv" % (d, name, r)
         if not os.path.exists(path):
             continue
@@ -81,15 +85,16 @@ med = {k: statistics.median(v) for k, v in t.items()}
 sizes = sorted({s for _, s in med})
 print("| bytes | C: MPI | C: hpml | Py: mpi4py | Py: hpml | Py: hpml bound | "
       "Py hpml − C hpml | Py bound − C hpml | Py hpml / C hpml | Py bound / C hpml | "
-      "mpi4py / Py hpml | Py hpml, OMB-Py counts / C hpml |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "mpi4py / Py hpml | Py hpml, OMB-Py counts / C hpml | Py hpml, aligned / C hpml |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for s in sizes:
     g = lambda k: med[(k, s)]
     c, p, b = g("C hpml"), g("Py hpml"), g("Py hpml bound")
-    omb = med.get(("Py hpml omb", s))
-    print("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %+.2f | %+.2f | %.3f | %.3f | %.2f | %s |" % (
-        s, g("C mpi"), c, g("Py mpi4py"), p, b, p - c, b - c, p / c, b / c,
-        g("Py mpi4py") / p, "%.3f" % (omb / c) if omb else ""))
+    omb, al = med.get(("Py hpml omb", s)), med.get(("Py hpml aligned", s))
+    print("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %+.2f | %+.2f | %.3f | %.3f | %.2f | %s | %s |"
+          % (s, g("C mpi"), c, g("Py mpi4py"), p, b, p - c, b - c, p / c, b / c,
+             g("Py mpi4py") / p, "%.3f" % (omb / c) if omb else "",
+             "%.3f" % (al / c) if al else ""))
 print()
 print("µs, median of %d rounds (each the average over the iterations and ranks)" % rounds)
 EOF
