@@ -64,6 +64,22 @@ done
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
+echo "== without hpml._fast (${SECONDS}s)"
+# A library with no compiled module beside it: the collectives take the checked path
+# (cffi), allreduce_init gives a Prepared, and the results are the same.
+mkdir -p "$stage/nofast/lib"
+cp -L "$BUILD/lib/libhpml.so.0" "$stage/nofast/lib/"
+# shellcheck disable=SC2086
+HPML_LIB=$stage/nofast/lib/libhpml.so.0 $MPIRUN -np 2 "$py" -c '
+import hpml, hpml._lib, hpml.comm
+assert hpml._lib.fast is None and hpml.Comm.allreduce is hpml.Comm._allreduce_checked
+c = hpml.Comm()
+assert isinstance(c.allreduce_init(hpml.IN_PLACE, bytearray(1)), hpml.comm.Prepared)
+c.free()'
+# shellcheck disable=SC2086
+HPML_LIB=$stage/nofast/lib/libhpml.so.0 $MPIRUN -np 2 "$py" -m pytest -q -p no:cacheprovider \
+    --color=no tests/python/test_comm.py -k "allreduce or bcast or prepared"
+
 echo "== python3 -m hpml.bench (${SECONDS}s)"
 # python3 -m hpml.bench: OMB-Py's output, validation of every dtype, hpml bench's CSV and
 # JSON schema (taken from this build's hpml bench), bad options.
