@@ -1,11 +1,13 @@
 /* hpml._fast: the compiled hot path of hpml.Comm (CPython extension).
  *
- * Comm.allreduce and Comm.bcast on C-contiguous buffers of a native hpml element type
- * (NumPy arrays, bytearray, memoryview) cost one buffer-protocol export per buffer and
- * one C call here, against about a microsecond of argument handling and cffi's foreign
- * call in Python (docs/performance.md, "python"). Every other case (dtype=, op given as an
- * mpi4py Op, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is handed,
- * arguments unchanged, to the checked Python implementation, which raises hpml's errors.
+ * Comm.allreduce and Comm.bcast on C-contiguous buffers of a native hpml element type, or
+ * of the type dtype= names when the buffer can hold it (NumPy arrays, bytearray,
+ * memoryview), cost one buffer-protocol export per buffer and one C call here, against
+ * about a microsecond of argument handling and cffi's foreign call in Python
+ * (docs/performance.md, "python"). Every other case (op given as an mpi4py Op, dtype= as
+ * a NumPy dtype, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is
+ * handed, arguments unchanged, to the checked Python implementation, which raises hpml's
+ * errors.
  *
  * The module does not link libhpml: hpml._lib loads libhpml through cffi for the MPI that
  * mpi4py uses and gives setup() the addresses of hpml_allreduce_algo and hpml_bcast_algo,
@@ -30,7 +32,7 @@ typedef int (*bcast_fn)(int algo, void *buf, size_t count, int dtype, int root, 
  * Python fallbacks (unbound functions taking self first) and error raiser. */
 static allreduce_fn g_allreduce;
 static bcast_fn g_bcast;
-static PyObject *g_in_place, *g_ops, *g_allreduce_algos, *g_bcast_algos;
+static PyObject *g_in_place, *g_ops, *g_dtypes, *g_allreduce_algos, *g_bcast_algos;
 static PyObject *g_slow_allreduce, *g_slow_bcast, *g_raise_error;
 static PyObject *g_str_allreduce, *g_str_bcast;
 
@@ -65,6 +67,27 @@ static int format_dtype(const Py_buffer *b)
     default: return -1;
     }
     return b->itemsize == size ? dt : -1;
+}
+
+/* Element sizes of the hpml dtypes, and the formats that may hold each when dtype= names
+ * it (bytes, 'B' and 'c', hold anything): hpml.comm's DTYPE_SIZE and _HOLDS. */
+static const Py_ssize_t dt_size[] = {4, 8, 2, 2, 1, 1, 4, 8};
+static const char *const dt_holds[] = {"f", "d", "eH", "H", "b", "B", "i", "lq"};
+
+/* The hpml dtype of a buffer: its format's (want < 0) or `want` if the buffer can hold
+ * it, whole elements only; -1 otherwise (the checked path then says what is wrong). */
+static int buffer_dtype(const Py_buffer *b, int want)
+{
+    if (want < 0)
+        return format_dtype(b);
+    const char *f = b->format ? b->format : "B";
+    if (f[0] == '@')
+        f++;
+    if (f[0] == '\0' || f[1] != '\0' || b->len % dt_size[want])
+        return -1;
+    if (f[0] == 'B' || f[0] == 'c')
+        return want;
+    return strchr(dt_holds[want], f[0]) != NULL && b->itemsize == dt_size[want] ? want : -1;
 }
 
 /* The code of a name in a table (a dict of str -> int), or -1 if absent or not a str. */
@@ -152,11 +175,12 @@ static PyObject *comm_allreduce(PyObject *op_self, PyObject *const *args, Py_ssi
     CommBase *self = (CommBase *)op_self;
     PyObject *a[5];
     if (g_allreduce == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 5, a) ||
-        a[0] == NULL || a[1] == NULL || a[1] == Py_None || (a[4] != NULL && a[4] != Py_None))
+        a[0] == NULL || a[1] == NULL || a[1] == Py_None)
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
     int op = a[2] ? lookup(g_ops, a[2]) : 0;
     int algo = a[3] ? lookup(g_allreduce_algos, a[3]) : 0;
-    if (op < 0 || algo < 0)
+    int want = a[4] && a[4] != Py_None ? lookup(g_dtypes, a[4]) : -1;
+    if (op < 0 || algo < 0 || want > I64 || (a[4] && a[4] != Py_None && want < 0))
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
 
     Py_buffer rb, sb;
@@ -164,14 +188,14 @@ static PyObject *comm_allreduce(PyObject *op_self, PyObject *const *args, Py_ssi
         PyErr_Clear();
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
     }
-    int dt = format_dtype(&rb);
+    int dt = buffer_dtype(&rb, want);
     int in_place = a[0] == g_in_place;
     const void *sp = (const void *)1; /* HPML_IN_PLACE */
     if (dt >= 0 && !in_place) {
         if (PyObject_GetBuffer(a[0], &sb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) {
             PyErr_Clear();
             dt = -1;
-        } else if (format_dtype(&sb) != dt || sb.len != rb.len) {
+        } else if (buffer_dtype(&sb, want) != dt || sb.len != rb.len) {
             PyBuffer_Release(&sb);
             dt = -1;
         } else {
@@ -183,7 +207,7 @@ static PyObject *comm_allreduce(PyObject *op_self, PyObject *const *args, Py_ssi
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
     }
     PyThreadState *ts = PyEval_SaveThread();
-    int rc = g_allreduce(algo, sp, rb.buf, (size_t)(rb.len / rb.itemsize), dt, op, self->c);
+    int rc = g_allreduce(algo, sp, rb.buf, (size_t)(rb.len / dt_size[dt]), dt, op, self->c);
     PyEval_RestoreThread(ts);
     if (!in_place)
         PyBuffer_Release(&sb);
@@ -201,7 +225,10 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
     CommBase *self = (CommBase *)op_self;
     PyObject *a[4];
     if (g_bcast == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 4, a) ||
-        a[0] == NULL || (a[3] != NULL && a[3] != Py_None))
+        a[0] == NULL)
+        return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
+    int want = a[3] && a[3] != Py_None ? lookup(g_dtypes, a[3]) : -1;
+    if (want > I64 || (a[3] && a[3] != Py_None && want < 0))
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     long root = 0;
     if (a[1] != NULL) {
@@ -217,13 +244,13 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
         PyErr_Clear();
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     }
-    int dt = format_dtype(&b);
+    int dt = buffer_dtype(&b, want);
     if (dt < 0) {
         PyBuffer_Release(&b);
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     }
     PyThreadState *ts = PyEval_SaveThread();
-    int rc = g_bcast(algo, b.buf, (size_t)(b.len / b.itemsize), dt, (int)root, self->c);
+    int rc = g_bcast(algo, b.buf, (size_t)(b.len / dt_size[dt]), dt, (int)root, self->c);
     PyEval_RestoreThread(ts);
     PyBuffer_Release(&b);
     if (rc)
@@ -371,23 +398,24 @@ static PyObject *fast_bound(PyObject *mod, PyObject *args)
     return (PyObject *)b;
 }
 
-/* setup(allreduce_addr, bcast_addr, in_place, ops, allreduce_algos, bcast_algos,
+/* setup(allreduce_addr, bcast_addr, in_place, ops, dtypes, allreduce_algos, bcast_algos,
  *       slow_allreduce, slow_bcast, raise_error) */
 static PyObject *fast_setup(PyObject *mod, PyObject *args)
 {
     (void)mod;
     unsigned long long ar, bc;
-    PyObject *in_place, *ops, *aa, *ba, *sa, *sb, *re;
-    if (!PyArg_ParseTuple(args, "KKOO!O!O!OOO", &ar, &bc, &in_place, &PyDict_Type, &ops,
-                          &PyDict_Type, &aa, &PyDict_Type, &ba, &sa, &sb, &re))
+    PyObject *in_place, *ops, *dts, *aa, *ba, *sa, *sb, *re;
+    if (!PyArg_ParseTuple(args, "KKOO!O!O!O!OOO", &ar, &bc, &in_place, &PyDict_Type, &ops,
+                          &PyDict_Type, &dts, &PyDict_Type, &aa, &PyDict_Type, &ba, &sa, &sb, &re))
         return NULL;
     if (!ar || !bc || !PyCallable_Check(sa) || !PyCallable_Check(sb) || !PyCallable_Check(re)) {
         PyErr_SetString(PyExc_ValueError, "hpml._fast.setup: null address or not callable");
         return NULL;
     }
-    PyObject **slots[] = {&g_in_place,       &g_ops,        &g_allreduce_algos, &g_bcast_algos,
-                          &g_slow_allreduce, &g_slow_bcast, &g_raise_error};
-    PyObject *vals[] = {in_place, ops, aa, ba, sa, sb, re};
+    PyObject **slots[] = {&g_in_place,        &g_ops,         &g_dtypes,
+                          &g_allreduce_algos, &g_bcast_algos, &g_slow_allreduce,
+                          &g_slow_bcast,      &g_raise_error};
+    PyObject *vals[] = {in_place, ops, dts, aa, ba, sa, sb, re};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         Py_INCREF(vals[i]);
         Py_XSETREF(*slots[i], vals[i]);

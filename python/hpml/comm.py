@@ -714,5 +714,5 @@ if _fast is None:
     Comm.bcast = Comm._bcast_checked
 else:
     _fast.setup(_lib.address(lib.hpml_allreduce_algo), _lib.address(lib.hpml_bcast_algo),
-                IN_PLACE, _OP_BY_NAME, ALGOS["allreduce"], ALGOS["bcast"],
+                IN_PLACE, _OP_BY_NAME, _DTYPE_BY_NAME, ALGOS["allreduce"], ALGOS["bcast"],
                 Comm._allreduce_checked, Comm._bcast_checked, raise_error)

@@ -52,6 +52,28 @@ def test_same_bits_as_checked_path(comm, dt, op):
     assert b.tobytes() == rank_data(dt, 9, comm.size - 1).tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i32", "i64", "float64"])
+def test_dtype_names(comm, dtype):
+    # dtype= by name: the element type of bytes (bytearray) and of 16-bit words (uint16),
+    # the same bits as the checked path, for allreduce, in place and bcast.
+    dt = hpml.comm.dtype_code(dtype)
+    vals = rank_data(hpml.comm.NUMPY_DTYPE[dt] if dt != 3 else np.float32, 13, comm.rank)
+    raw = (vals.view(np.uint32) >> 16).astype(np.uint16) if dt == 3 else vals
+    for make in (lambda a: bytearray(a.tobytes()), lambda a: a.view(np.uint16).copy()
+                 if a.dtype.itemsize == 2 else np.frombuffer(bytearray(a.tobytes()), np.uint8)):
+        s = make(raw)
+        want = comm._allreduce_checked(s, make(raw), "max", "auto", dtype)
+        r = make(np.zeros_like(raw))
+        assert comm.allreduce(s, r, "max", "auto", dtype) is r
+        assert bytes(r) == bytes(want)
+        y = make(raw)
+        comm.allreduce(hpml.IN_PLACE, y, op="max", dtype=dtype)
+        assert bytes(y) == bytes(want)
+        b = make(rank_data(raw.dtype, 13, comm.rank))
+        assert comm.bcast(b, comm.size - 1, dtype=dtype) is b
+        assert bytes(b) == bytes(make(rank_data(raw.dtype, 13, comm.size - 1)))
+
+
 def test_bytearray_and_algorithms(comm):
     for algo in hpml.ALGOS["allreduce"]:
         s = bytearray([comm.rank + 1] * 7)
@@ -86,10 +108,17 @@ def test_handed_to_checked_path(comm):
         comm.allreduce(x, x.copy(), bogus=1)
     with pytest.raises(TypeError, match=r"Comm.bcast\(\) got multiple values"):
         comm.bcast(x, 0, root=0)
-    # Taken by the checked path and computed there: op as an mpi4py Op, dtype=, no recvbuf.
+    with pytest.raises(hpml.DtypeError, match="element format 'H' .* cannot hold f32"):
+        comm.allreduce(np.zeros(4, np.uint16), np.zeros(4, np.uint16), dtype="f32")
+    with pytest.raises(hpml.ArgumentError, match="6 bytes, not a whole number of f32"):
+        comm.allreduce(bytearray(6), bytearray(6), dtype="f32")
+    with pytest.raises(hpml.DtypeError, match="unsupported dtype 'u32'"):
+        comm.bcast(bytearray(8), dtype="u32")
+    # Taken by the checked path and computed there: op as an mpi4py Op, dtype= as a NumPy
+    # dtype, no recvbuf.
     y = comm.allreduce(x, np.empty_like(x), MPI.MAX)
     np.testing.assert_array_equal(y, x)
-    z = comm.allreduce(x.view(np.uint8), np.empty(24, np.uint8), dtype="f32")
+    z = comm.allreduce(x.view(np.uint8), np.empty(24, np.uint8), dtype=np.float32)
     np.testing.assert_array_equal(z.view(np.float32), x * comm.size)
     c = hpml.Comm(MPI.COMM_WORLD)
     c.free()
