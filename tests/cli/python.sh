@@ -4,7 +4,9 @@
 # mode on, so ranks that fall out of step fail instead of hanging), the estimators
 # against the hpml commands, the OMB-Py benchmarks (tests/python/bench_check.py), the loader's
 # refusals (a libhpml built for the other MPI, a file that is not libhpml, a missing
-# HPML_LIB), the in-tree default location, and the package `make install` installs.
+# HPML_LIB), the in-tree default location, the package without its compiled module
+# hpml._fast, the package `make install` installs (with hpml._fast), and the MPI_Comm
+# handle conversion without mpi4py (tests/python/handles_check.py, both MPIs).
 # Debian's python3-mpi4py is built for Open MPI, so under MPI=mpich only the refusal of
 # the MPICH build and the communicator handles (tests/python/handles_check.py, without
 # mpi4py) are checked.
