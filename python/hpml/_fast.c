@@ -273,13 +273,13 @@ static PyObject *comm_set_c(PyObject *op_self, PyObject *args)
 }
 
 PyDoc_STRVAR(allreduce_doc,
-             "allreduce(sendbuf, recvbuf=None, op='sum', algo='auto', dtype=None)\n--\n\n"
+             "allreduce($self, sendbuf, recvbuf=None, op='sum', algo='auto', dtype=None)\n--\n\n"
              "Reduce sendbuf over the ranks into recvbuf on every rank and return recvbuf.\n"
              "sendbuf=hpml.IN_PLACE reduces recvbuf in place; recvbuf=None allocates one like\n"
              "sendbuf. op: sum prod min max avg (or MPI.SUM...), algo: auto or an algorithm of\n"
              "hpml.ALGOS['allreduce'], dtype: overrides the buffers' element type (needed for\n"
              "bf16/f16 bits in uint16 arrays).");
-PyDoc_STRVAR(bcast_doc, "bcast(buf, root=0, algo='auto', dtype=None)\n--\n\n"
+PyDoc_STRVAR(bcast_doc, "bcast($self, buf, root=0, algo='auto', dtype=None)\n--\n\n"
                         "Broadcast root's buf into buf on every rank (in place); returns buf.");
 
 static PyMethodDef comm_methods[] = {

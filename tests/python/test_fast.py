@@ -4,6 +4,7 @@ checked against NumPy in test_comm.py) for every dtype, op and buffer kind it ta
 the calls it does not take to that path with their arguments unchanged, and releases the
 GIL while it waits for the other ranks."""
 
+import inspect
 import os
 import threading
 import time
@@ -27,6 +28,12 @@ def test_loaded_from_this_build():
     with hpml.Comm(MPI.COMM_SELF) as c:
         assert isinstance(c, fast.CommBase)
     assert hpml.Comm.allreduce is fast.CommBase.allreduce
+    # The compiled methods show the checked ones' signatures (help(), inspect).
+    for name in ("allreduce", "bcast"):
+        got = inspect.signature(getattr(hpml.Comm, name)).parameters
+        want = inspect.signature(getattr(hpml.Comm, "_%s_checked" % name)).parameters
+        assert [(p.name, p.default) for p in got.values()] == \
+            [(p.name, p.default) for p in want.values()]
 
 
 @pytest.mark.parametrize("dt", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
