@@ -3,7 +3,7 @@
  * Comm.allreduce and Comm.bcast on C-contiguous buffers of a native hpml element type, or
  * of the type dtype= names when the buffer can hold it (NumPy arrays, bytearray,
  * memoryview), cost one buffer-protocol export per buffer and one C call here, against
- * about a microsecond of argument handling and cffi's foreign call in Python
+ * one to two microseconds of argument handling and cffi's foreign call in Python
  * (docs/performance.md, "python"). Every other case (op given as an mpi4py Op, dtype= as
  * a NumPy dtype, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is
  * handed, arguments unchanged, to the checked Python implementation, which raises hpml's

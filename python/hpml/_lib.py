@@ -18,8 +18,9 @@ hpml._fast (python/hpml/_fast.c, a CPython extension `make` builds) runs Comm.al
 and Comm.bcast on plain buffers without cffi's per-call cost; it calls libhpml through the
 function addresses cffi gives it, so one build serves both MPIs. It is looked for in the
 package (installed by `make install`), then in the build tree beside the library
-(<build>/python/hpml/_fast*.so). Without it the collectives take the checked Python path:
-the same results, about a microsecond more per call (`fast` is None then).
+(<build>/python/hpml/_fast*.so). Without it the collectives take the checked Python path
+(`fast` is None then): the same results, about 1.7 µs more per call (2.0 against 0.35 µs
+for an 8-byte allreduce at 1 rank, Zen 4).
 """
 
 import importlib.machinery
