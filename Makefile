@@ -36,6 +36,12 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= /usr/bin/python3
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PYDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
+# hpml._fast, the package's compiled hot path (python/hpml/_fast.c; needs python3-dev),
+# goes to $(O)/python/hpml, where the package finds it beside lib/. Not in sanitizer
+# builds (python3 would have to preload the sanitizer runtimes).
+PYCC ?= cc
+PYEXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PYINC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -80,6 +86,7 @@ LIBA := $(O)/lib/libhpml.a
 LIBSO := $(O)/lib/libhpml.so.$(VERSION)
 HPML := $(O)/bin/hpml
 PROF_SO := $(O)/lib/libhpml-prof.so
+PYFAST := $(if $(PYVER),$(if $(SANITIZE),,$(O)/python/hpml/_fast$(PYEXT)))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -87,8 +94,9 @@ MPIT_SRCS := $(wildcard tests/mpi/test_*.c)
 MPIT_BINS := $(MPIT_SRCS:tests/mpi/%.c=$(O)/tests/mpi/%)
 HARNESS_OBJ := $(O)/tests/mpi/harness.o
 # LD_PRELOAD shims of tests/cli/fail_alone.sh (malloc) and ml_errors.sh (rename), built
-# without the sanitizers: the first replaces malloc, the second only wraps rename().
-SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
+# without the sanitizers: the first replaces malloc, the second only wraps rename(); and
+# tests/cli/python.sh's MPI communicators for the handle check (mpi_handles.c).
+SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so $(O)/tests/cli/mpi_handles.so
 
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:
@@ -96,7 +104,7 @@ SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so
 .PHONY: all lib tests test test-san demo deps install uninstall examples clean format format-check vec-report
 all: lib $(HPML) tests
 
-lib: $(LIBA) $(LIBSO) $(O)/hpml.pc $(PROF_SO)
+lib: $(LIBA) $(LIBSO) $(O)/hpml.pc $(PROF_SO) $(PYFAST)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -116,6 +124,10 @@ $(LIBSO): $(LIB_OBJS)
 $(HPML): $(TOOL_OBJS) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBA) $(LDLIBS)
+
+$(O)/python/hpml/_fast$(PYEXT): python/hpml/_fast.c
+	@mkdir -p $(@D)
+	$(PYCC) $(OPT) -g -fPIC -shared $(WARN) -I$(PYINC) -o $@ $<
 
 # Installed names carry the MPI, so that the Open MPI and MPICH builds can be installed
 # side by side: libhpml-$(MPI).{a,so}, hpml-$(MPI).pc, bin/hpml-$(MPI). The default MPI's
@@ -213,6 +225,7 @@ endif
 ifneq ($(PYVER),)
 	install -d $(DESTDIR)$(PYDIR)/hpml
 	install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
+	$(if $(PYFAST),install -m 755 $(PYFAST) $(DESTDIR)$(PYDIR)/hpml/)
 endif
 
 # Removes this MPI's files (and the plain names with the default MPI's); the headers go

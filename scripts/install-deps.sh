@@ -19,7 +19,7 @@ case "${1:-}" in
         libcmocka-dev zlib1g-dev
         dataset-fashion-mnist
         python3 python3-numpy python3-sklearn python3-jsonschema
-        python3-mpi4py python3-pytest python3-cffi
+        python3-mpi4py python3-pytest python3-cffi python3-dev
         gnuplot-nox
         python3-mpi4py
         clang-format

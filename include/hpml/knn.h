@@ -29,7 +29,9 @@ typedef void (*hpml_knn_progress_fn)(void *ctx, size_t done, size_t total);
  * The k nearest reference rows of each local query row.
  *
  *   ref       (nref, d) this rank's reference rows, row-major (nref may be 0)
- *   labels    (nref) class labels of those rows, or NULL
+ *   labels    (nref) class labels of those rows, or NULL (NULL on a rank with no
+ *             reference rows says nothing: the labels are there when every rank with
+ *             rows gives them)
  *   query     (nq, d) this rank's query rows (nq may be 0)
  *   indices   (nq, k) out: global reference indices, nearest first
  *   distances (nq, k) out: Euclidean distances, or NULL
@@ -40,8 +42,9 @@ typedef void (*hpml_knn_progress_fn)(void *ctx, size_t done, size_t total);
  *             searched so far and in total (for a progress display), or NULL
  *
  * Collective over comm: every rank passes the same d and k. Returns HPML_ERR_INVAL for
- * d == 0, k == 0, k larger than the total number of reference rows, or pred without
- * labels (on every rank: the checks use allreduced values); HPML_ERR_NOMEM; the comm
+ * d == 0, k == 0, k larger than the total number of reference rows, or pred on some
+ * rank while a rank with rows gives no labels (on every rank: the checks use allreduced
+ * values); HPML_ERR_NOMEM; the comm
  * error of a failed collective. Buffers are borrowed.
  */
 int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels, size_t nref,

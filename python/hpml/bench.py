@@ -366,14 +366,25 @@ class Bench:
             self.hcomm = hc.Comm(mpi)
 
     def alloc(self, count, dt):
-        """A buffer of `count` elements of the --buffer kind and a NumPy view of it."""
+        """A buffer of `count` elements of the --buffer kind and a NumPy view of it; with
+        --align A, a slice of a larger one that starts at a multiple of A bytes (a
+        memoryview for bytearray)."""
         nbytes = count * hc.DTYPE_SIZE[dt]
+        align = self.args.align
         if self.args.buffer == "bytearray":
-            b = bytearray(nbytes)
+            b = bytearray(nbytes + align)
+            if align:
+                off = (-np.frombuffer(b, np.uint8).ctypes.data) % align
+                b = memoryview(b)[off:off + nbytes]
             view = np.frombuffer(b, hc.NUMPY_DTYPE[dt]) if nbytes else \
                 np.empty(0, hc.NUMPY_DTYPE[dt])
             return b, view
-        a = np.zeros(count, hc.NUMPY_DTYPE[dt])
+        if not align:
+            a = np.zeros(count, hc.NUMPY_DTYPE[dt])
+            return a, a
+        raw = np.zeros(nbytes + align, np.uint8)
+        off = (-raw.ctypes.data) % align
+        a = raw[off:off + nbytes].view(hc.NUMPY_DTYPE[dt])
         return a, a
 
     def iterations(self, size):
@@ -711,6 +722,9 @@ def _parser():
                     help="hpml's allreduce and bcast bound to their buffers once "
                     "(Comm.allreduce_init, bcast_init) instead of a call with arguments")
     ap.add_argument("--window", type=int, default=64, help="bw/bibw window (default 64)")
+    ap.add_argument("--align", type=int, default=0, metavar="BYTES",
+                    help="buffers start at a multiple of BYTES (a power of two; default 0: "
+                    "where NumPy or bytearray puts them)")
     ap.add_argument("--impl", default="mpi4py",
                     help="comma list: mpi4py (default), hpml, hpml:<algorithm>, all")
     ap.add_argument("-T", "--type", default=None,
@@ -759,6 +773,8 @@ def _resolve(ap, args, world):
     if args.buffer in ("cupy", "numba", "pycuda"):
         _usage_error(ap, "--buffer %s is GPU memory: hpml is CPU-only (bytearray or numpy)"
                      % args.buffer)
+    if args.align < 0 or args.align & (args.align - 1):
+        _usage_error(ap, "--align must be a power of two (or 0), not %d" % args.align)
     if args.buffer not in ("bytearray", "numpy"):
         _usage_error(ap, "--buffer must be bytearray or numpy, not '%s'" % args.buffer)
     try:

@@ -10,8 +10,10 @@ import weakref
 import numpy as np
 from mpi4py import MPI
 
-from . import errors
+from . import _lib, errors
 from ._lib import check, ffi, lib, mpi_comm, raise_error
+
+_fast = _lib.fast
 
 # hpml_dtype_t, hpml_op_t, hpml_coll_t (include/hpml/core.h, comm.h).
 F32, F64, F16, BF16, I8, U8, I32, I64 = range(8)
@@ -28,11 +30,6 @@ _FORMAT = {"f": F32, "d": F64, "e": F16, "b": I8, "B": U8, "i": I32, "l": I64, "
 _HOLDS = {
     F32: "f", F64: "d", F16: "eH", BF16: "H", I8: "b", U8: "B", I32: "i", I64: "lq",
 }
-# NumPy dtype objects (native byte order) -> hpml dtype: the allreduce fast path.
-_NP_DTYPE = {np.dtype(t): code for t, code in (
-    (np.float32, F32), (np.float64, F64), (np.float16, F16), (np.int8, I8), (np.uint8, U8),
-    (np.int32, I32), (np.int64, I64))}
-_ndarray = np.ndarray
 _DTYPE_BY_NAME = {}
 for _i, _n in enumerate(DTYPE_NAMES):
     _DTYPE_BY_NAME[_n] = _i
@@ -291,7 +288,8 @@ class Request:
 
 class Prepared:
     """A collective bound to its buffers by Comm.allreduce_init / bcast_init: each call
-    runs it once, blocking, on every rank (collective)."""
+    runs it once, blocking, on every rank (collective). hpml._fast.Bound is its compiled
+    form, returned instead when hpml._fast is built."""
 
     __slots__ = ("_fn", "_args", "_keep", "_comm", "_what", "result")
 
@@ -333,7 +331,7 @@ def _free_all():
             c.free()
 
 
-class Comm:
+class Comm(_fast.CommBase if _fast is not None else object):
     """hpml's communicator over an mpi4py communicator (default MPI.COMM_WORLD).
 
     Creating one is collective (hpml duplicates the communicator, finds the node's ranks
@@ -368,6 +366,8 @@ class Comm:
         self.local_rank = lib.hpml_comm_local_rank(self._c)
         self.local_size = lib.hpml_comm_local_size(self._c)
         self._shared = {}
+        if _fast is not None:
+            self._set_c(_lib.address(self._c), self.size)
         _live.append(weakref.ref(self))
 
     def __enter__(self):
@@ -381,6 +381,8 @@ class Comm:
         c = self._c
         if c is None:
             return
+        if _fast is not None:
+            self._set_c(0, 0)
         if MPI.Is_finalized():  # nothing can be freed collectively any more
             self._c = None
             return
@@ -408,38 +410,18 @@ class Comm:
     def barrier(self):
         check(lib.hpml_barrier(self._handle()), "barrier")
 
-    def allreduce(self, sendbuf, recvbuf=None, op="sum", algo="auto", dtype=None):
+    # allreduce and bcast: hpml._fast (compiled, the base class) takes plain buffers and
+    # hands everything else, arguments unchanged, to these checked versions; without it
+    # (not built) they are Comm.allreduce and Comm.bcast themselves (end of this file).
+
+    def _allreduce_checked(self, sendbuf, recvbuf=None, op="sum", algo="auto", dtype=None):
         """Reduce sendbuf over the ranks into recvbuf on every rank and return recvbuf.
         sendbuf=hpml.IN_PLACE reduces recvbuf in place; recvbuf=None allocates one like
         sendbuf. op: sum prod min max avg (or MPI.SUM...), algo: auto or an algorithm of
         hpml.ALGOS['allreduce'], dtype: overrides the buffers' element type (needed for
         bf16/f16 bits in uint16 arrays)."""
-        c = self._c
-        opc = _OP_BY_NAME.get(op) if op.__class__ is str else None
-        if opc is None:
-            opc = _op(op)
-        a = ALGOS["allreduce"].get(algo) if algo.__class__ is str else None
-        if a is None:
-            a = _algo(ALLREDUCE, algo)
-        # Fast path: NumPy arrays of one native hpml dtype, C-contiguous (from_buffer
-        # refuses any other layout, and a read-only recvbuf), of the same size; or IN_PLACE.
-        if dtype is None and recvbuf.__class__ is _ndarray and c is not None:
-            dt = _NP_DTYPE.get(recvbuf.dtype)
-            n = recvbuf.size
-            if dt is not None and (sendbuf is IN_PLACE or (
-                    sendbuf.__class__ is _ndarray and sendbuf.dtype is recvbuf.dtype
-                    and sendbuf.size == n)):
-                try:
-                    sp = _IN_PLACE_C if sendbuf is IN_PLACE else _from_buffer(sendbuf)
-                    rp = _from_buffer(recvbuf, require_writable=True)
-                except (ValueError, BufferError):
-                    sp = None  # the checked path below says what is wrong
-                if sp is not None:
-                    rc = lib.hpml_allreduce_algo(a, sp, rp, n, dt, opc, c)
-                    if rc:
-                        raise_error(rc, "allreduce")
-                    return recvbuf
         c = self._handle()
+        opc, a = _op(op), _algo(ALLREDUCE, algo)
         if dtype is not None:
             dtype = dtype_code(dtype)
         sp, rp, n, dt, recvbuf, _ = _reduction_args(sendbuf, recvbuf, dtype, "allreduce")
@@ -448,24 +430,8 @@ class Comm:
             raise_error(rc, "allreduce")
         return recvbuf
 
-    def bcast(self, buf, root=0, algo="auto", dtype=None):
+    def _bcast_checked(self, buf, root=0, algo="auto", dtype=None):
         """Broadcast root's buf into buf on every rank (in place); returns buf."""
-        c = self._c
-        # Fast path: a writable C-contiguous NumPy array of a native hpml dtype.
-        if dtype is None and buf.__class__ is _ndarray and c is not None and \
-                root.__class__ is int and 0 <= root < self.size:
-            dt = _NP_DTYPE.get(buf.dtype)
-            a = ALGOS["bcast"].get(algo) if algo.__class__ is str else None
-            if dt is not None and a is not None:
-                try:
-                    p = _from_buffer(buf, require_writable=True)
-                except (ValueError, BufferError):
-                    p = None  # the checked path below says what is wrong
-                if p is not None:
-                    rc = lib.hpml_bcast_algo(a, p, buf.size, dt, root, c)
-                    if rc:
-                        raise_error(rc, "bcast")
-                    return buf
         self.bcast_init(buf, root, algo, dtype)()
         return buf
 
@@ -638,6 +604,9 @@ class Comm:
             dtype = dtype_code(dtype)
         opc, a = _op(op), _algo(ALLREDUCE, algo)
         sp, rp, n, dt, recvbuf, keep = _reduction_args(sendbuf, recvbuf, dtype, "allreduce")
+        if _fast is not None:
+            return _fast.bound(self, 0, a, _lib.address(sp), _lib.address(rp), n, dt, opc, 0,
+                               keep, recvbuf, "allreduce")
         return Prepared(lib.hpml_allreduce_algo, (a, sp, rp, n, dt, opc, c), keep, self,
                         "allreduce", recvbuf)
 
@@ -650,6 +619,9 @@ class Comm:
         self._check_root(root, "bcast")
         m, dt, n = _buffer(buf, "buf", True, dtype)
         p = _from_buffer(m)
+        if _fast is not None:
+            return _fast.bound(self, 1, a, 0, _lib.address(p), n, dt, 0, root, (buf, p), buf,
+                               "bcast")
         return Prepared(lib.hpml_bcast_algo, (a, p, n, dt, root, c), (buf, p), self, "bcast",
                         buf)
 
@@ -733,3 +705,14 @@ class Comm:
             ) from None
         algo = lib.hpml_algo_selected(self._handle(), k, nbytes)
         return ffi.string(lib.hpml_algo_name(algo)).decode()
+
+# TypeErrors for bad arguments name the public method.
+Comm._allreduce_checked.__qualname__ = "Comm.allreduce"
+Comm._bcast_checked.__qualname__ = "Comm.bcast"
+if _fast is None:
+    Comm.allreduce = Comm._allreduce_checked
+    Comm.bcast = Comm._bcast_checked
+else:
+    _fast.setup(_lib.address(lib.hpml_allreduce_algo), _lib.address(lib.hpml_bcast_algo),
+                IN_PLACE, _OP_BY_NAME, _DTYPE_BY_NAME, ALGOS["allreduce"], ALGOS["bcast"],
+                Comm._allreduce_checked, Comm._bcast_checked, raise_error)

@@ -256,14 +256,10 @@ class NearestNeighbors(_Base):
                 % (type(self).__name__, Q.shape[1], self.n_features_in_)
             )
         nq, nref = Q.shape[0], self._fit_X.shape[0]
-        # Labels and outputs a rank asks for are never NULL, even with no rows (hpml takes
-        # NULL labels on any rank as none given): arrays of at least one row, sliced.
-        ind = np.empty((max(nq, 1), k), np.int64)
-        dist = np.empty((max(nq, 1), k)) if want_dist else None
-        pred = np.empty(max(nq, 1), np.int64) if want_pred else None
-        lab = None
-        if want_pred:
-            lab = self._labels if nref else np.zeros(1, np.int64)
+        ind = np.empty((nq, k), np.int64)
+        dist = np.empty((nq, k)) if want_dist else None
+        pred = np.empty(nq, np.int64) if want_pred else None
+        lab = self._labels if want_pred and nref else None  # NULL: this rank has no rows
 
         def ptr(a, ctype):
             return ffi.NULL if a is None else ffi.cast(ctype, a.ctypes.data)
@@ -273,8 +269,7 @@ class NearestNeighbors(_Base):
             nref, ffi.cast("double *", _ptr(Q)), nq, Q.shape[1], k, ptr(ind, "int64_t *"),
             ptr(dist, "double *"), ptr(pred, "int64_t *"), ffi.NULL, ffi.NULL),
             type(self).__name__)
-        return (None if dist is None else dist[:nq]), ind[:nq], \
-            (None if pred is None else pred[:nq])
+        return dist, ind, pred
 
     def kneighbors(self, X, n_neighbors=None, return_distance=True):
         """(distances, indices) of this rank's query rows X, nearest first (collective:

@@ -258,9 +258,11 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
     t.lab = hpml_calloc(nq * k, sizeof(int64_t));
     t.fill = hpml_calloc(nq ? nq : 1, sizeof(size_t));
     /* Agree across ranks on missing labels and failed allocations, so that no rank is
-     * left waiting in a broadcast that another rank will never join. */
-    flags[0] = labels == NULL;
-    flags[1] = pred != NULL && labels == NULL;
+     * left waiting in a broadcast that another rank will never join. Labels are missing
+     * when a rank with reference rows has none (a rank without rows has nothing to
+     * label: its NULL is no statement); predictions need them. */
+    flags[0] = labels == NULL && nref > 0;
+    flags[1] = pred != NULL;
     flags[2] = !chunk || !cnp || !clab || !qnorm || !g || !q32 || !c32 || !g32 || !t.key ||
                !t.idx || !t.lab || !t.fill;
     /* Data within 2^40 in magnitude: the GEMM may run in f32 (twice the flop rate), the
@@ -281,7 +283,7 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
         rc = hpml_set_error(HPML_ERR_NOMEM, "knn: out of memory on at least one rank");
         goto out;
     }
-    if (flags[1]) {
+    if (flags[0] && flags[1]) {
         rc = hpml_set_error(HPML_ERR_INVAL, "knn: predictions need reference labels");
         goto out;
     }

@@ -4,9 +4,12 @@
 # mode on, so ranks that fall out of step fail instead of hanging), the estimators
 # against the hpml commands, the OMB-Py benchmarks (tests/python/bench_check.py), the loader's
 # refusals (a libhpml built for the other MPI, a file that is not libhpml, a missing
-# HPML_LIB), the in-tree default location, and the package `make install` installs.
+# HPML_LIB), the in-tree default location, the package without its compiled module
+# hpml._fast, the package `make install` installs (with hpml._fast), and the MPI_Comm
+# handle conversion without mpi4py (tests/python/handles_check.py, both MPIs).
 # Debian's python3-mpi4py is built for Open MPI, so under MPI=mpich only the refusal of
-# the MPICH build is checked.
+# the MPICH build and the communicator handles (tests/python/handles_check.py, without
+# mpi4py) are checked.
 # Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML_TEST_REPO.
 # hpml-test: timeout=300
 set -eu
@@ -25,6 +28,11 @@ refuses() {
     fi
     grep "^hpml.errors.LibraryError" <<<"$out"
 }
+
+# The handle conversion with this build's MPI, through the package's declarations but
+# without mpi4py (so under MPICH too): COMM_WORLD and a communicator made at run time.
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$py" tests/python/handles_check.py "$BUILD" "$MPI"
 
 if [ "$MPI" = mpich ]; then
     refuses "is built for MPICH but mpi4py uses Open MPI: load the Open MPI build" \
@@ -58,6 +66,22 @@ done
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
+echo "== without hpml._fast (${SECONDS}s)"
+# A library with no compiled module beside it: the collectives take the checked path
+# (cffi), allreduce_init gives a Prepared, and the results are the same.
+mkdir -p "$stage/nofast/lib"
+cp -L "$BUILD/lib/libhpml.so.0" "$stage/nofast/lib/"
+# shellcheck disable=SC2086
+HPML_LIB=$stage/nofast/lib/libhpml.so.0 $MPIRUN -np 2 "$py" -c '
+import hpml, hpml._lib, hpml.comm
+assert hpml._lib.fast is None and hpml.Comm.allreduce is hpml.Comm._allreduce_checked
+c = hpml.Comm()
+assert isinstance(c.allreduce_init(hpml.IN_PLACE, bytearray(1)), hpml.comm.Prepared)
+c.free()'
+# shellcheck disable=SC2086
+HPML_LIB=$stage/nofast/lib/libhpml.so.0 $MPIRUN -np 2 "$py" -m pytest -q -p no:cacheprovider \
+    --color=no tests/python/test_comm.py -k "allreduce or bcast or prepared"
+
 echo "== python3 -m hpml.bench (${SECONDS}s)"
 # python3 -m hpml.bench: OMB-Py's output, validation of every dtype, hpml bench's CSV and
 # JSON schema (taken from this build's hpml bench), bad options.
@@ -88,16 +112,17 @@ np.save(sys.argv[1] + "/y.npy", X @ np.arange(1.0, 6.0) + rng.normal(size=301))'
 $MPIRUN -np 2 "$py" tests/python/same_as_cli.py "$stage"
 
 echo "== the installed package (${SECONDS}s)"
-# Installed: the package beside the library it loads.
+# Installed: the package, with its compiled hot path, beside the library it loads.
 make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" PREFIX=/opt/hpml-test \
     >/dev/null
 site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
 got=$(cd / && env -u HPML_LIB PYTHONPATH="$site" "$py" -c '
-import numpy as np, hpml
+import os, numpy as np, hpml, hpml._lib
 c = hpml.Comm()
-print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist())
+print(hpml.library_path, c.allreduce(np.arange(3.0)).tolist(), c.bcast(np.arange(2.0)).tolist(),
+      os.path.dirname(hpml._lib.fast.__file__) == os.path.dirname(hpml.__file__))
 c.free()')
-[ "$got" = "$stage/opt/hpml-test/lib/libhpml-openmpi.so.0 [0.0, 1.0, 2.0]" ] ||
+[ "$got" = "$stage/opt/hpml-test/lib/libhpml-openmpi.so.0 [0.0, 1.0, 2.0] [0.0, 1.0] True" ] ||
     { echo "FAIL: installed package: '$got'"; exit 1; }
 echo "PASS installed package: $got"
 echo "== done (${SECONDS}s)"

@@ -68,8 +68,9 @@ static void run_case(hpml_comm_t *comm, const char *what, size_t nref, size_t nq
         long bad_idx = 0, bad_pred = 0;
         double maxerr = 0;
 
-        HPMLT_CALL(hpml_knn_search(comm, ref + rb * d, lab + rb, re - rb, qry + qb * d, nql, d, k,
-                                   idx, dist, pred, NULL, NULL));
+        /* A rank without reference rows passes NULL for them and their labels. */
+        HPMLT_CALL(hpml_knn_search(comm, re > rb ? ref + rb * d : NULL, re > rb ? lab + rb : NULL,
+                                   re - rb, qry + qb * d, nql, d, k, idx, dist, pred, NULL, NULL));
         for (size_t i = 0; i < nql; i++) {
             int64_t best = 0;
             size_t bestn = 0;
@@ -116,6 +117,7 @@ int main(int argc, char **argv)
     run_case(comm, "random", 157, 61, 7, 5, 0, 1, 1.0);
     run_case(comm, "ties", 83, 29, 2, 9, 1, 2, 1.0);          /* 9 grid points: many exact ties */
     run_case(comm, "tiny reference", 2, 13, 3, 2, 0, 3, 1.0); /* ranks without reference rows */
+    run_case(comm, "one reference row", 1, 9, 3, 1, 0, 10, 1.0);
     run_case(comm, "k = n", 11, 5, 4, 11, 0, 4, 1.0);
     /* d = 3000: 699-row broadcast chunks, so every block (700 rows or more at 1-3 ranks) is
      * sent in pieces. */
@@ -147,6 +149,19 @@ int main(int argc, char **argv)
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "k > n returned %d", rc);
     rc = hpml_knn_search(comm, one, NULL, 1, one, 1, 2, 1, idx, NULL, (int64_t *)idx, NULL, NULL);
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "pred without labels returned %d", rc);
+    /* Only the last rank has rows and gives no labels: predictions fail everywhere, a
+     * search without them succeeds. */
+    {
+        int last = hpmlt_rank() == hpmlt_size() - 1;
+        int64_t lab1 = 5;
+
+        rc = hpml_knn_search(comm, one, last ? NULL : &lab1, last ? 1 : 0, one, 1, 2, 1, idx, NULL,
+                             idx + 1, NULL, NULL);
+        HPMLT_CHECK(rc == HPML_ERR_INVAL, "pred, labels missing on the rank with rows: %d", rc);
+        HPMLT_CALL(hpml_knn_search(comm, one, last ? NULL : &lab1, last ? 1 : 0, one, 1, 2, 1, idx,
+                                   NULL, NULL, NULL, NULL));
+        HPMLT_CHECK(idx[0] == 0, "search without labels: index %lld", (long long)idx[0]);
+    }
     hpml_comm_destroy(comm);
     return hpmlt_finish();
 }

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import types
 
 from mpi4py import MPI
 
@@ -73,6 +74,20 @@ for case in ("allreduce", "bcast"):
     code, out, err = run(case, "--impl", "hpml,hpml:ring" if case == "allreduce" else "hpml",
                          "--bind", "-c", "--max", "65536", *QUICK)
     expect(code == 0 and "Fail" not in out, "%s --bind: %s %s" % (case, out, err))
+
+# --align: the buffers start where asked, and validation passes on them.
+for buf in ("numpy", "bytearray"):
+    code, out, err = run("allreduce", "--impl", "mpi4py,hpml", "-c", "--align", "64",
+                         "--buffer", buf, "--max", "65536", *QUICK)
+    expect(code == 0 and "Fail" not in out, "--align 64 --buffer %s: %s %s" % (buf, out, err))
+    for align in (64, 4096):
+        for count in (1, 1000, 1 << 18):
+            fake = types.SimpleNamespace(args=types.SimpleNamespace(buffer=buf, align=align))
+            b, view = hb.Bench.alloc(fake, count, 0)
+            expect(view.ctypes.data % align == 0 and view.size == count and
+                   len(memoryview(b).cast("B")) == 4 * count,
+                   "--align %d --buffer %s: %d elements at %#x"
+                   % (align, buf, count, view.ctypes.data))
 
 # Validation can fail: a broken allreduce is caught (exit 1, Fail, a detail in JSON).
 real = hpml.Comm.allreduce
@@ -183,6 +198,7 @@ for argv, msg in (
     (["allreduce", "--min", "64", "--max", "8"], "--min <= --max"),
     (["reduce", "--bind"], "only allreduce and bcast"),
     (["allreduce", "-z", "120"], "percentiles must be in"),
+    (["allreduce", "--align", "48"], "--align must be a power of two (or 0), not 48"),
     ([], "which benchmark?"),
     (["kmeans", "--rows", "1"], "need --rows >= ranks"),
     (["allreduce", "--min", "abc"], "argument --min: invalid int value: 'abc'"),
