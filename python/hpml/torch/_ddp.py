@@ -65,3 +65,8 @@ def fp16_compress_hook(state, bucket):
 def bf16_compress_hook(state, bucket):
     """allreduce_hook with the bucket sent as bfloat16 (summed in float32 by hpml)."""
     return _compressed(state, bucket, torch.bfloat16, "bf16_compress_hook")
+
+
+# DDP refuses a hook named bf16_compress_hook unless CUDA 11 and NCCL 2.10 are present (it
+# takes it for its own NCCL hook); hpml's runs on CPUs, under its own name.
+bf16_compress_hook.__name__ = bf16_compress_hook.__qualname__ = "hpml_bf16_compress_hook"

@@ -36,12 +36,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """Mixed into the user's optimizer class by DistributedOptimizer()."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 bucket_bytes):
+                 bucket_bytes, nonblocking):
         super(self.__class__, self).__init__(params)
         self._hpml_init(named_parameters, compression, backward_passes_per_step, op,
-                        bucket_bytes)
+                        bucket_bytes, nonblocking)
 
-    def _hpml_init(self, named_parameters, compression, bpps, op, bucket_bytes):
+    def _hpml_init(self, named_parameters, compression, bpps, op, bucket_bytes, nonblocking):
         what = "DistributedOptimizer"
         c = comm()
         if not isinstance(bpps, int) or bpps < 1:
@@ -79,6 +79,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             _check(p, what, n)
         _agree(named, what)
         self._hpml_comm = c
+        self._hpml_nonblocking = bool(nonblocking)
         self._hpml_op = op
         self._hpml_bpps = bpps
         self._hpml_compression = compression
@@ -186,6 +187,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         elif b.wire is not None:
             b.wire.copy_(src)
         buf = b.flat if b.wire is None else b.wire
+        if not self._hpml_nonblocking:
+            _native.allreduce(self._hpml_comm, None, buf, buf.numel(), b.wire_dt, self._hpml_op,
+                              "DistributedOptimizer")
+            return
         b.req = _native.iallreduce(self._hpml_comm, None, buf, buf.numel(), b.wire_dt,
                                    self._hpml_op, buf, "DistributedOptimizer")
 
@@ -206,8 +211,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._hpml_start(b)
             self._hpml_next = len(buckets)
             for b in buckets:
-                b.req.wait()
-                b.req = None
+                if b.req is not None:
+                    b.req.wait()
+                    b.req = None
                 if self._hpml_custom:
                     b.flat.copy_(self._hpml_compression.decompress(b.wire, b.ctx))
                 elif b.wire is not None:
@@ -249,7 +255,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=Average, bucket_bytes=None):
+                         backward_passes_per_step=1, op=Average, bucket_bytes=None,
+                         nonblocking=True):
     """Wrap a torch.optim optimizer (Horovod's signature): the result is an instance of a
     subclass of optimizer's class, with the same parameter groups and state, whose step()
     first averages the gradients over the ranks.
@@ -258,6 +265,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     bits), or a class with Horovod's compress/decompress. backward_passes_per_step: the
     number of backward passes whose gradients are summed locally before one allreduce.
     op: Average (default) or Sum. bucket_bytes: the fusion buffers' size (default 1 MiB).
+    nonblocking: True (default) starts each bucket's allreduce with hpml's iallreduce and
+    lets backward go on; False reduces each bucket with the blocking allreduce as soon as
+    it is ready (inside the backward pass).
     Collective: every rank wraps the same model's parameters.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -267,7 +277,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     opt = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-              op, DEFAULT_BUCKET_BYTES if bucket_bytes is None else bucket_bytes)
+              op, DEFAULT_BUCKET_BYTES if bucket_bytes is None else bucket_bytes, nonblocking)
     opt.load_state_dict(optimizer.state_dict())
     return opt
 
