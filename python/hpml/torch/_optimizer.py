@@ -80,6 +80,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         _agree(named, what)
         self._hpml_comm = c
         self._hpml_nonblocking = bool(nonblocking)
+        self._hpml_alone = c.size == 1
         self._hpml_op = op
         self._hpml_bpps = bpps
         self._hpml_compression = compression
@@ -187,6 +188,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         elif b.wire is not None:
             b.wire.copy_(src)
         buf = b.flat if b.wire is None else b.wire
+        if self._hpml_alone:
+            return  # one rank: the sum and the average over the ranks are the values
         if not self._hpml_nonblocking:
             _native.allreduce(self._hpml_comm, None, buf, buf.numel(), b.wire_dt, self._hpml_op,
                               "DistributedOptimizer")
