@@ -18,7 +18,6 @@ call every collective in the same order (as in Horovod); ranks whose models diff
 an error naming the parameter and the ranks. See docs/torch.md.
 """
 
-import contextlib
 import hashlib
 import itertools
 
