@@ -236,6 +236,13 @@ def test_zero_grad_before_step_is_refused():
     with pytest.raises(hpml.ArgumentError, match="zero_grad.. was called after backward"):
         opt.zero_grad()
     opt.step()
+    # Still an optimizer of the wrapped class: schedulers take it.
+    assert isinstance(opt, torch.optim.SGD)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    opt.zero_grad()
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == 0.05
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
