@@ -43,7 +43,7 @@ awk '
     NR == 1 { ok = $0 == "Model: lenet" }
     NR == 2 { ok = ok && $0 == "Batch size: 8" }
     NR == 3 { ok = ok && $0 == "Number of ranks: 2" }
-    NR == 4 { ok = ok && $0 == "Framework: hpml, compression bf16, 1 thread(s) per rank" }
+    NR == 4 { ok = ok && $0 ~ /^Framework: hpml \((non)?blocking\), compression bf16, 1 thread\(s\) per rank$/ }
     NR == 5 { ok = ok && $0 == "Running warmup..." }
     NR == 6 { ok = ok && $0 == "Running benchmark..." }
     NR >= 7 && NR <= 9 { ok = ok && $0 ~ ("^Iter #" NR - 7 ": [0-9]+\\.[0-9] img/sec per rank$") }

@@ -13,7 +13,8 @@ LINES = [
     r"Model: (mlp|lenet|cnn|resnet8)",
     r"Batch size: 4",
     r"Number of ranks: %d",
-    r"Framework: .*",
+    r"Framework: (ddp-gloo|ddp-hpml|hpml \((blocking|nonblocking)\)), compression "
+    r"(none|fp16|bf16), 1 thread\(s\) per rank",
     r"Running warmup\.\.\.",
     r"Running benchmark\.\.\.",
     r"Iter #0: [0-9]+\.[0-9] img/sec per rank",
@@ -27,6 +28,7 @@ LINES = [
     ["--framework", "ddp-gloo", "--model", "cnn"],
     ["--framework", "ddp-hpml", "--fp16-allreduce", "--model", "resnet8"],
     ["--framework", "hpml", "--blocking", "--bucket-bytes", "1000"],
+    ["--framework", "hpml", "--nonblocking", "--bf16-allreduce"],
 ])
 def test_bench_prints_horovods_lines(argv, capsys):
     bench.main(argv + ["--batch-size", "4", "--num-warmup-batches", "1",
@@ -39,6 +41,8 @@ def test_bench_prints_horovods_lines(argv, capsys):
     assert len(out) == len(LINES), out
     for line, pat in zip(out, LINES):
         assert re.fullmatch(pat % n if "%d" in pat else pat, line), (line, pat)
+    if "--blocking" in argv or "--nonblocking" in argv:
+        assert ("(blocking)" in out[3]) == ("--blocking" in argv)
 
 
 @pytest.mark.parametrize("argv,msg", [
@@ -47,6 +51,7 @@ def test_bench_prints_horovods_lines(argv, capsys):
     (["--model", "vgg16"], "argument --model: invalid choice: 'vgg16'"),
     (["--fp16-allreduce", "--bf16-allreduce"], "--fp16-allreduce and --bf16-allreduce exclude"),
     (["--framework", "nccl"], "argument --framework: invalid choice: 'nccl'"),
+    (["--blocking", "--nonblocking"], "argument --nonblocking: not allowed with argument"),
 ])
 def test_bench_refuses_bad_options(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:

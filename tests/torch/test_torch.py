@@ -160,6 +160,17 @@ def test_gradients_are_the_reference_average(bucket_bytes, nonblocking):
                 q.copy_(p)
 
 
+def test_overlap_only_with_a_spare_core():
+    """nonblocking=None: hpml's progress thread only where it gets a core of its own."""
+    import os
+    model = mlp(2)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    t = torch.get_num_threads()
+    spare = len(os.sched_getaffinity(0)) > t and os.cpu_count() > hvd.local_size() * t
+    assert opt._hpml_nonblocking == spare
+
+
 @pytest.mark.parametrize("zero", ["zero", "none"])
 @pytest.mark.parametrize("comp", ["none", "fp16", "bf16"])
 def test_same_loss_curve_as_single_process(zero, comp):

@@ -13,6 +13,7 @@ submits the same allreduces in the same order whatever order its hooks fire in. 
 """
 
 import contextlib
+import os
 
 import torch
 
@@ -21,6 +22,19 @@ from hpml import errors
 from . import _OP_NAMES, Average, Compression, Compressor, Sum, _agree, _check, _native, comm
 
 DEFAULT_BUCKET_BYTES = 1 << 20
+
+
+def _spare_core(c):
+    """nonblocking=None: overlap (hpml's progress thread) only where that thread gets a core
+    of its own: this rank may run on more CPUs than torch's threads, and the node has more
+    CPUs than its ranks' torch threads. On 2 cores with 2 ranks of one thread each the
+    blocking allreduce was faster (docs/torch.md)."""
+    threads = torch.get_num_threads()
+    try:
+        mine = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        mine = os.cpu_count() or 1
+    return mine > threads and (os.cpu_count() or 1) > c.local_size * threads
 
 
 class _Slot:
@@ -79,7 +93,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             _check(p, what, n)
         _agree(named, what)
         self._hpml_comm = c
-        self._hpml_nonblocking = bool(nonblocking)
+        self._hpml_nonblocking = _spare_core(c) if nonblocking is None else bool(nonblocking)
         self._hpml_alone = c.size == 1
         self._hpml_op = op
         self._hpml_bpps = bpps
@@ -259,7 +273,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, bucket_bytes=None,
-                         nonblocking=True):
+                         nonblocking=None):
     """Wrap a torch.optim optimizer (Horovod's signature): the result is an instance of a
     subclass of optimizer's class, with the same parameter groups and state, whose step()
     first averages the gradients over the ranks.
@@ -268,9 +282,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     bits), or a class with Horovod's compress/decompress. backward_passes_per_step: the
     number of backward passes whose gradients are summed locally before one allreduce.
     op: Average (default) or Sum. bucket_bytes: the fusion buffers' size (default 1 MiB).
-    nonblocking: True (default) starts each bucket's allreduce with hpml's iallreduce and
-    lets backward go on; False reduces each bucket with the blocking allreduce as soon as
-    it is ready (inside the backward pass).
+    nonblocking: True starts each bucket's allreduce with hpml's iallreduce and lets
+    backward go on (overlap, in hpml's progress thread); False reduces each bucket with the
+    blocking allreduce as soon as it is ready (inside the backward pass); None (default):
+    True only where the progress thread gets a core of its own (more CPUs for this rank
+    than torch threads, and more CPUs on the node than its ranks' torch threads).
     Collective: every rank wraps the same model's parameters.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):

@@ -71,9 +71,13 @@ def parse(argv=None):
                     help="torch threads per rank (default 1)")
     ap.add_argument("--bucket-bytes", type=_positive, default=None,
                     help="hpml.torch's fusion bucket size (default 1 MiB)")
-    ap.add_argument("--blocking", action="store_true",
-                    help="hpml: reduce each bucket with the blocking allreduce as it becomes "
-                         "ready (DistributedOptimizer(nonblocking=False))")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--blocking", dest="nonblocking", action="store_const", const=False,
+                      help="hpml: reduce each bucket with the blocking allreduce as it becomes "
+                           "ready (DistributedOptimizer(nonblocking=False))")
+    mode.add_argument("--nonblocking", dest="nonblocking", action="store_const", const=True,
+                      help="hpml: start each bucket's iallreduce and let backward go on "
+                           "(nonblocking=True); default: DistributedOptimizer's choice")
     a = ap.parse_args(argv)
     if a.fp16_allreduce and a.bf16_allreduce:
         ap.error("--fp16-allreduce and --bf16-allreduce exclude each other")
@@ -111,7 +115,7 @@ def build(a):
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
                                        compression=comp, bucket_bytes=a.bucket_bytes,
-                                       nonblocking=not a.blocking)
+                                       nonblocking=a.nonblocking)
         return model, opt
     from torch.nn.parallel import DistributedDataParallel as DDP
     _gloo()
@@ -157,8 +161,11 @@ def main(argv=None):
     log("Model: %s" % a.model)
     log("Batch size: %d" % a.batch_size)
     log("Number of ranks: %d" % n)
-    log("Framework: %s%s, compression %s, %d thread(s) per rank"
-        % (a.framework, " (blocking)" if a.blocking else "", comp, a.threads))
+    mode = ""
+    if a.framework == "hpml":
+        mode = " (nonblocking)" if opt._hpml_nonblocking else " (blocking)"
+    log("Framework: %s%s, compression %s, %d thread(s) per rank" % (a.framework, mode, comp,
+                                                                     a.threads))
     log("Running warmup...")
     timeit.timeit(step, number=a.num_warmup_batches)
     log("Running benchmark...")
