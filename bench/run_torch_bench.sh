@@ -5,7 +5,9 @@
 # MLP (784-512-256-10) and LeNet, for: hpml.torch's DistributedOptimizer (its default
 # choice, which on 2 cores is the blocking allreduce inside backward; --nonblocking:
 # iallreduce started during backward), DDP with hpml's comm hook, and DDP over gloo; and
-# the MLP on 1 rank (hpml.torch and DDP-gloo) for the scaling efficiency. The runs alternate over --rounds rounds; per configuration the
+# the MLP on 1 rank (hpml.torch and DDP-gloo) for the scaling efficiency, and on 2 ranks
+# with no gradient exchange (--framework none: two independent trainings at once, the
+# bound the machine sets for any synchronous 2-rank run). The runs alternate over --rounds rounds; per configuration the
 # median over the rounds of the "Total img/sec" line is printed in a Markdown table with
 # the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
 # (total img/s at 2 ranks / (2 x at 1 rank)).
@@ -33,7 +35,7 @@ configs=()
 for m in $models; do
     configs+=("2|$m|hpml|" "2|$m|hpml|--nonblocking" "2|$m|ddp-hpml|" "2|$m|ddp-gloo|")
 done
-configs+=("1|mlp|hpml|" "1|mlp|ddp-gloo|")
+configs+=("2|mlp|none|" "1|mlp|hpml|" "1|mlp|ddp-gloo|")
 for r in $(seq "$rounds"); do
     for c in "${configs[@]}"; do
         IFS='|' read -r np model fw extra <<<"$c"
@@ -53,14 +55,17 @@ for line in open(sys.argv[1]):
     v = float(re.search(r": ([0-9.]+) \+-", total).group(1))
     runs.setdefault((int(np_), model, fw + (" " + extra if extra else "")), []).append(v)
 med = {k: statistics.median(v) for k, v in runs.items()}
-print("| ranks | model | framework | total img/s (median of %d) | spread (min-max) | vs DDP-gloo | scaling 1->2 |"
+print("| ranks | model | framework | total img/s (median of %d) | spread (min-max) | vs DDP-gloo | scaling 1->2 | vs none (no exchange) |"
       % len(next(iter(runs.values()))))
-print("|---:|---|---|---:|---:|---:|---:|")
+print("|---:|---|---|---:|---:|---:|---:|---:|")
 for (np_, model, fw), v in sorted(med.items(), key=lambda kv: (kv[0][1], -kv[0][0], kv[0][2])):
     base = med.get((np_, model, "ddp-gloo"))
     one = med.get((1, model, fw))
+    one = one or med.get((1, model, "hpml"))
     scal = "%.0f%%" % (100 * v / (2 * one)) if np_ == 2 and one else ""
+    alone = med.get((np_, model, "none"))
+    vs_alone = "%.0f%%" % (100 * v / alone) if alone and np_ == 2 else ""
     lo, hi = min(runs[(np_, model, fw)]), max(runs[(np_, model, fw)])
-    print("| %d | %s | %s | %.0f | %.0f-%.0f | %.2fx | %s |"
-          % (np_, model, fw, v, lo, hi, v / base if base else float("nan"), scal))
+    print("| %d | %s | %s | %.0f | %.0f-%.0f | %.2fx | %s | %s |"
+          % (np_, model, fw, v, lo, hi, v / base if base else float("nan"), scal, vs_alone))
 PY

@@ -13,7 +13,7 @@ LINES = [
     r"Model: (mlp|lenet|cnn|resnet8)",
     r"Batch size: 4",
     r"Number of ranks: %d",
-    r"Framework: (ddp-gloo|ddp-hpml|hpml \((blocking|nonblocking)\)), compression "
+    r"Framework: (ddp-gloo|ddp-hpml|none|hpml \((blocking|nonblocking)\)), compression "
     r"(none|fp16|bf16), 1 thread\(s\) per rank",
     r"Running warmup\.\.\.",
     r"Running benchmark\.\.\.",
@@ -29,6 +29,7 @@ LINES = [
     ["--framework", "ddp-hpml", "--fp16-allreduce", "--model", "resnet8"],
     ["--framework", "hpml", "--blocking", "--bucket-bytes", "1000"],
     ["--framework", "hpml", "--nonblocking", "--bf16-allreduce"],
+    ["--framework", "none", "--model", "lenet"],
 ])
 def test_bench_prints_horovods_lines(argv, capsys):
     bench.main(argv + ["--batch-size", "4", "--num-warmup-batches", "1",

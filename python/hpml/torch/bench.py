@@ -19,7 +19,7 @@ import timeit
 # Options are parsed before torch, MPI and hpml are loaded, so a bad command line is
 # refused at once.
 MODEL_NAMES = ("cnn", "lenet", "mlp", "resnet8")  # hpml.torch.models.MODELS
-FRAMEWORKS = ("hpml", "ddp-gloo", "ddp-hpml")
+FRAMEWORKS = ("hpml", "ddp-gloo", "ddp-hpml", "none")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,7 +66,9 @@ def parse(argv=None):
                     help="accepted for Horovod's command lines: hpml runs on CPUs only")
     ap.add_argument("--framework", default="hpml", choices=FRAMEWORKS,
                     help="hpml: hpml.torch.DistributedOptimizer (default); ddp-gloo: "
-                         "DistributedDataParallel over gloo; ddp-hpml: DDP with hpml's comm hook")
+                         "DistributedDataParallel over gloo; ddp-hpml: DDP with hpml's comm hook; "
+                         "none: no gradient exchange, every rank trains alone (the bound that "
+                         "the machine sets for a synchronous run)")
     ap.add_argument("--threads", type=_positive, default=1,
                     help="torch threads per rank (default 1)")
     ap.add_argument("--bucket-bytes", type=_positive, default=None,
@@ -110,6 +112,8 @@ def build(a):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     comp = hvd.Compression.fp16 if a.fp16_allreduce else (
         hvd.Compression.bf16 if a.bf16_allreduce else hvd.Compression.none)
+    if a.framework == "none":
+        return model, opt
     if a.framework == "hpml":
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(opt, root_rank=0)
@@ -178,7 +182,7 @@ def main(argv=None):
     mean, conf = np.mean(rates), 1.96 * np.std(rates)
     log("Img/sec per rank: %.1f +-%.1f" % (mean, conf))
     log("Total img/sec on %d rank(s): %.1f +-%.1f" % (n, n * mean, n * conf))
-    if a.framework != "hpml":
+    if a.framework.startswith("ddp"):
         import torch.distributed as dist
         dist.destroy_process_group()
 
