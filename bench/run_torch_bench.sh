@@ -11,16 +11,17 @@
 # median over the rounds of the "Total img/sec" line is printed in a Markdown table with
 # the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
 # (total img/s at 2 ranks / (2 x at 1 rank)).
-#   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"]
+#   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"] [--limit SECONDS]
 # Env: BUILD (default build/openmpi). Installs PyTorch (scripts/install-deps.sh --torch).
 # Run it under `chrt -f 1` on a quiet machine.
 set -eu
-rounds=5 iters=10 models="mlp lenet"
+rounds=5 iters=10 models="mlp lenet" limit=120
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
     *) echo "run_torch_bench: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -39,10 +40,13 @@ configs+=("2|mlp|none|" "1|mlp|hpml|" "1|mlp|ddp-gloo|")
 for r in $(seq "$rounds"); do
     for c in "${configs[@]}"; do
         IFS='|' read -r np model fw extra <<<"$c"
+        # A run that does not end within $limit seconds is stopped and recorded as such (a
+        # ddp-hpml LeNet run hung under chrt -f 1 with bound ranks, 2026-11-26 05:19).
         # shellcheck disable=SC2086
-        line=$(mpirun.openmpi --allow-run-as-root --bind-to core -np "$np" /usr/bin/python3 \
-            -m hpml.torch.bench --model "$model" --framework "$fw" $extra --batch-size 64 \
-            --num-iters "$iters" | grep '^Total img/sec')
+        line=$(timeout "$limit" mpirun.openmpi --allow-run-as-root --bind-to core -np "$np" \
+            /usr/bin/python3 -m hpml.torch.bench --model "$model" --framework "$fw" $extra \
+            --batch-size 64 --num-iters "$iters" | grep '^Total img/sec') ||
+            { echo "round $r: $c: no result within ${limit}s (stopped)" >&2; continue; }
         echo "$c|$line" >>"$out/runs"
         echo "round $r: $np rank(s) $model $fw $extra: $line" >&2
     done
