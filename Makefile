@@ -226,6 +226,8 @@ ifneq ($(PYVER),)
 	install -d $(DESTDIR)$(PYDIR)/hpml
 	install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
 	$(if $(PYFAST),install -m 755 $(PYFAST) $(DESTDIR)$(PYDIR)/hpml/)
+	install -d $(DESTDIR)$(PYDIR)/hpml/torch
+	install -m 644 python/hpml/torch/*.py $(DESTDIR)$(PYDIR)/hpml/torch/
 endif
 
 # Removes this MPI's files (and the plain names with the default MPI's); the headers go

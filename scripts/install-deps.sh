@@ -3,7 +3,9 @@
 #   scripts/install-deps.sh          building, testing and running the demo (make test)
 #   scripts/install-deps.sh --fuzz   make fuzz: clang with its libFuzzer and sanitizer
 #                                    runtimes (Debian 12: clang-14, libclang-rt-14-dev)
-#   scripts/install-deps.sh --torch  PyTorch (python3-torch) for bench/npz_torch_check.sh
+#   scripts/install-deps.sh --torch  PyTorch (python3-torch), for hpml.torch's
+#                                    tests/cli/torch.sh and bench/run_torch_bench.sh, and
+#                                    for bench/npz_torch_check.sh
 # Idempotent: does nothing when everything is present, runs `apt-get update` only when
 # something is missing. Tools only one script or target uses (python3-torch for a
 # benchmark, clang for fuzzing) are not in the base set.
@@ -26,7 +28,7 @@ case "${1:-}" in
     )
     ;;
 --fuzz) packages=(clang libclang-rt-14-dev) ;;
---torch) packages=(python3-torch python3-numpy) ;;
+--torch) packages=(python3-torch python3-numpy python3-mpi4py python3-cffi python3-pytest) ;;
 *)
     echo "install-deps: unknown option '$1' (none, --fuzz or --torch)" >&2
     exit 2

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# hpml.torch against PyTorch DDP over gloo: `python3 -m hpml.torch.bench` (Horovod's
+# synthetic benchmark) at 2 ranks, one thread per rank (torch.set_num_threads(1),
+# OMP/OPENBLAS_NUM_THREADS=1), each rank bound to a core, --batch-size 64 per rank, on the
+# MLP (784-512-256-10) and LeNet, for: hpml.torch's DistributedOptimizer (its default
+# choice, which on 2 cores is the blocking allreduce inside backward; --nonblocking:
+# iallreduce started during backward), DDP with hpml's comm hook, and DDP over gloo; and
+# the MLP on 1 rank (hpml.torch and DDP-gloo) for the scaling efficiency, and on 2 ranks
+# with no gradient exchange (--framework none: two independent trainings at once, the
+# bound the machine sets for any synchronous 2-rank run). The runs alternate over --rounds rounds; per configuration the
+# median over the rounds of the "Total img/sec" line is printed in a Markdown table with
+# the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
+# (total img/s at 2 ranks / (2 x at 1 rank)).
+#   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"] [--limit SECONDS]
+# Env: BUILD (default build/openmpi). Installs PyTorch (scripts/install-deps.sh --torch).
+# Run it under `chrt -f 1` on a quiet machine.
+set -eu
+rounds=5 iters=10 models="mlp lenet" limit=120
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
+    *) echo "run_torch_bench: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$repo/build/openmpi}
+"$repo/scripts/install-deps.sh" --torch >&2
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=$repo/python
+export HPML_LIB=$build/lib/libhpml.so.0
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+configs=()
+for m in $models; do
+    configs+=("2|$m|hpml|" "2|$m|hpml|--nonblocking" "2|$m|ddp-hpml|" "2|$m|ddp-gloo|")
+done
+configs+=("2|mlp|none|" "1|mlp|hpml|" "1|mlp|ddp-gloo|")
+for r in $(seq "$rounds"); do
+    for c in "${configs[@]}"; do
+        IFS='|' read -r np model fw extra <<<"$c"
+        # A run that does not end within $limit seconds is stopped and recorded as such (a
+        # ddp-hpml LeNet run hung under chrt -f 1 with bound ranks, 2026-11-26 05:19).
+        # shellcheck disable=SC2086
+        line=$(timeout "$limit" mpirun.openmpi --allow-run-as-root --bind-to core -np "$np" \
+            /usr/bin/python3 -m hpml.torch.bench --model "$model" --framework "$fw" $extra \
+            --batch-size 64 --num-iters "$iters" | grep '^Total img/sec') ||
+            { echo "round $r: $c: no result within ${limit}s (stopped)" >&2; continue; }
+        echo "$c|$line" >>"$out/runs"
+        echo "round $r: $np rank(s) $model $fw $extra: $line" >&2
+    done
+done
+/usr/bin/python3 - "$out/runs" <<'PY'
+import re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    np_, model, fw, extra, total = line.rstrip("\n").split("|", 4)
+    v = float(re.search(r": ([0-9.]+) \+-", total).group(1))
+    runs.setdefault((int(np_), model, fw + (" " + extra if extra else "")), []).append(v)
+med = {k: statistics.median(v) for k, v in runs.items()}
+print("| ranks | model | framework | total img/s (median of %d) | spread (min-max) | vs DDP-gloo | scaling 1->2 | vs none (no exchange) |"
+      % len(next(iter(runs.values()))))
+print("|---:|---|---|---:|---:|---:|---:|---:|")
+for (np_, model, fw), v in sorted(med.items(), key=lambda kv: (kv[0][1], -kv[0][0], kv[0][2])):
+    base = med.get((np_, model, "ddp-gloo"))
+    one = med.get((1, model, fw))
+    one = one or med.get((1, model, "hpml"))
+    scal = "%.0f%%" % (100 * v / (2 * one)) if np_ == 2 and one else ""
+    alone = med.get((np_, model, "none"))
+    vs_alone = "%.0f%%" % (100 * v / alone) if alone and np_ == 2 else ""
+    lo, hi = min(runs[(np_, model, fw)]), max(runs[(np_, model, fw)])
+    print("| %d | %s | %s | %.0f | %.0f-%.0f | %.2fx | %s | %s |"
+          % (np_, model, fw, v, lo, hi, v / base if base else float("nan"), scal, vs_alone))
+PY
