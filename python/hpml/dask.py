@@ -18,6 +18,7 @@ close, and every rank leaves with exit status 0.
 import asyncio
 import atexit
 import logging
+import os
 import sys
 import time
 
@@ -68,12 +69,22 @@ def _share_address(comm, address):
     return bytes(buf).rstrip(b"\0").decode()
 
 
+async def _all_ready(comm):
+    """The scheduler and each worker, once started (a worker is registered with the
+    scheduler when it has started): enter the barrier that lets rank 1 go on, without
+    blocking the event loop."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        await asyncio.sleep(1e-3)
+
+
 def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=None,
                host=None, dashboard=False, worker_options=None, scheduler_options=None,
                comm=None, exit=True):
     """Start a Dask cluster on the ranks of `comm` (default MPI.COMM_WORLD), which needs
     at least 3: rank 0 runs the scheduler, ranks 2 and up one worker each (nthreads
-    threads); rank 1 returns True and runs the client script. protocol: "mpi" (mpi://,
+    threads); rank 1 returns True, once every worker has registered with the scheduler, and
+    runs the client script. protocol: "mpi" (mpi://,
     the default) or "tcp" (host: the address to listen on; default 127.0.0.1 when every
     rank is on one node). With exit=False the scheduler's and workers' ranks return False
     when the cluster has shut down instead of exiting."""
@@ -108,6 +119,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
                 opts.setdefault("dashboard_address", None)
             async with Scheduler(protocol=protocol, host=host, **opts) as scheduler:
                 _share_address(comm, scheduler.address)
+                await _all_ready(comm)
                 await scheduler.finished()
 
         asyncio.run(run_scheduler())
@@ -118,6 +130,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
     dask.config.set(scheduler_address=address)
     if rank == 1:
         atexit.register(_shutdown_cluster, address)
+        _wait_gently(comm.Ibarrier(), comm)  # every worker has registered
         return True
 
     from distributed import Worker
@@ -128,6 +141,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
         async with Worker(address, nthreads=nthreads, memory_limit=memory_limit,
                           local_directory=local_directory, protocol=protocol, host=host,
                           name=rank, **opts) as worker:
+            await _all_ready(comm)
             await worker.finished()
 
     asyncio.run(run_worker())
@@ -135,9 +149,18 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
 
 
 def _leave(exit):
-    if exit:
-        sys.exit(0)
-    return False
+    """The scheduler's and workers' ranks after the cluster shut down: with exit, run the
+    exit handlers, finalise MPI and end the process at once with status 0 (tearing the
+    interpreter down, dask's and pandas' modules included, takes seconds that a loaded
+    machine cannot spare and that rank 1, in MPI_Finalize with the others, would wait)."""
+    if not exit:
+        return False
+    atexit._run_exitfuncs()
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        MPI.Finalize()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 async def _terminate(address):
@@ -220,7 +243,7 @@ def _local(arg, client):
         kind = "frame"
         meta = arg._meta
     else:
-        return arg
+        return arg, None
     persisted = client.persist(arg)
     wait(persisted)
     keys = [stringify(k) for k in dask.core.flatten(persisted.__dask_keys__())]
@@ -231,9 +254,7 @@ def _local(arg, client):
         if not holders:
             raise RuntimeError("hpml.dask: mpi_run: no worker holds block %r" % (k,))
         by_worker.setdefault(holders[0], []).append(k)
-    local = _Local(kind, by_worker, meta, {k: i for i, k in enumerate(keys)})
-    local.persisted = persisted  # held by the client for the run
-    return local
+    return _Local(kind, by_worker, meta, {k: i for i, k in enumerate(keys)}), persisted
 
 
 def _resolve(arg, worker):
@@ -281,7 +302,10 @@ def mpi_run(client, fn, *args, **kwargs):
     if client.scheduler_info() is None:
         raise RuntimeError("hpml.dask: mpi_run: the client is not connected")
     local = [_local(a, client) for a in args]
-    results = client.run(_remote, fn, local, kwargs)
+    # The persisted collections stay here (the workers get only the keys): their
+    # futures keep the blocks in the workers' memory until the run is over.
+    results = client.run(_remote, fn, [a for a, _ in local], kwargs)
+    del local
     info = client.scheduler_info()["workers"]
     order = sorted(results, key=lambda a: int(info[a]["name"]) if a in info else 0)
     return [results[a] for a in order]

@@ -481,16 +481,18 @@ class MPIComm(Comm):
             _wake(self._waiter)
 
     def peer_sent_close(self):
+        self._send_close()  # answered at once, even when no loop runs for this comm
         _call_in(self.loop, self._peer_close)
 
     def _peer_close(self):
         self._peer_closed = True
-        self._send_close()
         if self._waiter is not None:
             _wake(self._waiter)
 
     def _send_close(self):
-        if not self._sent_close:
+        with self.engine.lock:
+            if self._sent_close:
+                return
             self._sent_close = True
             self.engine.send_message(self, CLOSE, [], [], None)
 
