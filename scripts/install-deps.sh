@@ -3,6 +3,7 @@
 #   scripts/install-deps.sh          building, testing and running the demo (make test)
 #   scripts/install-deps.sh --fuzz   make fuzz: clang with its libFuzzer and sanitizer
 #                                    runtimes (Debian 12: clang-14, libclang-rt-14-dev)
+#   scripts/install-deps.sh --dask   bench/dask_mpi.sh: pandas, for its dataframe merge
 # Idempotent: does nothing when everything is present, runs `apt-get update` only when
 # something is missing. Tools only one script or target uses (python3-torch for a
 # benchmark, clang for fuzzing) are not in the base set.
@@ -19,14 +20,16 @@ case "${1:-}" in
         dataset-fashion-mnist
         python3 python3-numpy python3-sklearn python3-jsonschema
         python3-mpi4py python3-pytest python3-cffi
+        python3-distributed
         gnuplot-nox
         python3-mpi4py
         clang-format
     )
     ;;
 --fuzz) packages=(clang libclang-rt-14-dev) ;;
+--dask) packages=(python3-distributed python3-pandas) ;;
 *)
-    echo "install-deps: unknown option '$1' (none, or --fuzz)" >&2
+    echo "install-deps: unknown option '$1' (none, --fuzz or --dask)" >&2
     exit 2
     ;;
 esac
