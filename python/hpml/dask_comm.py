@@ -46,7 +46,7 @@ from distributed.comm import registry
 from distributed.comm.core import Comm, CommClosedError, Connector, Listener
 from distributed.comm.registry import Backend
 from distributed.comm.utils import from_frames, to_frames
-from distributed.utils import nbytes
+from distributed.utils import ensure_memoryview, nbytes
 from mpi4py import MPI
 
 logger = logging.getLogger(__name__)
@@ -145,6 +145,7 @@ class Engine:
         self.cbs = []
         self.bufs = []  # (buffer, is a send): kept alive until the request completes
         self.sends = 0
+        self.bulk = 0
         self.listeners = {}  # id -> Listener
         self.comms = {}  # our comm tag -> MPIComm still receiving
         self.connecting = {}  # our comm tag -> (future, loop) of a connect waiting
@@ -162,12 +163,16 @@ class Engine:
             self.thread.start()
 
     # ---- requests ----------------------------------------------------------------------
-    def post(self, req, cb, buf, send=False):
+    def post(self, req, cb, buf, send=False, bulk=False):
+        """Add a request; send: a send (shutdown waits for those); bulk: a send or a
+        frame's receive, during which progress does not back off (a transfer in flight
+        moves only while its ranks test it)."""
         with self.lock:
             self.reqs.append(req)
             self.cbs.append(cb)
-            self.bufs.append((buf, send))
+            self.bufs.append((buf, send, bulk or send))
             self.sends += send
+            self.bulk += bulk or send
         self.kick.set()
 
     def step(self):
@@ -182,6 +187,7 @@ class Engine:
             cbs = [self.cbs[i] for i in done]
             for i in reversed(done):
                 self.sends -= self.bufs[i][1]
+                self.bulk -= self.bufs[i][2]
                 del self.reqs[i], self.cbs[i], self.bufs[i]
         for cb in cbs:
             if cb is not None:
@@ -197,8 +203,10 @@ class Engine:
             self.kick.clear()
             n = self.step()
             self.steps += 1
-            if n:
+            if n or self.bulk:
                 idle = 0
+                if not n:
+                    time.sleep(0)
                 continue
             idle += 1
             if idle <= 64:
@@ -219,7 +227,7 @@ class Engine:
         while not self.stopping:
             n = self.step()
             self.steps += 1
-            if n or self.kick.is_set():
+            if n or self.bulk or self.kick.is_set():
                 self.kick.clear()
                 idle = 0
                 await asyncio.sleep(0)
@@ -286,7 +294,7 @@ class Engine:
         struct.pack_into("<%dQ" % min(n, MAX_SIZES), head, 24, *sizes[:MAX_SIZES])
         off = 8 * (3 + min(n, MAX_SIZES))
         for f, s in zip(frames[:inline], sizes[:inline]):
-            head[off:off + s] = memoryview(f).cast("B")
+            head[off:off + s] = ensure_memoryview(f)
             off += s
         msgs = [head]
         if n > MAX_SIZES:
@@ -294,7 +302,7 @@ class Engine:
         for f, s in zip(frames[inline:], sizes[inline:]):
             if s == 0:
                 continue
-            view = memoryview(f).cast("B")
+            view = ensure_memoryview(f)
             for start in range(0, s, self.shard):
                 msgs.append(view[start:start + self.shard])
         left = [len(msgs)]
@@ -356,7 +364,7 @@ class Engine:
         with self.lock:  # the frames' receives before the next head's
             for piece in posted:
                 req = self.comm.Irecv([piece, MPI.BYTE], comm.peer_rank, comm.tag)
-                self.post(req, one_received, piece)
+                self.post(req, one_received, piece, bulk=True)
             self.post_head_recv(comm)
         if not posted:
             comm.deliver(frames)
@@ -386,7 +394,7 @@ class Engine:
                         continue
                 except MPI.Exception:
                     pass
-            self.reqs, self.cbs, self.bufs, self.sends = [], [], [], 0
+            self.reqs, self.cbs, self.bufs, self.sends, self.bulk = [], [], [], 0, 0
 
     def _sends_pending(self):
         with self.lock:

@@ -269,3 +269,30 @@ def test_cluster_and_a_worker_that_dies():
                     assert list(s.workers) == [w1.address]
 
     run(main())
+
+
+def test_awkward_frames():
+    """Frames that are not flat C-contiguous byte buffers (distributed hands such frames
+    to a comm, e.g. from pandas): a memoryview with a zero in its shape, a Fortran-order
+    one, one of several dimensions above the shard size."""
+    from distributed.protocol.serialize import Serialized, serialize
+
+    def as_frame(a):
+        header, frames = serialize(a)
+        assert len(frames) == 1
+        return Serialized(header, [memoryview(a)])
+
+    async def main():
+        server = await echo_server()
+        comm = await connect(server.contact_address)
+        arrays = [np.empty((0, 3)), np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+                  np.asfortranarray(np.ones((SHARD // 8 + 3, 2))),
+                  np.arange(6.0).reshape(2, 3)]
+        got = await roundtrip(comm, {"xs": [as_frame(a) for a in arrays]})
+        for a, b in zip(arrays, got["xs"]):
+            b = np.asarray(b)
+            assert a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+        await comm.close()
+        server.stop()
+
+    run(main())
