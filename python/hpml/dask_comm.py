@@ -512,9 +512,17 @@ class MPIComm(Comm):
             if self._peer_closed:
                 raise CommClosedError("mpi:// comm closed by its peer %s" % self._peer_addr)
             self.engine.ensure_poll()
+            if self.engine.step():  # something completed: look again before waiting
+                continue
             self._waiter = self.loop.create_future()
             try:
                 await self._waiter
+            except asyncio.CancelledError:
+                # As distributed's UCX comm: a read cancelled (a client closing, a
+                # handshake timing out) ends the comm, and says so as a closed comm.
+                self.abort()
+                raise CommClosedError("mpi:// comm %s: read cancelled, comm aborted"
+                                      % self._local_addr) from None
             finally:
                 self._waiter = None
         if self._closed:
@@ -544,6 +552,7 @@ class MPIComm(Comm):
         self.engine.ensure_poll()
         self.engine.send_message(self, DATA, frames, sizes,
                                  lambda: _call_in(self.loop, _wake, sent))
+        self.engine.step()  # small sends complete at once: no wait for the progress thread
         await sent
         return sum(sizes)
 

@@ -296,3 +296,21 @@ def test_awkward_frames():
         server.stop()
 
     run(main())
+
+
+def test_cancelled_read_aborts():
+    """As distributed's UCX comm: a read cancelled ends the comm with CommClosedError,
+    and the peer sees the comm closed."""
+    async def main():
+        server, a, b = await pair()
+        reader = asyncio.ensure_future(a.read())
+        await asyncio.sleep(0.02)
+        reader.cancel()
+        with pytest.raises(CommClosedError, match="read cancelled"):
+            await reader
+        assert a.closed()
+        with pytest.raises(CommClosedError):
+            await b.read()
+        server.stop()
+
+    run(main())

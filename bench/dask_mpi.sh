@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Dask over mpi:// against Dask over tcp://, in the same run (docs/dask.md,
+# docs/performance.md "dask: mpi:// vs tcp://").
+#
+#   bench/dask_mpi.sh [--quick] [rounds]          (default: 1 round)
+#
+# Each round starts three 4-rank Dask clusters with hpml.dask.initialize (rank 0 the
+# scheduler, rank 1 the client, ranks 2 and 3 one worker each, 1 thread), one after the
+# other, the order rotating from round to round: mpi:// with its progress thread,
+# tcp:// (127.0.0.1), and mpi:// with event-loop polling progress. Each runs
+# bench/dask_mpi.py: a worker-to-worker ping-pong through distributed's RPC (1 B to
+# 16 MiB), (x + x.T).sum() of a 4096² float64 array, and a merge of two 1M-row pandas
+# dataframes. The table at the end gives the medians over the rounds and the ratios
+# mpi/tcp. --quick: small sizes and few repeats (a check that the script works).
+#
+# 4 processes (plus their progress threads) on 2 cores: ranks that wait yield the core
+# (OMPI_MCA_mpi_yield_when_idle=1, and hpml.dask's waits sleep between tests); during the
+# ping-pong the scheduler and the client are idle (the client waits for one answer) and
+# only the two workers run; the progress thread of an idle rank sleeps (backing off to
+# 1 ms). Run it on an otherwise idle machine, under `chrt -f 1` if you can.
+set -eu
+quick=
+if [ "${1:-}" = --quick ]; then
+    quick=--quick
+    shift
+fi
+rounds=${1:-1}
+case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" >&2; exit 2 ;; esac
+repo=$(cd "$(dirname "$0")/.." && pwd)
+py=/usr/bin/python3
+export PYTHONPATH=$repo/python PYTHONDONTWRITEBYTECODE=1
+export HPML_LIB=${HPML_LIB:-$repo/build/openmpi/lib/libhpml.so.0}
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+[ -e "$HPML_LIB" ] || { echo "$0: $HPML_LIB: not built (make MPI=openmpi)" >&2; exit 2; }
+"$repo/scripts/install-deps.sh" --dask >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+configs=(mpi-thread tcp mpi-poll)
+echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)"
+for ((r = 0; r < rounds; r++)); do
+    for ((i = 0; i < 3; i++)); do
+        c=${configs[$(((i + r) % 3))]}
+        proto=${c%%-*}
+        progress=${c#*-}
+        [ "$progress" != "$c" ] || progress=thread
+        echo "## round $((r + 1)): $c"
+        DASK_DISTRIBUTED__COMM__MPI__PROGRESS=$progress \
+            mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 \
+            "$py" "$repo/bench/dask_mpi.py" "$proto" "$tmp/$c.$r.json" $quick 2>&1 |
+            grep -v " INFO - " || true
+        [ -s "$tmp/$c.$r.json" ] || { echo "$0: the $c cluster gave no result" >&2; exit 1; }
+    done
+done
+
+"$py" - "$tmp" "$rounds" <<'EOF'
+import glob, json, statistics, sys
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+runs = {}
+for path in sorted(glob.glob(tmp + "/*.json")):
+    runs.setdefault(path.split("/")[-1].split(".")[0], []).append(json.load(open(path)))
+med = statistics.median
+def pp(c, size, key):
+    return med(r["pingpong"][str(size)][key] for r in runs[c])
+def app(c, name):
+    if not all(name in r for r in runs[c]):
+        return None
+    return med(r[name]["seconds"] for r in runs[c])
+sizes = sorted(int(s) for s in runs["tcp"][0]["pingpong"])
+print("\n| measure | mpi:// (thread) | mpi:// (poll) | tcp:// | mpi/tcp (thread) |")
+print("|---|---|---|---|---|")
+for s in sizes:
+    lt, lp, lc = (pp(c, s, "latency_us") for c in ("mpi-thread", "mpi-poll", "tcp"))
+    print("| ping-pong %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
+          % (s, lt, lp, lc, lt / lc))
+    if s >= 1 << 20:
+        bt, bp, bc = (pp(c, s, "bandwidth_MBps") for c in ("mpi-thread", "mpi-poll", "tcp"))
+        print("| ping-pong %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
+              % (s, bt, bp, bc, bt / bc))
+for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n"]),
+                    ("merge", "dataframe merge, s")):
+    vals = [app(c, name) for c in ("mpi-thread", "mpi-poll", "tcp")]
+    if None in vals:
+        continue
+    print("| %s | %.3f | %.3f | %.3f | %.2f× the time |" % (label, *vals, vals[0] / vals[2]))
+print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
+EOF
