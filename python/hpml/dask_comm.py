@@ -686,6 +686,9 @@ class MPIBackend(Backend):
 
 
 def register():
-    """Make `mpi://` usable by name in this process (the entry point does it for a
-    package that is installed)."""
+    """Make `mpi://` usable by name in this process (done on import; the entry point
+    finds the installed package without it)."""
     registry.backends.setdefault("mpi", MPIBackend())
+
+
+register()

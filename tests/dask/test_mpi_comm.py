@@ -314,3 +314,20 @@ def test_cancelled_read_aborts():
         server.stop()
 
     run(main())
+
+
+def test_refusals():
+    import dask
+
+    import hpml.dask
+
+    with dask.config.set({"distributed.comm.mpi.progress": "spin"}):
+        with pytest.raises(ValueError, match="progress is 'spin': use 'thread' or 'poll'"):
+            dask_comm.Engine(dask_comm.MPI.COMM_SELF)
+    with dask.config.set({"distributed.comm.mpi.shard-size": "0"}):
+        with pytest.raises(ValueError, match="shard-size is '0': use a byte count"):
+            dask_comm.Engine(dask_comm.MPI.COMM_SELF)
+    with pytest.raises(ValueError, match="protocol 'ucx': use 'mpi' or 'tcp'"):
+        hpml.dask.initialize(protocol="ucx")
+    with pytest.raises(ValueError, match="initialize needs at least 3 ranks .* this job has 1"):
+        hpml.dask.initialize()
