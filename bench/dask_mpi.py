@@ -6,7 +6,8 @@ tcp:// in the same run and compares):
 Rank 0 is the scheduler, ranks 2 and 3 the workers (one thread each), rank 1 the client,
 which measures and writes OUT.json:
   - pingpong: worker-to-worker round trips through distributed's RPC (worker 2 calls a
-    handler of worker 3 that returns the payload it got), payloads of 1 B to 16 MiB;
+    handler of worker 3 that returns the payload it got), random payloads of 1 B to
+    16 MiB;
     the client and the scheduler stay idle while it runs (the client waits for one
     client.run answer). Median of the round trips, latency = half of it, bandwidth =
     payload / latency.
@@ -50,7 +51,9 @@ def add_echo(dask_worker=None):
 async def pingpong(peer, sizes, quick, dask_worker=None):
     res = {}
     for size in sizes:
-        payload = np.ones(size, np.uint8)
+        # random bytes: distributed's lz4 compression (on by default) finds nothing to
+        # gain and sends them as they are, so the ping-pong measures the transport
+        payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
         iters = 300 if size <= 65536 else (100 if size <= 1 << 20 else 30)
         if quick:
             iters = 5

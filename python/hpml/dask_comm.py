@@ -36,6 +36,7 @@ import collections
 import inspect
 import itertools
 import logging
+import os
 import struct
 import threading
 import time
@@ -61,6 +62,7 @@ MAX_SIZES = 256  # frame sizes carried in the head; more follow in their own mes
 INLINE = 32 << 10  # bytes of small frames carried in the head
 HEAD_CAP = 8 * (3 + MAX_SIZES) + INLINE
 DEFAULT_SHARD = 64 << 20
+SPIN_SECONDS = float(dask.config.get("distributed.comm.mpi.spin", 2e-3))
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE",
@@ -198,21 +200,23 @@ class Engine:
         return len(cbs)
 
     def _run_thread(self):
+        busy_until = 0.0
         idle = 0
         while not self.stopping:
             self.kick.clear()
             n = self.step()
             self.steps += 1
             if n or self.bulk:
+                busy_until = time.monotonic() + SPIN_SECONDS
                 idle = 0
                 if not n:
                     time.sleep(0)
                 continue
+            if time.monotonic() < busy_until:
+                os.sched_yield()  # yield the GIL and the core, stay responsive
+                continue
             idle += 1
-            if idle <= 64:
-                time.sleep(0)  # yield the GIL and the core, stay responsive
-            else:
-                self.kick.wait(min(1e-3, 1e-5 * (1 << min(idle - 64, 10))))
+            self.kick.wait(min(1e-3, 2e-5 * (1 << min(idle, 6))))
 
     def ensure_poll(self):
         """Poll mode: the progress task of the running loop (one per loop)."""
