@@ -62,7 +62,7 @@ MAX_SIZES = 256  # frame sizes carried in the head; more follow in their own mes
 INLINE = 32 << 10  # bytes of small frames carried in the head
 HEAD_CAP = 8 * (3 + MAX_SIZES) + INLINE
 DEFAULT_SHARD = 64 << 20
-SPIN_SECONDS = float(dask.config.get("distributed.comm.mpi.spin", 2e-3))
+DEFAULT_SPIN = 2e-3
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE",
@@ -93,6 +93,19 @@ def _config_shard():
             "1073741824" % (raw,)
         )
     return shard
+
+
+def _config_spin():
+    raw = dask.config.get("distributed.comm.mpi.spin", DEFAULT_SPIN)
+    try:
+        spin = float(raw)
+    except (TypeError, ValueError):
+        spin = -1.0
+    if not 0 <= spin <= 1:
+        raise ValueError(
+            "hpml.dask: distributed.comm.mpi.spin is %r: use seconds from 0 to 1" % (raw,)
+        )
+    return spin
 
 
 def check_thread_level(mode):
@@ -137,6 +150,7 @@ class Engine:
         self.progress_mode = progress or _config_progress()
         check_thread_level(self.progress_mode)
         self.shard = shard_size or _config_shard()
+        self.spin = _config_spin()
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
@@ -207,7 +221,7 @@ class Engine:
             n = self.step()
             self.steps += 1
             if n or self.bulk:
-                busy_until = time.monotonic() + SPIN_SECONDS
+                busy_until = time.monotonic() + self.spin
                 idle = 0
                 if not n:
                     time.sleep(0)

@@ -327,6 +327,9 @@ def test_refusals():
     with dask.config.set({"distributed.comm.mpi.shard-size": "0"}):
         with pytest.raises(ValueError, match="shard-size is '0': use a byte count"):
             dask_comm.Engine(dask_comm.MPI.COMM_SELF)
+    with dask.config.set({"distributed.comm.mpi.spin": "fast"}):
+        with pytest.raises(ValueError, match="spin is 'fast': use seconds from 0 to 1"):
+            dask_comm.Engine(dask_comm.MPI.COMM_SELF)
     with pytest.raises(ValueError, match="protocol 'ucx': use 'mpi' or 'tcp'"):
         hpml.dask.initialize(protocol="ucx")
     with pytest.raises(ValueError, match="initialize needs at least 3 ranks .* this job has 1"):
