@@ -81,7 +81,7 @@ print("%s pingpong: %s" % (protocol, ", ".join(
     "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in rtt.items())), flush=True)
 
 if not quick:
-    n, chunk, reps = 4096, 1024, 5
+    n, chunk, reps = 8192, 1024, 5
 else:
     n, chunk, reps = 512, 256, 1
 x = da.random.RandomState(1).random_sample((n, n), chunks=chunk).persist()
@@ -102,7 +102,7 @@ try:
 except ImportError:
     dd = None
 if dd is not None:
-    rows = 1_000_000 if not quick else 20_000
+    rows = 2_000_000 if not quick else 20_000
     rng = np.random.default_rng(2)
     left = pd.DataFrame({"key": rng.permutation(rows), "a": rng.random(rows)})
     right = pd.DataFrame({"key": rng.permutation(rows), "b": rng.random(rows)})

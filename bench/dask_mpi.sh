@@ -9,7 +9,7 @@
 # other, the order rotating from round to round: mpi:// with its progress thread,
 # tcp:// (127.0.0.1), and mpi:// with event-loop polling progress. Each runs
 # bench/dask_mpi.py: a worker-to-worker ping-pong through distributed's RPC (1 B to
-# 16 MiB), (x + x.T).sum() of a 4096² float64 array, and a merge of two 1M-row pandas
+# 16 MiB), (x + x.T).sum() of an 8192² float64 array, and a merge of two 2M-row pandas
 # dataframes. The table at the end gives the medians over the rounds and the ratios
 # mpi/tcp. --quick: small sizes and few repeats (a check that the script works).
 #
