@@ -37,7 +37,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 configs=(mpi-thread tcp mpi-poll)
-echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)"
+features=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|f16c|fma|avx512f' | tr '\n' ' ')
+echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($features), load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)"
 for ((r = 0; r < rounds; r++)); do
     for ((i = 0; i < 3; i++)); do
         c=${configs[$(((i + r) % 3))]}
@@ -84,4 +85,12 @@ for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n
         continue
     print("| %s | %.3f | %.3f | %.3f | %.2f× the time |" % (label, *vals, vals[0] / vals[2]))
 print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
+print("\nEvery round:")
+for c in ("mpi-thread", "mpi-poll", "tcp"):
+    print("- %s: %d B latency µs %s | %d B bandwidth MB/s %s | sum s %s | merge s %s" % (
+        c, sizes[0], " ".join("%.1f" % r["pingpong"][str(sizes[0])]["latency_us"] for r in runs[c]),
+        sizes[-1],
+        " ".join("%.0f" % r["pingpong"][str(sizes[-1])]["bandwidth_MBps"] for r in runs[c]),
+        " ".join("%.3f" % r["sum"]["seconds"] for r in runs[c]),
+        " ".join("%.3f" % r["merge"]["seconds"] for r in runs[c] if "merge" in r)))
 EOF
