@@ -37,8 +37,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 configs=(mpi-thread tcp mpi-poll)
-features=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|f16c|fma|avx512f' | tr '\n' ' ')
-echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($features), load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)"
+features=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+    grep -x -E 'avx2|f16c|fma|avx512f' | tr '\n' ' ')
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $cpu (${features% }),"\
+    "load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'),"\
+    "commit $(git -C "$repo" rev-parse --short HEAD)"
 for ((r = 0; r < rounds; r++)); do
     for ((i = 0; i < 3; i++)); do
         c=${configs[$(((i + r) % 3))]}

@@ -27,7 +27,6 @@ from dask.utils import stringify
 import numpy as np
 from mpi4py import MPI
 
-from . import dask_comm
 from .dask_comm import MPIBackend, register, start  # noqa: F401
 
 logger = logging.getLogger(__name__)

@@ -52,7 +52,9 @@ refuses() {
 }
 # Before start(): connecting says the comm is not started; start() at a thread level
 # below MPI_THREAD_MULTIPLE is refused (the other refusals: test_mpi_comm.py).
-refuses "with thread progress needs MPI_THREAD_MULTIPLE, but MPI was initialised with MPI_THREAD_SERIALIZED" \
+level="with thread progress needs MPI_THREAD_MULTIPLE,"
+level+=" but MPI was initialised with MPI_THREAD_SERIALIZED"
+refuses "$level" \
     "$py" -c 'import mpi4py; mpi4py.rc.thread_level = "serialized"
 import asyncio, pytest
 from distributed.comm import connect
