@@ -192,7 +192,10 @@ class Engine:
         self.kick.set()
 
     def step(self):
-        """Test every request once; run the callbacks of those complete. Returns how many."""
+        """Test every request once; run the callbacks of those complete. Returns how many.
+        The progress thread and the event loop's thread both step: the lock makes each
+        step, callbacks included, one at a time, so that the callbacks of one comm run in
+        the order its requests completed."""
         with self.lock:
             if not self.reqs:
                 return 0
@@ -205,13 +208,13 @@ class Engine:
                 self.sends -= self.bufs[i][1]
                 self.bulk -= self.bufs[i][2]
                 del self.reqs[i], self.cbs[i], self.bufs[i]
-        for cb in cbs:
-            if cb is not None:
-                try:
-                    cb()
-                except Exception:  # a callback's failure must not stop progress
-                    logger.exception("hpml.dask: mpi:// progress callback failed")
-        return len(cbs)
+            for cb in cbs:
+                if cb is not None:
+                    try:
+                        cb()
+                    except Exception:  # a callback's failure must not stop progress
+                        logger.exception("hpml.dask: mpi:// progress callback failed")
+            return len(cbs)
 
     def _run_thread(self):
         busy_until = 0.0
@@ -372,20 +375,23 @@ class Engine:
             frames.append(memoryview(f))
             for start in range(0, s, self.shard):
                 posted.append(f[start:start + self.shard])
-        left = [len(posted)]
+        # A message's frames may complete after a later, smaller message has: each
+        # message waits in comm._pending until those before it are whole.
+        slot = [frames, len(posted)]
 
         def one_received():
-            left[0] -= 1
-            if left[0] == 0:
-                comm.deliver(frames)
+            slot[1] -= 1
+            if slot[1] == 0:
+                comm.flush()
 
         with self.lock:  # the frames' receives before the next head's
+            comm._pending.append(slot)
             for piece in posted:
                 req = self.comm.Irecv([piece, MPI.BYTE], comm.peer_rank, comm.tag)
                 self.post(req, one_received, piece, bulk=True)
             self.post_head_recv(comm)
-        if not posted:
-            comm.deliver(frames)
+            if not posted:
+                comm.flush()
 
     # ---- shutdown ----------------------------------------------------------------------
     def shutdown(self, timeout=1.0):
@@ -475,7 +481,9 @@ class MPIComm(Comm):
         self.loop = loop
         self._local_addr = local_addr
         self._peer_addr = peer_addr
-        self._inbox = collections.deque()
+        self._inbox = collections.deque()  # whole messages (frame lists) for read()
+        self._pending = collections.deque()  # [frames, receives left] in arrival order
+        self._close_seen = False
         self._waiter = None
         self._closed = False  # this side closed or aborted
         self._peer_closed = False
@@ -496,22 +504,28 @@ class MPIComm(Comm):
         return {"peer_rank": self.peer_rank}
 
     # called by the engine, from any thread
-    def deliver(self, frames):
-        _call_in(self.loop, self._deliver, frames)
-
-    def _deliver(self, frames):
-        if self._closed:
-            return  # read after this side closed: dropped
-        self._inbox.append(frames)
-        if self._waiter is not None:
-            _wake(self._waiter)
+    # called by the engine, under its lock, from either thread
+    def flush(self):
+        """Move the whole messages at the front of _pending to the inbox, in order; after
+        the peer's CLOSE, once nothing is pending, mark the peer closed."""
+        moved = False
+        while self._pending and self._pending[0][1] == 0:
+            frames = self._pending.popleft()[0]
+            if not self._closed:  # read after this side closed: dropped
+                self._inbox.append(frames)
+                moved = True
+        if self._close_seen and not self._pending and not self._peer_closed:
+            self._peer_closed = True
+            moved = True
+        if moved:
+            _call_in(self.loop, self._wake_reader)
 
     def peer_sent_close(self):
         self._send_close()  # answered at once, even when no loop runs for this comm
-        _call_in(self.loop, self._peer_close)
+        self._close_seen = True
+        self.flush()
 
-    def _peer_close(self):
-        self._peer_closed = True
+    def _wake_reader(self):
         if self._waiter is not None:
             _wake(self._waiter)
 

@@ -108,7 +108,7 @@ def test_ordering_and_pipelining():
     async def main():
         server = await echo_server()
         comm = await connect(server.contact_address)
-        sizes = [3, SHARD + 5, 0, 10, 2 * SHARD, 1]
+        sizes = [3, SHARD + 5, 0, 10, 2 * SHARD, 1, 5 << 20, 2, 5 << 20, 1, 4]
         for i, s in enumerate(sizes):
             await comm.write({"i": i, "x": to_serialize(np.full(s, i, np.uint8))})
         for i, s in enumerate(sizes):
