@@ -24,6 +24,7 @@ import time
 
 import dask
 from dask.utils import stringify
+from distributed.comm import CommClosedError
 import numpy as np
 from mpi4py import MPI
 
@@ -99,7 +100,8 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
     if _state.world is not None:
         raise RuntimeError("hpml.dask: initialize was already called in this process")
     _state.world = comm
-    logging.getLogger("distributed.batched").addFilter(_QuietClosedStream())
+    for name in ("distributed.batched", "distributed.worker"):
+        logging.getLogger(name).addFilter(_QuietClosedStream())
     _state.workers = comm.Split(0 if rank >= 2 else MPI.UNDEFINED, rank)
     if protocol == "mpi":
         start(comm)
@@ -195,12 +197,16 @@ def _shutdown_cluster(address):
 
 
 class _QuietClosedStream(logging.Filter):
-    """distributed logs, at INFO, the traceback of the CommClosedError a batched stream
-    meets when its peer closed first, which every cluster shutdown does (distributed
-    #7192): keep the line, drop the traceback."""
+    """Two records of distributed carry the traceback of a CommClosedError that a cluster
+    shutdown causes: a batched stream whose peer closed first (at INFO, every shutdown:
+    distributed #7192), and a worker's heartbeat in flight when the scheduler closes (at
+    ERROR, now and then). In an MPI job the scheduler cannot die alone (mpirun ends the
+    job), so a closed comm there means a shutdown: keep the line, drop the traceback."""
 
     def filter(self, record):
-        if record.getMessage().startswith("Batched Comm Closed"):
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, CommClosedError) or \
+                record.getMessage().startswith("Batched Comm Closed"):
             record.exc_info = None
             record.exc_text = None
         return True
