@@ -1,7 +1,7 @@
 """One Dask cluster's measurements for bench/dask_mpi.sh (which runs it for mpi:// and
 tcp:// in the same run and compares):
 
-    mpirun -np 4 python3 bench/dask_mpi.py PROTOCOL OUT.json [--quick]
+    mpirun -np 4 python3 bench/dask_mpi.py PROTOCOL OUT.json [--quick] [--pingpong-only]
 
 Rank 0 is the scheduler, ranks 2 and 3 the workers (one thread each), rank 1 the client,
 which measures and writes OUT.json:
@@ -27,6 +27,7 @@ import hpml.dask
 
 protocol, out = sys.argv[1], sys.argv[2]
 quick = "--quick" in sys.argv[3:]
+pingpong_only = "--pingpong-only" in sys.argv[3:]  # for tuning the progress settings
 hpml.dask.initialize(protocol=protocol)
 
 import dask  # noqa: E402
@@ -80,10 +81,16 @@ result = {"protocol": protocol, "progress": dask.config.get("distributed.comm.mp
 print("%s pingpong: %s" % (protocol, ", ".join(
     "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in rtt.items())), flush=True)
 
-if not quick:
+if pingpong_only:
+    n, chunk, reps = 0, 0, 0
+elif not quick:
     n, chunk, reps = 8192, 1024, 5
 else:
     n, chunk, reps = 512, 256, 1
+if pingpong_only:
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    sys.exit(0)
 x = da.random.RandomState(1).random_sample((n, n), chunks=chunk).persist()
 wait(x)
 times = []

@@ -62,7 +62,7 @@ MAX_SIZES = 256  # frame sizes carried in the head; more follow in their own mes
 INLINE = 32 << 10  # bytes of small frames carried in the head
 HEAD_CAP = 8 * (3 + MAX_SIZES) + INLINE
 DEFAULT_SHARD = 64 << 20
-DEFAULT_SPIN = 2e-3
+DEFAULT_SPIN = 5e-4
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE",
