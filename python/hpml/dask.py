@@ -37,10 +37,12 @@ __all__ = ["initialize", "mpi_run", "MPIBackend", "register", "start", "workers_
 register()
 
 _ADDR_BYTES = 512
+_DONE_TAG = 1
 
 
 class _State:
     world = None  # the communicator initialize() was given
+    ctl = None  # a duplicate of it, for the scheduler's "finished" message to rank 1
     workers = None  # its workers (ranks 2..), MPI.COMM_NULL elsewhere
     hpml_comm = None  # hpml.Comm over `workers`, made by the first mpi_run
     address = None  # the scheduler's address
@@ -103,6 +105,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
     for name in ("distributed.batched", "distributed.worker"):
         logging.getLogger(name).addFilter(_QuietClosedStream())
     _state.workers = comm.Split(0 if rank >= 2 else MPI.UNDEFINED, rank)
+    _state.ctl = comm.Dup()  # rank 0 tells rank 1 there that the scheduler has finished
     if protocol == "mpi":
         start(comm)
     elif host is None:
@@ -124,13 +127,14 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
                 await scheduler.finished()
 
         asyncio.run(run_scheduler())
+        _wait_gently(_state.ctl.Isend([b"", MPI.BYTE], 1, _DONE_TAG), comm)
         return _leave(exit)
 
     address = _share_address(comm, None)
     _state.address = address
     dask.config.set(scheduler_address=address)
     if rank == 1:
-        atexit.register(_shutdown_cluster, address)
+        atexit.register(_shutdown_cluster, address, _state.ctl)
         _wait_gently(comm.Ibarrier(), comm)  # every worker has registered
         return True
 
@@ -174,26 +178,50 @@ async def _terminate(address):
             pass
 
 
-def _shutdown_cluster(address):
+async def _stop_scheduler(address, done):
+    """Terminate the scheduler unless it has finished (the script shut it down): an
+    attempt to connect to a scheduler that is gone would wait for its timeout."""
+    task = asyncio.ensure_future(_terminate(address))
+    while not task.done():
+        if done.Test():
+            task.cancel()
+            break
+        await asyncio.sleep(5e-3)
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
+def _shutdown_cluster(address, ctl):
     """Rank 1 at exit: terminate the scheduler (which closes the workers) through a client
-    of the script still open (so that it does not try to reconnect), else directly; then
-    close the clients."""
+    of the script still open (so that it does not try to reconnect), else directly
+    unless rank 0 says the scheduler has finished; then close the clients."""
     from distributed import Client
 
-    clients = [c for c in list(Client._instances) if c.status == "running"]
+    done = ctl.Irecv([bytearray(1), MPI.BYTE], 0, _DONE_TAG)
+    clients = [c for c in list(Client._instances) if c.status not in ("closed",)]
+    running = [c for c in clients if c.status == "running"]
     try:
-        if clients:
-            clients[0].shutdown()
+        if running:
+            running[0].shutdown()
         else:
-            asyncio.run(asyncio.wait_for(_terminate(address), 10))
+            asyncio.run(asyncio.wait_for(_stop_scheduler(address, done), 30))
     except Exception as e:
-        sys.stderr.write("hpml.dask: could not terminate the scheduler at %s: %s\n"
+        sys.stderr.write("hpml.dask: could not terminate the scheduler at %s: %r\n"
                          % (address, e))
     for client in clients:
         try:
             client.close(timeout=5)
         except Exception as e:  # closing a client of a terminated scheduler: go on
             logger.debug("hpml.dask: closing a client at exit: %r", e)
+    deadline = time.monotonic() + 10
+    while not done.Test():  # the scheduler's rank has finished: its message is matched
+        if time.monotonic() > deadline:
+            done.Cancel()
+            done.Wait()
+            break
+        time.sleep(1e-3)
 
 
 class _QuietClosedStream(logging.Filter):

@@ -6,7 +6,9 @@
 # `distributed.comm.backends` entry point of the installed package, and a 4-rank
 # cluster over mpi:// (tests/dask/cluster_check.py): (x + x.T).sum() of a 4096² array
 # equals NumPy's, K-Means through mpi_run equals `hpml kmeans` on the same data, every
-# rank exits 0 within 5 s of the client script's end, and nothing prints a traceback.
+# rank exits 0 within 5 s of the client script's end, and nothing prints a traceback; the
+# same exit over tcp:// when the script shuts the cluster down itself
+# (tests/dask/shutdown_check.py).
 # Debian's python3-mpi4py is built for Open MPI: under MPICH the test is skipped.
 # Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML, HPML_TEST_REPO.
 # hpml-test: timeout=240
@@ -80,16 +82,19 @@ rng = np.random.default_rng(5)
 X = rng.normal(0, 6, (4, 5))[rng.integers(0, 4, 2001)] + rng.normal(size=(2001, 5))
 np.save(sys.argv[1] + "/X.npy", X)
 np.save(sys.argv[1] + "/init.npy", X[[0, 1, 2, 3]])' "$stage"
-# shellcheck disable=SC2016,SC2086
-$MPIRUN -np 4 sh -c '"$0" tests/dask/cluster_check.py mpi "$1"; rc=$?
-    echo "rank $OMPI_COMM_WORLD_RANK exit $rc at $(date +%s.%N)"' "$py" "$stage" \
-    >"$stage/out" 2>&1 || true
-grep -v " INFO - " "$stage/out"
-if grep -q "Traceback" "$stage/out"; then
-    echo "FAIL: a traceback was printed"
-    exit 1
-fi
-"$py" - "$stage/out" <<'EOF'
+# cluster SCRIPT ARGS...: run SCRIPT at 4 ranks; every rank exits 0 within 5 s of the
+# "client done <time>" line, and nothing prints a traceback.
+cluster() {
+    # shellcheck disable=SC2016,SC2086
+    $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
+        echo "rank $OMPI_COMM_WORLD_RANK exit $rc at $(date +%s.%N)"' "$py" "$@" \
+        >"$stage/out" 2>&1 || true
+    grep -v " INFO - " "$stage/out"
+    if grep -q "Traceback" "$stage/out"; then
+        echo "FAIL: a traceback was printed"
+        exit 1
+    fi
+    "$py" - "$stage/out" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
 done = float(re.search(r"^client done ([0-9.]+)$", text, re.M).group(1))
@@ -101,6 +106,8 @@ for r, rc, t in exits:
 print("PASS every rank exited 0, at most %.2f s after the client script"
       % max(float(t) - done for _, _, t in exits))
 EOF
+}
+cluster tests/dask/cluster_check.py mpi "$stage"
 
 # shellcheck disable=SC2086
 $MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" --init "$stage/init.npy" --dtype f64 \
@@ -117,4 +124,6 @@ assert np.array_equal(d["labels"], labels), "labels differ"
 print("PASS K-Means through mpi_run = hpml kmeans (centroids within %.1e, same labels)"
       % np.abs(d["centers"] - centers).max())
 EOF
+echo "== 4 ranks over tcp://, the script shuts the cluster down (${SECONDS}s)"
+cluster tests/dask/shutdown_check.py
 echo "== done (${SECONDS}s)"
