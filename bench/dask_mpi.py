@@ -7,7 +7,8 @@ Rank 0 is the scheduler, ranks 2 and 3 the workers (one thread each), rank 1 the
 which measures and writes OUT.json:
   - pingpong: worker-to-worker round trips through distributed's RPC (worker 2 calls a
     handler of worker 3 that returns the payload it got), random payloads of 1 B to
-    16 MiB;
+    16 MiB; and the same sizes on one comm from worker 2 to an echo listener on worker
+    3 (comm_pingpong: the transport without distributed's RPC layer);
     the client and the scheduler stay idle while it runs (the client waits for one
     client.run answer). Median of the round trips, latency = half of it, bandwidth =
     payload / latency.
@@ -71,15 +72,60 @@ async def pingpong(peer, sizes, quick, dask_worker=None):
     return res
 
 
+async def start_echo(protocol, dask_worker=None):
+    from distributed.comm import listen
+
+    async def handle(comm):
+        while True:
+            try:
+                await comm.write(await comm.read())
+            except OSError:  # CommClosedError: the other side is done
+                return
+
+    where = "tcp://127.0.0.1" if protocol == "tcp" else "mpi://"
+    listener = listen(where, handle, deserialize=False)
+    await listener.start()
+    dask_worker._hpml_echo = listener  # keep it
+    return listener.contact_address
+
+
+async def comm_pingpong(addr, sizes, quick, dask_worker=None):
+    from distributed.comm import connect
+
+    comm = await connect(addr)
+    res = {}
+    for size in sizes:
+        payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+        iters = 5 if quick else (1000 if size <= 65536 else (100 if size <= 1 << 20 else 30))
+        times = []
+        for i in range(iters + max(3, iters // 10)):
+            t = time.perf_counter()
+            await comm.write({"x": to_serialize(payload)})
+            r = await comm.read()
+            dt = time.perf_counter() - t
+            assert len(r["x"]) == size
+            times.append(dt)
+        res[size] = statistics.median(times[max(3, iters // 10):])
+    await comm.close()
+    return res
+
+
 client.run(add_echo, workers=[b_addr])
 rtt = client.run(pingpong, b_addr, SIZES, quick, workers=[a_addr])[a_addr]
+echo_addr = client.run(start_echo, protocol, workers=[b_addr])[b_addr]
+raw = client.run(comm_pingpong, echo_addr, SIZES, quick, workers=[a_addr])[a_addr]
 result = {"protocol": protocol, "progress": dask.config.get("distributed.comm.mpi.progress",
                                                             "thread"),
           "pingpong": {str(s): {"rtt_us": t * 1e6, "latency_us": t / 2 * 1e6,
                                 "bandwidth_MBps": s / (t / 2) / 1e6}
-                       for s, t in rtt.items()}}
+                       for s, t in rtt.items()},
+          "comm_pingpong": {str(s): {"rtt_us": t * 1e6, "latency_us": t / 2 * 1e6,
+                                     "bandwidth_MBps": s / (t / 2) / 1e6}
+                            for s, t in raw.items()}}
 print("%s pingpong: %s" % (protocol, ", ".join(
     "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in rtt.items())), flush=True)
+print("%s comm ping-pong: %s" % (protocol, ", ".join(
+    "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in raw.items())), flush=True)
 
 if pingpong_only:
     n, chunk, reps = 0, 0, 0

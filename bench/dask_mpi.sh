@@ -13,6 +13,9 @@
 # dataframes. The table at the end gives the medians over the rounds and the ratios
 # mpi/tcp. --quick: small sizes and few repeats (a check that the script works).
 #
+# The ping-pong runs twice: through distributed's RPC, and on one comm between the two
+# workers (an echo listener on worker 3), the transport without the RPC layer.
+#
 # 4 processes (plus their progress threads) on 2 cores: ranks that wait yield the core
 # (OMPI_MCA_mpi_yield_when_idle=1, and hpml.dask's waits sleep between tests); during the
 # ping-pong the scheduler and the client are idle (the client waits for one answer) and
@@ -65,8 +68,8 @@ runs = {}
 for path in sorted(glob.glob(tmp + "/*.json")):
     runs.setdefault(path.split("/")[-1].split(".")[0], []).append(json.load(open(path)))
 med = statistics.median
-def pp(c, size, key):
-    return med(r["pingpong"][str(size)][key] for r in runs[c])
+def pp(c, size, key, kind="pingpong"):
+    return med(r[kind][str(size)][key] for r in runs[c])
 def app(c, name):
     if not all(name in r for r in runs[c]):
         return None
@@ -76,11 +79,20 @@ print("\n| measure | mpi:// (thread) | mpi:// (poll) | tcp:// | mpi/tcp (thread)
 print("|---|---|---|---|---|")
 for s in sizes:
     lt, lp, lc = (pp(c, s, "latency_us") for c in ("mpi-thread", "mpi-poll", "tcp"))
-    print("| ping-pong %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
+    print("| RPC ping-pong %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
           % (s, lt, lp, lc, lt / lc))
     if s >= 1 << 20:
         bt, bp, bc = (pp(c, s, "bandwidth_MBps") for c in ("mpi-thread", "mpi-poll", "tcp"))
-        print("| ping-pong %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
+        print("| RPC ping-pong %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
+              % (s, bt, bp, bc, bt / bc))
+for s in sizes:
+    lt, lp, lc = (pp(c, s, "latency_us", "comm_pingpong") for c in ("mpi-thread", "mpi-poll", "tcp"))
+    print("| one comm, %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
+          % (s, lt, lp, lc, lt / lc))
+    if s >= 1 << 20:
+        bt, bp, bc = (pp(c, s, "bandwidth_MBps", "comm_pingpong")
+                      for c in ("mpi-thread", "mpi-poll", "tcp"))
+        print("| one comm, %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
               % (s, bt, bp, bc, bt / bc))
 for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n"]),
                     ("merge", "dataframe merge, s")):
@@ -91,7 +103,12 @@ for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n
 print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
 print("\nEvery round:")
 for c in ("mpi-thread", "mpi-poll", "tcp"):
-    print("- %s: %d B latency µs %s | %d B bandwidth MB/s %s | sum s %s | merge s %s" % (
+    print("- %s: comm %d B latency µs %s | comm %d B bandwidth MB/s %s" % (
+        c, sizes[0], " ".join("%.1f" % r["comm_pingpong"][str(sizes[0])]["latency_us"]
+                              for r in runs[c]),
+        sizes[-1], " ".join("%.0f" % r["comm_pingpong"][str(sizes[-1])]["bandwidth_MBps"]
+                            for r in runs[c])))
+    print("- %s: RPC %d B latency µs %s | RPC %d B bandwidth MB/s %s | sum s %s | merge s %s" % (
         c, sizes[0], " ".join("%.1f" % r["pingpong"][str(sizes[0])]["latency_us"] for r in runs[c]),
         sizes[-1],
         " ".join("%.0f" % r["pingpong"][str(sizes[-1])]["bandwidth_MBps"] for r in runs[c]),
