@@ -23,11 +23,12 @@ Closing: close() and abort() send a CLOSE head; the peer answers with its own CL
 has not sent one. A comm keeps receiving (and dropping) messages until it has seen the
 peer's CLOSE, so no send is left unmatched when the processes finalise MPI.
 
-Progress: one engine per process owns every request. Mode "thread" (the default) runs a
-progress thread that tests the requests and backs off from spinning to sleeping while
-idle (a new request wakes it); mode "poll" runs the same step as a task of the event
-loop. Select with `distributed.comm.mpi.progress` (DASK_DISTRIBUTED__COMM__MPI__PROGRESS);
-the shard size is `distributed.comm.mpi.shard-size` (bytes, default 64 MiB).
+Progress: one engine per process owns every request. Mode "poll" (the default) runs the
+step that tests the requests as a task of each event loop that uses the comm, spinning
+2 ms after the last completion, then sleeping 1 ms at a time; mode "thread" runs it in a
+progress thread that spins 0.5 ms, then backs off to sleeping (a new request wakes it).
+Select with `distributed.comm.mpi.progress` (DASK_DISTRIBUTED__COMM__MPI__PROGRESS); the
+spin time is `distributed.comm.mpi.spin` (seconds); the shard size is `distributed.comm.mpi.shard-size` (bytes, default 64 MiB).
 """
 
 import asyncio
@@ -62,7 +63,7 @@ MAX_SIZES = 256  # frame sizes carried in the head; more follow in their own mes
 INLINE = 32 << 10  # bytes of small frames carried in the head
 HEAD_CAP = 8 * (3 + MAX_SIZES) + INLINE
 DEFAULT_SHARD = 64 << 20
-DEFAULT_SPIN = 5e-4
+DEFAULT_SPIN = {"poll": 2e-3, "thread": 5e-4}  # seconds of spinning after a completion
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE",
@@ -73,7 +74,7 @@ _THREAD_LEVELS = {
 
 
 def _config_progress():
-    mode = dask.config.get("distributed.comm.mpi.progress", "thread")
+    mode = dask.config.get("distributed.comm.mpi.progress", "poll")
     if mode not in ("thread", "poll"):
         raise ValueError(
             "hpml.dask: distributed.comm.mpi.progress is %r: use 'thread' or 'poll'" % (mode,)
@@ -95,8 +96,10 @@ def _config_shard():
     return shard
 
 
-def _config_spin():
-    raw = dask.config.get("distributed.comm.mpi.spin", DEFAULT_SPIN)
+def _config_spin(mode):
+    raw = dask.config.get("distributed.comm.mpi.spin", None)
+    if raw is None:
+        return DEFAULT_SPIN[mode]
     try:
         spin = float(raw)
     except (TypeError, ValueError):
@@ -150,7 +153,7 @@ class Engine:
         self.progress_mode = progress or _config_progress()
         check_thread_level(self.progress_mode)
         self.shard = shard_size or _config_shard()
-        self.spin = _config_spin()
+        self.spin = _config_spin(self.progress_mode)
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
@@ -172,7 +175,7 @@ class Engine:
         self.steps = 0
         self._post_ctrl_recv()
         self.thread = None
-        self.poll_task = None
+        self.poll_tasks = {}  # event loop -> its progress task (poll mode)
         if self.progress_mode == "thread":
             self.thread = threading.Thread(target=self._run_thread, name="hpml-mpi-progress",
                                            daemon=True)
@@ -240,21 +243,24 @@ class Engine:
         if self.progress_mode != "poll":
             return
         loop = asyncio.get_running_loop()
-        if self.poll_task is None or self.poll_task.done():
-            self.poll_task = loop.create_task(self._run_poll())
+        task = self.poll_tasks.get(loop)
+        if task is None or task.done():
+            for other in [l for l in self.poll_tasks if l.is_closed()]:
+                del self.poll_tasks[other]
+            self.poll_tasks[loop] = loop.create_task(self._run_poll())
 
     async def _run_poll(self):
-        idle = 0
+        busy_until = 0.0
         while not self.stopping:
             n = self.step()
             self.steps += 1
             if n or self.bulk or self.kick.is_set():
                 self.kick.clear()
-                idle = 0
+                busy_until = time.monotonic() + self.spin
                 await asyncio.sleep(0)
                 continue
-            idle += 1
-            await asyncio.sleep(0 if idle <= 64 else 1e-3)
+            # the same spin time as the thread, then the loop's timer granularity (1 ms)
+            await asyncio.sleep(0 if time.monotonic() < busy_until else 1e-3)
 
     def new_tag(self):
         tag = next(self._tags)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hpml.dask (docs/dask.md): the mpi:// comm's tests in the style of distributed's
-# test_comms.py (tests/dask/test_mpi_comm.py, one rank; again with the event-loop polling
-# progress for the ping-pong and concurrency tests), the refusals (an MPI thread level
+# test_comms.py (tests/dask/test_mpi_comm.py, one rank; again with the progress thread
+# for the ping-pong, concurrency and close tests), the refusals (an MPI thread level
 # too low for the progress thread, fewer than 3 ranks, an unknown protocol), the
 # `distributed.comm.backends` entry point of the installed package, and a 4-rank
 # cluster over mpi:// (tests/dask/cluster_check.py): (x + x.T).sum() of a 4096² array
@@ -33,9 +33,9 @@ trap 'rm -rf "$stage"' EXIT
 echo "== test_comms-style tests over mpi:// (${SECONDS}s)"
 # shellcheck disable=SC2086
 $MPIRUN -np 1 "$py" -m pytest -q -p no:cacheprovider --color=no tests/dask/test_mpi_comm.py
-echo "== the same with event-loop polling progress (${SECONDS}s)"
+echo "== the same with the progress thread (${SECONDS}s)"
 # shellcheck disable=SC2086
-DASK_DISTRIBUTED__COMM__MPI__PROGRESS=poll $MPIRUN -np 1 "$py" -m pytest -q \
+DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread $MPIRUN -np 1 "$py" -m pytest -q \
     -p no:cacheprovider --color=no -k "ping_pong_sizes or concurrent or either_side" \
     tests/dask/test_mpi_comm.py
 
@@ -54,10 +54,11 @@ refuses() {
 }
 # Before start(): connecting says the comm is not started; start() at a thread level
 # below MPI_THREAD_MULTIPLE is refused (the other refusals: test_mpi_comm.py).
-level="with thread progress needs MPI_THREAD_MULTIPLE,"
+level="with thread progress needs MPI_THREAD_MULTIPLE,"  # (poll: SERIALIZED)
 level+=" but MPI was initialised with MPI_THREAD_SERIALIZED"
 refuses "$level" \
-    "$py" -c 'import mpi4py; mpi4py.rc.thread_level = "serialized"
+    env DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread "$py" -c 'import mpi4py
+mpi4py.rc.thread_level = "serialized"
 import asyncio, pytest
 from distributed.comm import connect
 from hpml import dask_comm
