@@ -6,8 +6,8 @@
 #
 # Each round starts three 4-rank Dask clusters with hpml.dask.initialize (rank 0 the
 # scheduler, rank 1 the client, ranks 2 and 3 one worker each, 1 thread), one after the
-# other, the order rotating from round to round: mpi:// with its progress thread,
-# tcp:// (127.0.0.1), and mpi:// with event-loop polling progress. Each runs
+# other, the order rotating from round to round: mpi:// with event-loop polling progress
+# (the default), tcp:// (127.0.0.1), and mpi:// with its progress thread. Each runs
 # bench/dask_mpi.py: a worker-to-worker ping-pong through distributed's RPC (1 B to
 # 16 MiB), (x + x.T).sum() of an 8192² float64 array, and a merge of two 2M-row pandas
 # dataframes. The table at the end gives the medians over the rounds and the ratios
@@ -19,8 +19,8 @@
 # 4 processes (plus their progress threads) on 2 cores: ranks that wait yield the core
 # (OMPI_MCA_mpi_yield_when_idle=1, and hpml.dask's waits sleep between tests); during the
 # ping-pong the scheduler and the client are idle (the client waits for one answer) and
-# only the two workers run; the progress thread of an idle rank sleeps (backing off to
-# 1 ms). Run it on an otherwise idle machine, under `chrt -f 1` if you can.
+# only the two workers run; the mpi:// progress of an idle rank sleeps (1 ms at a time).
+# Run it on an otherwise idle machine.
 set -eu
 quick=
 if [ "${1:-}" = --quick ]; then
@@ -39,7 +39,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-configs=(mpi-thread tcp mpi-poll)
+configs=(mpi-poll tcp mpi-thread)
 features=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
     grep -x -E 'avx2|f16c|fma|avx512f' | tr '\n' ' ')
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
@@ -75,34 +75,29 @@ def app(c, name):
         return None
     return med(r[name]["seconds"] for r in runs[c])
 sizes = sorted(int(s) for s in runs["tcp"][0]["pingpong"])
-print("\n| measure | mpi:// (thread) | mpi:// (poll) | tcp:// | mpi/tcp (thread) |")
-print("|---|---|---|---|---|")
-for s in sizes:
-    lt, lp, lc = (pp(c, s, "latency_us") for c in ("mpi-thread", "mpi-poll", "tcp"))
-    print("| RPC ping-pong %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
-          % (s, lt, lp, lc, lt / lc))
-    if s >= 1 << 20:
-        bt, bp, bc = (pp(c, s, "bandwidth_MBps") for c in ("mpi-thread", "mpi-poll", "tcp"))
-        print("| RPC ping-pong %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
-              % (s, bt, bp, bc, bt / bc))
-for s in sizes:
-    lt, lp, lc = (pp(c, s, "latency_us", "comm_pingpong") for c in ("mpi-thread", "mpi-poll", "tcp"))
-    print("| one comm, %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time |"
-          % (s, lt, lp, lc, lt / lc))
-    if s >= 1 << 20:
-        bt, bp, bc = (pp(c, s, "bandwidth_MBps", "comm_pingpong")
-                      for c in ("mpi-thread", "mpi-poll", "tcp"))
-        print("| one comm, %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× the bandwidth |"
-              % (s, bt, bp, bc, bt / bc))
+C = ("mpi-poll", "mpi-thread", "tcp")
+print("\n| measure | mpi:// (poll, default) | mpi:// (thread) | tcp:// | mpi/tcp (poll) "
+      "| mpi/tcp (thread) |")
+print("|---|---:|---:|---:|---:|---:|")
+for kind, name in (("pingpong", "RPC ping-pong"), ("comm_pingpong", "one comm")):
+    for s in sizes:
+        p, t, c = (pp(x, s, "latency_us", kind) for x in C)
+        print("| %s %s B, one-way latency µs | %.1f | %.1f | %.1f | %.2f× the time "
+              "| %.2f× the time |" % (name, s, p, t, c, p / c, t / c))
+        if s >= 1 << 20:
+            p, t, c = (pp(x, s, "bandwidth_MBps", kind) for x in C)
+            print("| %s %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× | %.2f× |"
+                  % (name, s, p, t, c, p / c, t / c))
 for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n"]),
                     ("merge", "dataframe merge, s")):
-    vals = [app(c, name) for c in ("mpi-thread", "mpi-poll", "tcp")]
+    vals = [app(x, name) for x in C]
     if None in vals:
         continue
-    print("| %s | %.3f | %.3f | %.3f | %.2f× the time |" % (label, *vals, vals[0] / vals[2]))
+    print("| %s | %.3f | %.3f | %.3f | %.2f× the time | %.2f× the time |"
+          % (label, *vals, vals[0] / vals[2], vals[1] / vals[2]))
 print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
 print("\nEvery round:")
-for c in ("mpi-thread", "mpi-poll", "tcp"):
+for c in C:
     print("- %s: comm %d B latency µs %s | comm %d B bandwidth MB/s %s" % (
         c, sizes[0], " ".join("%.1f" % r["comm_pingpong"][str(sizes[0])]["latency_us"]
                               for r in runs[c]),
