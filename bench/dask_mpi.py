@@ -130,7 +130,7 @@ print("%s comm ping-pong: %s" % (protocol, ", ".join(
 if pingpong_only:
     n, chunk, reps = 0, 0, 0
 elif not quick:
-    n, chunk, reps = 8192, 1024, 5
+    n, chunk, reps = 8192, 1024, 3
 else:
     n, chunk, reps = 512, 256, 1
 if pingpong_only:
