@@ -228,6 +228,11 @@ ifneq ($(PYVER),)
 	$(if $(PYFAST),install -m 755 $(PYFAST) $(DESTDIR)$(PYDIR)/hpml/)
 	install -d $(DESTDIR)$(PYDIR)/hpml/torch
 	install -m 644 python/hpml/torch/*.py $(DESTDIR)$(PYDIR)/hpml/torch/
+	install -d $(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info
+	printf 'Metadata-Version: 2.1\nName: hpml\nVersion: $(VERSION)\n' \
+	    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/METADATA
+	printf '[distributed.comm.backends]\nmpi = hpml.dask_comm:MPIBackend\n' \
+	    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/entry_points.txt
 endif
 
 # Removes this MPI's files (and the plain names with the default MPI's); the headers go
@@ -245,7 +250,7 @@ ifeq ($(MPI),$(DEFAULT_MPI))
 endif
 	if ! ls $(DESTDIR)$(PREFIX)/lib/pkgconfig/hpml-*.pc >/dev/null 2>&1; then \
 	    rm -rf $(DESTDIR)$(PREFIX)/include/hpml; \
-	    $(if $(PYVER),rm -rf $(DESTDIR)$(PYDIR)/hpml;) fi
+	    $(if $(PYVER),rm -rf $(DESTDIR)$(PYDIR)/hpml $(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info;) fi
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:

@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh --torch  PyTorch (python3-torch), for hpml.torch's
 #                                    tests/cli/torch.sh and bench/run_torch_bench.sh, and
 #                                    for bench/npz_torch_check.sh
+#   scripts/install-deps.sh --dask   bench/dask_mpi.sh: pandas, for its dataframe merge
 # Idempotent: does nothing when everything is present, runs `apt-get update` only when
 # something is missing. Tools only one script or target uses (python3-torch for a
 # benchmark, clang for fuzzing) are not in the base set.
@@ -22,6 +23,7 @@ case "${1:-}" in
         dataset-fashion-mnist
         python3 python3-numpy python3-sklearn python3-jsonschema
         python3-mpi4py python3-pytest python3-cffi python3-dev
+        python3-distributed
         gnuplot-nox
         python3-mpi4py
         clang-format
@@ -29,8 +31,9 @@ case "${1:-}" in
     ;;
 --fuzz) packages=(clang libclang-rt-14-dev) ;;
 --torch) packages=(python3-torch python3-numpy python3-mpi4py python3-cffi python3-pytest) ;;
+--dask) packages=(python3-distributed python3-pandas) ;;
 *)
-    echo "install-deps: unknown option '$1' (none, --fuzz or --torch)" >&2
+    echo "install-deps: unknown option '$1' (none, --fuzz, --torch or --dask)" >&2
     exit 2
     ;;
 esac

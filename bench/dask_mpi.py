@@ -1,0 +1,180 @@
+"""One Dask cluster's measurements for bench/dask_mpi.sh (which runs it for mpi:// and
+tcp:// in the same run and compares):
+
+    mpirun -np 4 python3 bench/dask_mpi.py PROTOCOL OUT.json [--quick] [--pingpong-only]
+
+Rank 0 is the scheduler, ranks 2 and 3 the workers (one thread each), rank 1 the client,
+which measures and writes OUT.json:
+  - pingpong: worker-to-worker round trips through distributed's RPC (worker 2 calls a
+    handler of worker 3 that returns the payload it got), random payloads of 1 B to
+    16 MiB; and the same sizes on one comm from worker 2 to an echo listener on worker
+    3 (comm_pingpong: the transport without distributed's RPC layer);
+    the client and the scheduler stay idle while it runs (the client waits for one
+    client.run answer). Median of the round trips, latency = half of it, bandwidth =
+    payload / latency.
+  - sum: (x + x.T).sum() of a persisted random N x N float64 dask.array (MPI4Dask's
+    first application), median wall time of the repeats.
+  - merge: dd.merge of two persisted pandas dataframes on a key column (MPI4Dask's
+    second application; a task shuffle between the workers), median wall time.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import hpml.dask
+
+protocol, out = sys.argv[1], sys.argv[2]
+quick = "--quick" in sys.argv[3:]
+pingpong_only = "--pingpong-only" in sys.argv[3:]  # for tuning the progress settings
+hpml.dask.initialize(protocol=protocol)
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+from distributed import Client, wait  # noqa: E402
+from distributed.protocol import to_serialize  # noqa: E402
+
+client = Client()
+workers = sorted(client.scheduler_info()["workers"].items(), key=lambda kv: int(kv[1]["name"]))
+a_addr, b_addr = workers[0][0], workers[1][0]
+SIZES = [1, 1 << 10, 64 << 10, 1 << 20, 16 << 20] if not quick else [1, 1 << 20]
+
+
+def add_echo(dask_worker=None):
+    async def echo(comm=None, x=None):
+        return {"x": to_serialize(x)}
+
+    dask_worker.handlers["hpml_echo"] = echo
+
+
+async def pingpong(peer, sizes, quick, dask_worker=None):
+    res = {}
+    for size in sizes:
+        # random bytes: distributed's lz4 compression (on by default) finds nothing to
+        # gain and sends them as they are, so the ping-pong measures the transport
+        payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+        iters = 300 if size <= 65536 else (100 if size <= 1 << 20 else 30)
+        if quick:
+            iters = 5
+        warm = max(3, iters // 10)
+        times = []
+        for i in range(warm + iters):
+            t = time.perf_counter()
+            r = await dask_worker.rpc(peer).hpml_echo(x=to_serialize(payload))
+            dt = time.perf_counter() - t
+            assert len(r["x"]) == size
+            if i >= warm:
+                times.append(dt)
+        res[size] = statistics.median(times)
+    return res
+
+
+async def start_echo(protocol, dask_worker=None):
+    from distributed.comm import listen
+
+    async def handle(comm):
+        while True:
+            try:
+                await comm.write(await comm.read())
+            except OSError:  # CommClosedError: the other side is done
+                return
+
+    where = "tcp://127.0.0.1" if protocol == "tcp" else "mpi://"
+    listener = listen(where, handle, deserialize=False)
+    await listener.start()
+    dask_worker._hpml_echo = listener  # keep it
+    return listener.contact_address
+
+
+async def comm_pingpong(addr, sizes, quick, dask_worker=None):
+    from distributed.comm import connect
+
+    comm = await connect(addr)
+    res = {}
+    for size in sizes:
+        payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+        iters = 5 if quick else (1000 if size <= 65536 else (100 if size <= 1 << 20 else 30))
+        times = []
+        for i in range(iters + max(3, iters // 10)):
+            t = time.perf_counter()
+            await comm.write({"x": to_serialize(payload)})
+            r = await comm.read()
+            dt = time.perf_counter() - t
+            assert len(r["x"]) == size
+            times.append(dt)
+        res[size] = statistics.median(times[max(3, iters // 10):])
+    await comm.close()
+    return res
+
+
+client.run(add_echo, workers=[b_addr])
+rtt = client.run(pingpong, b_addr, SIZES, quick, workers=[a_addr])[a_addr]
+echo_addr = client.run(start_echo, protocol, workers=[b_addr])[b_addr]
+raw = client.run(comm_pingpong, echo_addr, SIZES, quick, workers=[a_addr])[a_addr]
+result = {"protocol": protocol, "progress": dask.config.get("distributed.comm.mpi.progress",
+                                                            "thread"),
+          "pingpong": {str(s): {"rtt_us": t * 1e6, "latency_us": t / 2 * 1e6,
+                                "bandwidth_MBps": s / (t / 2) / 1e6}
+                       for s, t in rtt.items()},
+          "comm_pingpong": {str(s): {"rtt_us": t * 1e6, "latency_us": t / 2 * 1e6,
+                                     "bandwidth_MBps": s / (t / 2) / 1e6}
+                            for s, t in raw.items()}}
+print("%s pingpong: %s" % (protocol, ", ".join(
+    "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in rtt.items())), flush=True)
+print("%s comm ping-pong: %s" % (protocol, ", ".join(
+    "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in raw.items())), flush=True)
+
+if pingpong_only:
+    n, chunk, reps = 0, 0, 0
+elif not quick:
+    n, chunk, reps = 8192, 1024, 3
+else:
+    n, chunk, reps = 512, 256, 1
+if pingpong_only:
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    sys.exit(0)
+x = da.random.RandomState(1).random_sample((n, n), chunks=chunk).persist()
+wait(x)
+times = []
+for _ in range(reps):
+    t = time.perf_counter()
+    got = (x + x.T).sum().compute()
+    times.append(time.perf_counter() - t)
+result["sum"] = {"n": n, "chunk": chunk, "seconds": statistics.median(times),
+                 "all": times, "value": float(got)}
+print("%s sum of x + x.T (%d^2): %.3f s" % (protocol, n, result["sum"]["seconds"]),
+      flush=True)
+
+try:
+    import dask.dataframe as dd
+    import pandas as pd
+except ImportError:
+    dd = None
+if dd is not None:
+    rows = 2_000_000 if not quick else 20_000
+    rng = np.random.default_rng(2)
+    left = pd.DataFrame({"key": rng.permutation(rows), "a": rng.random(rows)})
+    right = pd.DataFrame({"key": rng.permutation(rows), "b": rng.random(rows)})
+    ldd = client.persist(dd.from_pandas(left, npartitions=8))
+    rdd = client.persist(dd.from_pandas(right, npartitions=8))
+    wait([ldd, rdd])
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        m = dd.merge(ldd, rdd, on="key", shuffle="tasks")
+        total = client.compute(m[["a", "b"]].sum()).result()
+        times.append(time.perf_counter() - t)
+    want = left["a"].sum() + right["b"].sum()
+    assert abs(float(total.sum()) - want) < 1e-6 * want, (total, want)
+    result["merge"] = {"rows": rows, "partitions": 8, "seconds": statistics.median(times),
+                       "all": times}
+    print("%s merge (%d rows): %.3f s" % (protocol, rows, result["merge"]["seconds"]),
+          flush=True)
+
+with open(out + ".tmp", "w") as f:
+    json.dump(result, f, indent=1)
+os.replace(out + ".tmp", out)

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# hpml.dask (docs/dask.md): the mpi:// comm's tests in the style of distributed's
+# test_comms.py (tests/dask/test_mpi_comm.py, one rank; again with the progress thread
+# for the ping-pong, concurrency and close tests), the refusals (an MPI thread level
+# too low for the progress thread, fewer than 3 ranks, an unknown protocol), the
+# `distributed.comm.backends` entry point of the installed package, and a 4-rank
+# cluster over mpi:// (tests/dask/cluster_check.py): (x + x.T).sum() of a 4096² array
+# equals NumPy's, K-Means through mpi_run equals `hpml kmeans` on the same data, every
+# rank exits 0 within 5 s of the client script's end, and nothing prints a traceback; the
+# same exit over tcp:// when the script shuts the cluster down itself
+# (tests/dask/shutdown_check.py).
+# Debian's python3-mpi4py is built for Open MPI: under MPICH the test is skipped.
+# Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML, HPML_TEST_REPO.
+# hpml-test: timeout=240
+set -eu
+cd "$HPML_TEST_REPO"
+py=/usr/bin/python3
+export PYTHONPATH=$HPML_TEST_REPO/python PYTHONDONTWRITEBYTECODE=1
+export HPML_LIB=$BUILD/lib/libhpml.so.0
+
+if [ "$MPI" = mpich ]; then
+    echo "SKIP: mpi4py is built for Open MPI (hpml.dask runs on the Open MPI build)"
+    exit 77
+fi
+"$py" -c 'import distributed' 2>/dev/null ||
+    { echo "FAIL: python3-distributed is missing (scripts/install-deps.sh)"; exit 1; }
+# Idle ranks yield the core instead of spinning: 4 ranks share 2 cores here. distributed's
+# INFO lines are left out (warnings and errors stay).
+export OMPI_MCA_mpi_yield_when_idle=1 DASK_LOGGING__DISTRIBUTED=warning
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+echo "== test_comms-style tests over mpi:// (${SECONDS}s)"
+# shellcheck disable=SC2086
+$MPIRUN -np 1 "$py" -m pytest -q -p no:cacheprovider --color=no tests/dask/test_mpi_comm.py
+echo "== the same with the progress thread (${SECONDS}s)"
+# shellcheck disable=SC2086
+DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread $MPIRUN -np 1 "$py" -m pytest -q \
+    -p no:cacheprovider --color=no -k "ping_pong_sizes or concurrent or either_side" \
+    tests/dask/test_mpi_comm.py
+
+echo "== refusals (${SECONDS}s)"
+# refuses WHAT CMD...: CMD fails, its last line names WHAT.
+refuses() {
+    local what=$1 out rc=0
+    shift
+    out=$("$@" 2>&1) || rc=$?
+    if [ $rc -eq 0 ] || ! tail -1 <<<"$out" | grep -qF -- "$what"; then
+        echo "FAIL: '$*' (exit $rc) should fail with '$what':"
+        echo "$out" | tail -3
+        exit 1
+    fi
+    tail -1 <<<"$out"
+}
+# Before start(): connecting says the comm is not started; start() at a thread level
+# below MPI_THREAD_MULTIPLE is refused (the other refusals: test_mpi_comm.py).
+level="with thread progress needs MPI_THREAD_MULTIPLE,"  # (poll: SERIALIZED)
+level+=" but MPI was initialised with MPI_THREAD_SERIALIZED"
+refuses "$level" \
+    env DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread "$py" -c 'import mpi4py
+mpi4py.rc.thread_level = "serialized"
+import asyncio, pytest
+from distributed.comm import connect
+from hpml import dask_comm
+with pytest.raises(RuntimeError, match="the mpi:// comm is not started: call hpml.dask.initialize"):
+    asyncio.run(connect("mpi://0/0", timeout=1))
+dask_comm.start()'
+
+echo "== the entry point of the installed package (${SECONDS}s)"
+make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" \
+    PREFIX=/opt/hpml-test >/dev/null
+site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
+got=$(cd / && env -u HPML_LIB PYTHONPATH="$site" "$py" -c '
+from distributed.comm import registry
+print(type(registry.get_backend("mpi")).__module__)')
+[ "$got" = hpml.dask_comm ] || { echo "FAIL: entry point gives '$got'"; exit 1; }
+echo "PASS distributed.comm.backends entry point mpi -> $got"
+
+echo "== 4 ranks over mpi:// (${SECONDS}s)"
+"$py" -c '
+import sys, numpy as np
+rng = np.random.default_rng(5)
+X = rng.normal(0, 6, (4, 5))[rng.integers(0, 4, 2001)] + rng.normal(size=(2001, 5))
+np.save(sys.argv[1] + "/X.npy", X)
+np.save(sys.argv[1] + "/init.npy", X[[0, 1, 2, 3]])' "$stage"
+# cluster SCRIPT ARGS...: run SCRIPT at 4 ranks; every rank exits 0 within 5 s of the
+# "client done <time>" line, and nothing prints a traceback.
+cluster() {
+    # shellcheck disable=SC2016,SC2086
+    $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
+        echo "rank $OMPI_COMM_WORLD_RANK exit $rc at $(date +%s.%N)"' "$py" "$@" \
+        >"$stage/out" 2>&1 || true
+    grep -v " INFO - " "$stage/out"
+    if grep -q "Traceback" "$stage/out"; then
+        echo "FAIL: a traceback was printed"
+        exit 1
+    fi
+    "$py" - "$stage/out" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+# mpirun forwards the ranks' output in pieces: a line may start inside another's
+done = float(re.search(r"client done ([0-9.]+)", text).group(1))
+exits = re.findall(r"rank (\d+) exit (\d+) at ([0-9.]+)", text)
+assert sorted(int(r) for r, _, _ in exits) == [0, 1, 2, 3], exits
+for r, rc, t in exits:
+    assert rc == "0", "rank %s exited with %s" % (r, rc)
+    assert float(t) - done < 5, "rank %s exited %.2f s after the client" % (r, float(t) - done)
+print("PASS every rank exited 0, at most %.2f s after the client script"
+      % max(float(t) - done for _, _, t in exits))
+EOF
+}
+cluster tests/dask/cluster_check.py mpi "$stage"
+
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" --init "$stage/init.npy" --dtype f64 \
+    --out "$stage/cli" >/dev/null
+"$py" - "$stage" <<'EOF'
+import sys
+import numpy as np
+d = np.load(sys.argv[1] + "/dask-km.npz")
+centers = np.load(sys.argv[1] + "/cli.centroids.npy")
+labels = np.load(sys.argv[1] + "/cli.labels.npy")
+# Same algorithm, same start; only the order of the partial sums differs.
+np.testing.assert_allclose(d["centers"], centers, rtol=1e-12, atol=1e-12)
+assert np.array_equal(d["labels"], labels), "labels differ"
+print("PASS K-Means through mpi_run = hpml kmeans (centroids within %.1e, same labels)"
+      % np.abs(d["centers"] - centers).max())
+EOF
+echo "== 4 ranks over tcp://, the script shuts the cluster down (${SECONDS}s)"
+cluster tests/dask/shutdown_check.py
+echo "== done (${SECONDS}s)"
