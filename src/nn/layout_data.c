@@ -70,6 +70,10 @@ static int data_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, s
 
     if (s->nl == 0) { /* no sample here: this rank adds nothing to the sums */
         memset(d->m->grads, 0, d->m->nparams * sizeof(float));
+        /* The buckets still start as a backward would start them (its last report is the
+         * first layer's, offset 0): the other ranks' allreduces run in the background,
+         * and one started here in this thread instead would never meet them. */
+        hpml__buckets_ready(d->bk, 0);
         return 0;
     }
     return hpml_model_backward(d->m, s->y, 1.0f / (float)s->gb, hpml__buckets_ready, d->bk,
