@@ -3,10 +3,11 @@
 # mpirun at 1 and 2 ranks with checking mode on (Horovod's API against MPI's own
 # allreduce, single-process training on the same global batch, DDP over gloo), and
 # python3 -m hpml.torch.bench: Horovod's output lines (its refusals: tests/torch).
-# PyTorch comes from scripts/install-deps.sh --torch. Debian's python3-mpi4py is built for
+# PyTorch comes from scripts/install-deps.sh --torch (a minute or two on a fresh machine:
+# hence the long timeout). Debian's python3-mpi4py is built for
 # Open MPI, so under MPICH the test is skipped.
 # Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML_TEST_REPO.
-# hpml-test: timeout=300
+# hpml-test: timeout=900
 set -eu
 cd "$HPML_TEST_REPO"
 py=/usr/bin/python3
