@@ -576,8 +576,9 @@ static const opt_t options[] = {
      .kind = OPT_STRING,
      .off = OFF(init_from),
      .arg = "FILE",
-     .help = "start from the parameters of a model file or an .npz (hpml export's,\n"
-             "or a PyTorch state_dict's, docs/models.md) and its normalisation"},
+     .help = "start from the parameters of a model file or an .npz\n"
+             "(hpml export's, or a PyTorch state_dict's: docs/models.md)\n"
+             "and its input normalisation"},
     {.name = "save",
      .kind = OPT_STRING,
      .off = OFF(save),
