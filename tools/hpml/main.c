@@ -57,12 +57,17 @@ static int thread_level(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "bench") != 0)
         return MPI_THREAD_MULTIPLE;
     for (int i = 2; i < argc; i++) {
+        /* --impl, or what getopt_long takes for it: --im and --imp (--i is ambiguous) */
+        size_t n = strcspn(argv[i], "=");
+
         if (strcmp(argv[i], "--") == 0)
             break;
-        if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
+        if (n < 4 || strncmp(argv[i], "--impl", n) != 0)
+            continue;
+        if (argv[i][n] == '=')
+            impl = argv[i] + n + 1;
+        else if (i + 1 < argc)
             impl = argv[++i];
-        else if (strncmp(argv[i], "--impl=", 7) == 0)
-            impl = argv[i] + 7;
     }
     /* "mpi", "mpi,mpi": nothing of hpml's runs */
     for (const char *p = impl; *p != '\0'; p += *p == ',') {
