@@ -25,7 +25,6 @@ case "${1:-}" in
         python3-mpi4py python3-pytest python3-cffi python3-dev
         python3-distributed
         gnuplot-nox
-        python3-mpi4py
         clang-format
     )
     ;;
