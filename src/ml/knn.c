@@ -209,6 +209,22 @@ static void select_row(topk_t *t, size_t q, size_t k, const double *g, const flo
     }
 }
 
+/* The k nearest of each of the nq queries from t into the caller's arrays: indices,
+ * distances (square roots of t's squared ones; NULL: not wanted) and the majority label
+ * (NULL: not wanted). */
+static void write_results(const topk_t *t, size_t nq, size_t k, int64_t *indices, double *distances,
+                          int64_t *pred)
+{
+    for (size_t q = 0; q < nq; q++) {
+        memcpy(indices + q * k, t->idx + q * k, k * sizeof(int64_t));
+        if (distances != NULL)
+            for (size_t j = 0; j < k; j++)
+                distances[q * k + j] = sqrt(t->key[q * k + j]);
+        if (pred != NULL)
+            pred[q] = majority(t->lab + q * k, k);
+    }
+}
+
 int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels, size_t nref,
                     const double *query, size_t nq, size_t d, size_t k, int64_t *indices,
                     double *distances, int64_t *pred, hpml_knn_progress_fn progress,
@@ -337,14 +353,7 @@ int hpml_knn_search(hpml_comm_t *comm, const double *ref, const int64_t *labels,
         }
         offset += n;
     }
-    for (size_t q = 0; q < nq; q++) {
-        memcpy(indices + q * k, t.idx + q * k, k * sizeof(int64_t));
-        if (distances != NULL)
-            for (size_t j = 0; j < k; j++)
-                distances[q * k + j] = sqrt(t.key[q * k + j]);
-        if (pred != NULL)
-            pred[q] = majority(t.lab + q * k, k);
-    }
+    write_results(&t, nq, k, indices, distances, pred);
 out:
     hpml_free(counts);
     hpml_free(chunk);
