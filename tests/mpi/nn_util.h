@@ -2,7 +2,9 @@
 #ifndef HPML_TESTS_NN_UTIL_H
 #define HPML_TESTS_NN_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,6 +71,36 @@ static inline void nnt_ckpt_remove(const char *dir)
         unlink(path);
         rmdir(dir);
     }
+}
+
+/* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
+static inline double nnt_rel_diff(hpml_model_t *a, hpml_model_t *b)
+{
+    double v = 0, mx = 1;
+
+    if (a == NULL || b == NULL)
+        return INFINITY;
+    for (size_t i = 0; i < hpml_model_num_params(a); i++) {
+        v = fmax(v, fabs((double)hpml_model_params(a)[i] - hpml_model_params(b)[i]));
+        mx = fmax(mx, fabs((double)hpml_model_params(a)[i]));
+    }
+    return v / mx;
+}
+
+/* Did every rank end with rank 0's parameters? Collective. */
+static inline int nnt_same_on_all_ranks(hpml_model_t *m)
+{
+    size_t n = m ? hpml_model_num_params(m) : 0;
+    float *r0 = malloc(n * sizeof(float) + 1);
+    int same, all;
+
+    if (m)
+        memcpy(r0, hpml_model_params(m), n * sizeof(float));
+    MPI_Bcast(r0, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    same = m != NULL && memcmp(r0, hpml_model_params(m), n * sizeof(float)) == 0;
+    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    free(r0);
+    return all;
 }
 
 #endif

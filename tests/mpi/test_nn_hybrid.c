@@ -27,36 +27,6 @@
 /* The second layer dense too: it can be split with the first (5 outputs, 7 inputs). */
 #define SPEC2 "dense 7 relu | dense 5 relu | dropout 0.2 | dense 3"
 
-/* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
-static double rel_diff(hpml_model_t *a, hpml_model_t *b)
-{
-    double v = 0, mx = 1;
-
-    if (a == NULL || b == NULL)
-        return INFINITY;
-    for (size_t i = 0; i < hpml_model_num_params(a); i++) {
-        v = fmax(v, fabs((double)hpml_model_params(a)[i] - hpml_model_params(b)[i]));
-        mx = fmax(mx, fabs((double)hpml_model_params(a)[i]));
-    }
-    return v / mx;
-}
-
-/* Did every rank end with the same parameters? Collective. */
-static int same_on_all_ranks(hpml_model_t *m)
-{
-    size_t n = m ? hpml_model_num_params(m) : 0;
-    float *r0 = malloc(n * sizeof(float) + 1);
-    int same = 1, all;
-
-    if (m)
-        memcpy(r0, hpml_model_params(m), n * sizeof(float));
-    MPI_Bcast(r0, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    same = m != NULL && memcmp(r0, hpml_model_params(m), n * sizeof(float)) == 0;
-    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    free(r0);
-    return all;
-}
-
 /* The layout hpml_train picks for cfg on P ranks of this data (replicated). */
 static hpml_parallel_t layout(const hpml_train_config_t *cfg, int P, size_t lb)
 {
@@ -108,10 +78,11 @@ static void check_hybrid(hpml_comm_t *world, hpml_comm_t *self, const hpml_train
     c = *cfg;
     c.parallel = HPML_PARALLEL_HYBRID;
     hyb = nnt_run(world, &c, d);
-    HPMLT_CHECK(rel_diff(one, hyb) <= 1e-4, "%s: hybrid vs 1 rank: %g", what, rel_diff(one, hyb));
-    HPMLT_CHECK(rel_diff(data, hyb) <= 1e-4, "%s: hybrid vs data-parallel: %g", what,
-                rel_diff(data, hyb));
-    HPMLT_CHECK(hyb && same_on_all_ranks(hyb), "%s: the ranks' hybrid models differ", what);
+    HPMLT_CHECK(nnt_rel_diff(one, hyb) <= 1e-4, "%s: hybrid vs 1 rank: %g", what,
+                nnt_rel_diff(one, hyb));
+    HPMLT_CHECK(nnt_rel_diff(data, hyb) <= 1e-4, "%s: hybrid vs data-parallel: %g", what,
+                nnt_rel_diff(data, hyb));
+    HPMLT_CHECK(hyb && nnt_same_on_all_ranks(hyb), "%s: the ranks' hybrid models differ", what);
 
     /* The variants of the layers above layer 0 train the same model. */
     {
@@ -132,8 +103,8 @@ static void check_hybrid(hpml_comm_t *world, hpml_comm_t *self, const hpml_train
             c.overlap = v[k].overlap;
             c.sharded_update = v[k].sharded;
             mk = nnt_run(world, &c, d);
-            HPMLT_CHECK(rel_diff(hyb, mk) <= v[k].tol, "%s, %s: %g (tolerance %g)", what, v[k].name,
-                        rel_diff(hyb, mk), v[k].tol);
+            HPMLT_CHECK(nnt_rel_diff(hyb, mk) <= v[k].tol, "%s, %s: %g (tolerance %g)", what,
+                        v[k].name, nnt_rel_diff(hyb, mk), v[k].tol);
             hpml_model_destroy(mk);
         }
     }
@@ -154,8 +125,8 @@ static void check_hybrid(hpml_comm_t *world, hpml_comm_t *self, const hpml_train
         c.split_layers = cfg->split_layers;
         c.parallel = HPML_PARALLEL_HYBRID;
         b = nnt_run(world, &c, &few);
-        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "%s, batch 3: hybrid vs 1 rank: %g", what,
-                    rel_diff(a, b));
+        HPMLT_CHECK(nnt_rel_diff(a, b) <= 1e-4, "%s, batch 3: hybrid vs 1 rank: %g", what,
+                    nnt_rel_diff(a, b));
         hpml_model_destroy(a);
         hpml_model_destroy(b);
     }
@@ -274,7 +245,7 @@ int main(int argc, char **argv)
         c.grad_dtype = k ? HPML_F16 : HPML_F32;
         a = nnt_run(world, &c, &d);
         b = nnt_run(sep, &c, &d);
-        diff = rel_diff(a, b);
+        diff = nnt_rel_diff(a, b);
         if (P <= 2)
             HPMLT_CHECK(nnt_same_bits(a, b),
                         "2 layers split, %s: shared memory and messages "
@@ -300,10 +271,10 @@ int main(int argc, char **argv)
         a = nnt_run(self, &c, &d);
         c.split_layers = 2;
         b = nnt_run(world, &c, &d);
-        HPMLT_CHECK(rel_diff(a, b) <= 1e-4, "2 layers split, the second the output: %g",
-                    rel_diff(a, b));
-        HPMLT_CHECK(b && same_on_all_ranks(b), "2 layers split, the second the output: the "
-                                               "ranks' models differ");
+        HPMLT_CHECK(nnt_rel_diff(a, b) <= 1e-4, "2 layers split, the second the output: %g",
+                    nnt_rel_diff(a, b));
+        HPMLT_CHECK(b && nnt_same_on_all_ranks(b), "2 layers split, the second the output: the "
+                                                   "ranks' models differ");
         hpml_model_destroy(a);
         hpml_model_destroy(b);
     }

@@ -28,36 +28,6 @@
 /* 6 layers: the relus fuse into the conv and the dense layers. */
 #define SPEC "conv 4 3x3 pad1 relu | pool 2 | dense 16 relu | dropout 0.2 | dense 8 relu | dense 3"
 
-/* max |a - b| / max(1, max |a|) over two runs' parameters; infinite when one failed. */
-static double rel_diff(hpml_model_t *a, hpml_model_t *b)
-{
-    double v = 0, mx = 1;
-
-    if (a == NULL || b == NULL)
-        return INFINITY;
-    for (size_t i = 0; i < hpml_model_num_params(a); i++) {
-        v = fmax(v, fabs((double)hpml_model_params(a)[i] - hpml_model_params(b)[i]));
-        mx = fmax(mx, fabs((double)hpml_model_params(a)[i]));
-    }
-    return v / mx;
-}
-
-/* Did every rank end with rank 0's parameters? Collective. */
-static int same_on_all_ranks(hpml_model_t *m)
-{
-    size_t n = m ? hpml_model_num_params(m) : 0;
-    float *r0 = malloc(n * sizeof(float) + 1);
-    int same, all;
-
-    if (m)
-        memcpy(r0, hpml_model_params(m), n * sizeof(float));
-    MPI_Bcast(r0, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    same = m != NULL && memcmp(r0, hpml_model_params(m), n * sizeof(float)) == 0;
-    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    free(r0);
-    return all;
-}
-
 /* hpml_train fails with HPML_ERR_INVAL on every rank and a message containing `what`. */
 static void expect_inval(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dataset_t *d,
                          const char *what)
@@ -133,13 +103,13 @@ static void check_stages(hpml_comm_t *world, const hpml_train_config_t *cfg,
         check_live(&kf, S, Ms[k], 1);
         c.recompute = 1;
         rc = nnt_run(world, &c, d);
-        HPMLT_CHECK(rel_diff(data, g) <= 1e-5, "S=%d M=%d %s: pipeline vs data-parallel: %g", S,
-                    Ms[k], part ? part : "uniform", rel_diff(data, g));
+        HPMLT_CHECK(nnt_rel_diff(data, g) <= 1e-5, "S=%d M=%d %s: pipeline vs data-parallel: %g", S,
+                    Ms[k], part ? part : "uniform", nnt_rel_diff(data, g));
         HPMLT_CHECK(nnt_same_bits(g, f), "S=%d M=%d: GPipe and 1F1B differ (%g)", S, Ms[k],
-                    rel_diff(g, f));
+                    nnt_rel_diff(g, f));
         HPMLT_CHECK(nnt_same_bits(f, rc), "S=%d M=%d: recompute changes the bits (%g)", S, Ms[k],
-                    rel_diff(f, rc));
-        HPMLT_CHECK(g && same_on_all_ranks(g), "S=%d M=%d: the ranks' models differ", S, Ms[k]);
+                    nnt_rel_diff(f, rc));
+        HPMLT_CHECK(g && nnt_same_on_all_ranks(g), "S=%d M=%d: the ranks' models differ", S, Ms[k]);
         hpml_model_destroy(g);
         hpml_model_destroy(f);
         hpml_model_destroy(rc);
@@ -169,7 +139,7 @@ static void check_resume(hpml_comm_t *world, const hpml_train_config_t *cfg,
     c.resume = 1;
     rest = nnt_run(world, &c, d);
     HPMLT_CHECK(nnt_same_bits(whole, rest), "S=%d: resumed run differs (%g)", S,
-                rel_diff(whole, rest));
+                nnt_rel_diff(whole, rest));
     nnt_ckpt_remove(dir);
     hpml_model_destroy(whole);
     hpml_model_destroy(first);
@@ -287,7 +257,8 @@ int main(int argc, char **argv)
         c.stages = P % 3 == 0 ? 3 : 2;
         c.micro_batches = 5;
         b = nnt_run(world, &c, &d);
-        HPMLT_CHECK(rel_diff(a, b) <= 1e-5, "batch %d in 5 micro-batches: %g", P, rel_diff(a, b));
+        HPMLT_CHECK(nnt_rel_diff(a, b) <= 1e-5, "batch %d in 5 micro-batches: %g", P,
+                    nnt_rel_diff(a, b));
         hpml_model_destroy(a);
         hpml_model_destroy(b);
     }
@@ -312,8 +283,8 @@ int main(int argc, char **argv)
         c.stages = 2;
         c.partition = "auto";
         b = nnt_run(world, &c, &d);
-        HPMLT_CHECK(rel_diff(a, b) <= 1e-5, "auto partition under a memory limit: %g",
-                    rel_diff(a, b));
+        HPMLT_CHECK(nnt_rel_diff(a, b) <= 1e-5, "auto partition under a memory limit: %g",
+                    nnt_rel_diff(a, b));
         c.memory_limit = 1000;
         expect_inval(world, &c, &d, "no cut of the 4 layers into 2 pipeline stages");
         hpml_model_destroy(full);
