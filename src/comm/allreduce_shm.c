@@ -89,6 +89,19 @@ static size_t slot_offset(const hpml_shm_t *s, uint64_t step0, size_t bytes)
     return (size_t)((step0 / (uint64_t)s->nbuf) % k) * slot;
 }
 
+/* Under apply: an error when local rank k's function failed in this call (its elements
+ * have no result), else 0. */
+static int owner_failed(const eng_t *e, int k)
+{
+    if (e->ap &&
+        atomic_load_explicit(&hpml__shm_ctrl(e->s, k)->failed, memory_order_relaxed) > e->step0)
+        return hpml_set_error(HPML_ERR_STATE,
+                              "hpml_allreduce_apply: the function failed on local rank %d, so "
+                              "the elements it owns have no result",
+                              k);
+    return 0;
+}
+
 /* Elements [lo, hi) of slice j of a chunk of m elements split into S slices, cut at
  * cache-line multiples. */
 static void slice_bounds(const eng_t *e, size_t m, int j, size_t *lo, size_t *hi)
@@ -264,12 +277,8 @@ static int copy_out(eng_t *e, size_t c)
 
         if (e->direct && k == e->lr)
             continue;
-        if (e->ap && k != e->lr && rc == 0 &&
-            atomic_load_explicit(&hpml__shm_ctrl(e->s, k)->failed, memory_order_relaxed) > e->step0)
-            rc = hpml_set_error(HPML_ERR_STATE,
-                                "hpml_allreduce_apply: the function failed on local rank %d, "
-                                "so the elements it owns have no result",
-                                k);
+        if (k != e->lr && rc == 0)
+            rc = owner_failed(e, k);
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
             hpml__shm_copy(dst + lo * e->es, pipe_buf(e, k, g) + lo * e->es, (hi - lo) * e->es,
@@ -519,12 +528,8 @@ static int hier_finish(eng_t *e, hier_t *h, size_t c, uint64_t g)
 
         if (p == e->lr)
             continue;
-        if (e->ap && rc == 0 &&
-            atomic_load_explicit(&hpml__shm_ctrl(e->s, p)->failed, memory_order_relaxed) > e->step0)
-            rc = hpml_set_error(HPML_ERR_STATE,
-                                "hpml_allreduce_apply: the function failed on local rank %d, "
-                                "so the elements it owns have no result",
-                                p);
+        if (rc == 0)
+            rc = owner_failed(e, p);
         slice_bounds(e, m, j, &lo, &hi);
         if (hi > lo)
             memcpy(dst + lo * e->es, pipe_buf(e, p, g) + lo * e->es, (hi - lo) * e->es);
