@@ -9,7 +9,14 @@
 # Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes").
 #
 #   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
+#                    [--rounds N] [--ppn 2,1] [--parts comm,model,train]
 #
+# --rounds N: run each allreduce sweep N times, the implementations' order rotated each
+# round (mpi,hpml,hier; hpml,hier,mpi; hier,mpi,hpml; ...), and report per size the
+# median time of each and the median of the per-round ratios. The order matters on shaped
+# links: the first implementation of a size starts with the token bucket full and rides
+# its burst (256 KiB), the next ones find it drained (default 1, the order above).
+# --ppn: ranks per node of the allreduce sweeps; --parts: which of the three parts to run.
 # --limit: seconds one run (one launcher call) may take before it is stopped and reported
 # as failed (default 150; MPICH can hang in MPI_Finalize, docs/cluster.md).
 # Needs root (network namespaces). --quick: few sizes and iterations, to check the script
@@ -21,13 +28,19 @@ mpis=openmpi,mpich
 rate=1gbit
 quick=0
 limit_s=
+rounds=1
+ppns=2,1
+parts=comm,model,train
 while [ $# -gt 0 ]; do
     case "$1" in
     --mpi) mpis=${2:?--mpi needs a value}; shift 2 ;;
     --rate) rate=${2:?--rate needs a value}; shift 2 ;;
     --quick) quick=1; shift ;;
     --limit) limit_s=${2:?--limit needs a value}; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
+    --ppn) ppns=${2:?--ppn needs a value}; shift 2 ;;
+    --parts) parts=${2:?--parts needs a value}; shift 2 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -52,6 +65,14 @@ else
     limit_s=${limit_s:-150}
 fi
 case $limit_s in '' | *[!0-9]* | 0) echo "cluster.sh: --limit must be a positive number of seconds (got '$limit_s')" >&2; exit 2 ;; esac
+case $rounds in '' | *[!0-9]* | 0) echo "cluster.sh: --rounds must be a positive number (got '$rounds')" >&2; exit 2 ;; esac
+for p in ${ppns//,/ }; do
+    case $p in 1 | 2) ;; *) echo "cluster.sh: --ppn: 1 or 2 ranks per node (got '$p')" >&2; exit 2 ;; esac
+done
+for part in ${parts//,/ }; do
+    case $part in comm | model | train) ;; *) echo "cluster.sh: --parts: comm, model or train (got '$part')" >&2; exit 2 ;; esac
+done
+want() { case ",$parts," in *",$1,"*) return 0 ;; esac; return 1; }
 
 up() { # RATE|none
     "$cluster" down --name $name >/dev/null 2>&1 || true
@@ -71,26 +92,41 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --sh
     "$(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 echo
+impls=(mpi hpml hpml:hier)
+if want comm; then
 echo "| MPI | layout | links | size | mpi µs | hpml µs (algorithm) | hier µs | mpi / hpml | mpi / hier |"
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+fi
 # Shaped first, 2 x 2 first: the targets' runs come before the others.
 for shape in "$rate" none; do
+    want comm || continue
     up "$shape"
     for m in ${mpis//,/ }; do
-        for p in 2 1; do
-            out=$tmp/$m-$p-$shape.csv
-            crun "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
-                --impl mpi,hpml,hpml:hier -m "$sizes" "${iters[@]}" --csv >"$out" || true
+        for p in ${ppns//,/ }; do
+            csvs=()
+            for ((r = 0; r < rounds; r++)); do
+                k=$((r % 3))
+                order=$(IFS=,; echo "${impls[*]:k},${impls[*]:0:k}")
+                order=${order%,}
+                out=$tmp/$m-$p-$shape-$r.csv
+                crun "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
+                    --impl "$order" -m "$sizes" "${iters[@]}" --csv >"$out" || true
+                csvs+=("$out")
+            done
             crun "$m" "$p" "$repo/build/$m/bin/hpml" info >"$tmp/info" 2>/dev/null || true
-            /usr/bin/python3 - "$out" "$m" "2 x $p" "${shape/none/unshaped}" "$tmp/info" <<'PY'
-import csv, re, sys
-path, mpi, layout, links, info = sys.argv[1:]
-rows = {}
-try:
-    for r in csv.DictReader(open(path)):
-        rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
-except (OSError, ValueError, KeyError, TypeError):
-    pass
+            /usr/bin/python3 - "$m" "2 x $p" "${shape/none/unshaped}" "$tmp/info" \
+                "$tmp/$m-$p-$shape.med" "${csvs[@]}" <<'PY'
+import csv, re, statistics, sys
+mpi, layout, links, info, medians = sys.argv[1:6]
+rounds = []  # per round: {size: {impl: avg_us}}
+for path in sys.argv[6:]:
+    rows = {}
+    try:
+        for r in csv.DictReader(open(path)):
+            rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    rounds.append(rows)
 # the default selection's allreduce ranges from `hpml info` ("allreduce  0..512K-1 mpi, ...")
 ranges = []
 for line in open(info, errors="replace"):
@@ -108,15 +144,22 @@ def algo(n):
     for a, b, name in ranges:
         if unit(a) <= n <= unit(b): return name
     return "?"
-if not rows:
+want = {"mpi", "hpml", "hpml:hier"}
+sizes = sorted({n for rows in rounds for n in rows})
+med_out = open(medians, "w")  # "size mpi_us hpml_us hier_us", the medians, for the model
+if not sizes:
     print("| %s | %s | %s | (no result: the run failed or timed out) | | | | | |" % (mpi, layout, links))
-for n in sorted(rows):
-    r = rows[n]
-    if not {"mpi", "hpml", "hpml:hier"} <= r.keys(): continue
+for n in sizes:
+    ok = [rows[n] for rows in rounds if n in rows and want <= rows[n].keys()]
+    if not ok: continue
+    med = {i: statistics.median(r[i] for r in ok) for i in want}
+    r_hpml = statistics.median(r["mpi"] / r["hpml"] for r in ok)
+    r_hier = statistics.median(r["mpi"] / r["hpml:hier"] for r in ok)
     size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
     print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %.2f | %.2f |" % (
-        mpi, layout, links, size, r["mpi"], r["hpml"], algo(n), r["hpml:hier"],
-        r["mpi"] / r["hpml"], r["mpi"] / r["hpml:hier"]))
+        mpi, layout, links, size, med["mpi"], med["hpml"], algo(n), med["hpml:hier"],
+        r_hpml, r_hier))
+    med_out.write("%d %r %r %r\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"]))
 PY
         done
     done
@@ -126,6 +169,7 @@ done
 # with its parameters measured here: the network's latency (half the round trip of 8
 # bytes, `hpml bench latency`, 2 x 1 shaped) and the node's shared-memory rate (the shm
 # allreduce of 16 MiB on 2 ranks of one node, taken as 3 passes over the data).
+if want model; then
 up "$rate"
 m0=${mpis%%,*}
 alpha=$(crun "$m0" 1 "$repo/build/$m0/bin/hpml" bench latency -m 8:8 -i 2000 -x 200 --csv |
@@ -138,18 +182,10 @@ shm_us=$("${one[@]}" "$repo/build/$m0/bin/hpml" bench allreduce -T f32 --impl hp
     -m 16M:16M -i 100 -x 10 --csv | awk -F, 'NR > 1 && $2 == "hpml:shm" { print $7; exit }' || true)
 shm_gbs=
 [ -z "$shm_us" ] || shm_gbs=$(/usr/bin/python3 -c "print('%.1f' % (3 * 16 * 2**20 / ($shm_us * 1e-6) / 1e9))")
-/usr/bin/python3 - "$tmp/$m0-2-$rate.csv" >"$tmp/measured" <<'PY'
-import csv, sys
-rows = {}
-try:
-    for r in csv.DictReader(open(sys.argv[1])):
-        rows.setdefault(int(r["size"]), {})[r["impl"]] = float(r["avg_us"])
-except (OSError, ValueError, KeyError, TypeError):
-    pass
-for n in sorted(rows):
-    if n >= 256 << 10 and {"mpi", "hpml:hier"} <= rows[n].keys():
-        print(2, 2, n, rows[n]["mpi"], rows[n]["hpml:hier"])
-PY
+# the shaped 2 x 2 medians of the comm part, when it ran (lines "size mpi hpml hier")
+measured=()
+awk '$1 >= 262144 { print 2, 2, $1, $2, $4 }' "$tmp/$m0-2-$rate.med" >"$tmp/measured" 2>/dev/null &&
+    [ -s "$tmp/measured" ] && measured=(--measured "$tmp/measured")
 rate_mbit=$(/usr/bin/python3 -c "
 import re; m = re.fullmatch(r'(\d+(?:\.\d+)?)([kmg]?)bit', '$rate')
 print(float(m.group(1)) * {'k': 1e-3, 'm': 1, 'g': 1e3, '': 1e-6}[m.group(2)])")
@@ -157,12 +193,15 @@ echo
 if [ -n "$alpha" ] && [ -n "$shm_gbs" ]; then
     echo "# model ($m0): alpha_n ${alpha} µs, link ${rate_mbit} Mbit/s, shared memory ${shm_gbs} GB/s"
     "$repo/bench/scaling_model.py" --alpha-us "$alpha" --link-mbit "$rate_mbit" \
-        --shm-gbs "$shm_gbs" --ppn 2 --bytes 1M,16M --measured "$tmp/measured"
+        --shm-gbs "$shm_gbs" --ppn 2 --bytes 1M,16M "${measured[@]}"
 else
     echo "# model: its parameters could not be measured (a run failed)"
 fi
+fi
 
 # Training across 2 shaped nodes, 1 rank each: f32 against bf16 gradients.
+want train || exit 0
+up "$rate"
 echo
 echo "| MPI | gradients | images/s | test accuracy | rate / f32 rate |"
 echo "|---|---|---:|---:|---:|"
