@@ -83,8 +83,9 @@ fi
 # MPICH busy-polls: 2 ranks there, 4 on Open MPI.
 np=4
 [ "$MPI" = mpich ] && np=2
-# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof).
-HPML_PROF_CALLSITES=2 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
+# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof),
+# and the profiler timing itself (HPML_PROF_SELF=1).
+HPML_PROF_CALLSITES=2 HPML_PROF_SELF=1 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
 if [ $rc -ne 0 ]; then fail "ring allreduce: exit $rc: $(tail -3 "$tmp/ring.err")"
 else
     out=$(check "$tmp/ring" "
@@ -113,8 +114,19 @@ ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_
         and len(c['frames']) == 2 and c['frames'][1]['where'].startswith('hpml_allreduce_algo (')]
 if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
     e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
+# HPML_PROF_SELF=1: every MPI call, hpml collective and I/O call counted was timed once, and
+# the profiler's own time is within the rank's wall time.
+timed = sum(c['count'] for c in r['calls']) + sum(h['count'] for h in r['hpml_collectives']) \
+    + sum(c['count'] for f in r['io'] for c in f['calls'])
+ps = [k['profiler_self'] for k in r['rank_info']]
+if None in ps or sum(x['calls'] for x in ps) != timed:
+    e.append('profiler_self %s, want %d calls in all' % (ps, timed))
+elif any(not (0 < x['s'] < k['wall_s']) or abs(x['s'] - x['calls_s'] - x['start_s'] - x['snapshots_s']) > 1e-8
+         for x, k in zip(ps, r['rank_info'])):
+    e.append('profiler_self times %s' % ps)
 print('; '.join(e))")
-    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact" || fail "ring: $out"
+    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact; HPML_PROF_SELF timed every call" || fail "ring: $out"
+    grep -q "^rank .* prof  *prof%" "$tmp/ring/report.txt" || fail "ring: no prof column in report.txt with HPML_PROF_SELF=1"
 fi
 
 # --- sub-communicators: their ranks counted as world ranks ---------------------------------
