@@ -386,6 +386,15 @@ for x in ev:
     if x["ph"] != "M" and not (isinstance(x.get("ts"), (int, float)) and x["ts"] >= 0): e.append("no ts %s" % x); break
     if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
     if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
+    # Only the spec's keys, its metadata names, and flow events the way Perfetto's JSON
+    # importer pairs them (integer id, one cat and name) and binds them ("bp": "e" on
+    # the "f" only: an "s" always binds to its enclosing slice).
+    if set(x) - {"name", "cat", "ph", "pid", "tid", "ts", "dur", "args", "id", "bp"}: e.append("keys %s" % x); break
+    if x["ph"] == "M" and x["name"] not in ("process_name", "process_sort_index"): e.append("metadata %s" % x); break
+    if x["ph"] in "sf" and (not isinstance(x.get("id"), int) or x.get("cat") != "flow" or x["name"] != "message"
+                            or ("bp" in x) != (x["ph"] == "f") or x.get("bp", "e") != "e"):
+        e.append("flow %s" % x); break
+if set(d) != {"traceEvents", "displayTimeUnit", "otherData"}: e.append("top-level keys %s" % sorted(d))
 X = [x for x in ev if x["ph"] == "X"]
 # Per thread (pid, tid), in the file's order: slices start in time order and nest or
 # follow one another (never overlap in part); every "B" has its "E", innermost first.
