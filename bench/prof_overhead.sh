@@ -12,7 +12,10 @@
 #     (its wrappers' bookkeeping, its start, its snapshots: docs/prof.md, "Overhead"): the
 #     largest rank's, as a percentage of the same round's plain wall time, is an estimate
 #     of the rise that does not depend on the machine's state (it costs one clock read
-#     per call more, which the wall times then include).
+#     per call more, which the wall times then include); and the programs' own timing of
+#     their loops (train's mean step, kmeans' Lloyd iterations), paired the same way as
+#     the wall times: what the profiler adds inside the program, without the launcher's
+#     start-up and the profiler's start and end.
 # Then prof_overhead_stats.py prints, per target, the median of the rounds' paired
 # differences with a distribution-free 95% confidence interval, and whether the target
 # holds (the interval's upper end within it), fails, or is not resolved; and the
@@ -113,6 +116,11 @@ self_row() {
     v=$(self_s)
     [ -z "$v" ] || echo "$1 $2-self $3 $v" >>"$tmp/rows"
 }
+# loop_row ROUND WORKLOAD MODE VALUE: the program's own time of its loop (train: the mean
+# step in ms; kmeans: the Lloyd iterations in s, slowest rank), when it printed one.
+loop_row() {
+    [ -z "$4" ] || echo "$1 $2-loop $3 $4" >>"$tmp/rows"
+}
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 
@@ -154,12 +162,14 @@ for r in $(seq "$rounds"); do
     if [ $only != latency ]; then
         for m in $order; do
             t=$(wall $m "$hpml" train --synthetic --model mlp "${train[@]}" --no-progress) &&
-                echo "$r train $m $t" >>"$tmp/rows" && self_row "$r" train $m
+                echo "$r train $m $t" >>"$tmp/rows" && self_row "$r" train $m &&
+                loop_row "$r" train $m "$(awk 'NF && $1 !~ /^#/ { v = $2 } END { print v }' "$tmp/out")"
         done
         for m in $order; do
             t=$(wall $m "$hpml" kmeans --data "$tmp/x.npy" -k 16 --init random --n-init 1 \
                 --max-iter $kiter --tol 0) && echo "$r kmeans $m $t" >>"$tmp/rows" &&
-                self_row "$r" kmeans $m
+                self_row "$r" kmeans $m &&
+                loop_row "$r" kmeans $m "$(sed -n 's/.* lloyd \([0-9.]*\) s.*/\1/p' "$tmp/out")"
         done
         t0=$(now)
         "$hpml" prof merge -q "$tmp/p" >/dev/null 2>&1 || true # the last run's: kmeans
