@@ -261,6 +261,11 @@ void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_
 void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
                            uint64_t t1);
 
+/* HPML_PROF_SELF=1 (hpml__prof_self): add the time since t0 to t's own time, as part of
+ * a call already counted (trace mode's request matching in the wrappers). */
+extern int hpml__prof_self;
+void hpml__prof_self_extra(prof_thread_t *t, uint64_t t0);
+
 /* n zeroed bytes in the rank's .live mapping (else on the heap): tables that a recovery
  * after SIGKILL reads (prof_core.c). */
 void *hpml__prof_live_alloc(size_t n);

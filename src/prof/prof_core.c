@@ -50,7 +50,8 @@ static const char *const io_names[PROF_IO_NCALLS] = {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, groups, files */
 static PROF_TLS prof_thread_t *mine;
 
-static int world_rank = -1, fd = -1, paused, ended, site_depth = 1, self_on;
+static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
+int hpml__prof_self;
 static pid_t start_pid;
 static uint64_t start_ns, period_ns, fixed_elapsed;
 static volatile sig_atomic_t flushing;
@@ -317,6 +318,11 @@ static inline void self_add(prof_thread_t *t, uint64_t t1)
     t->self_calls++;
 }
 
+void hpml__prof_self_extra(prof_thread_t *t, uint64_t t0)
+{
+    t->self_ns += hpml__prof_now() - t0;
+}
+
 static void record_body(prof_thread_t *t, void *ra, int id, uint64_t t0, uint64_t now,
                         uint64_t bytes, const prof_comm_t *c, int wpeer);
 
@@ -330,7 +336,7 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
         return;
     }
     record_body(t, ra, id, t0, now, bytes, c, wpeer);
-    if (self_on)
+    if (hpml__prof_self)
         self_add(t, now);
     if (now >= hpml__prof_next_flush)
         hpml__prof_flush("run", 0);
@@ -452,16 +458,16 @@ void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes)
 
     if (!hpml__prof_on || paused || (t = mine ? mine : hpml__prof_thread()) == NULL)
         return;
-    t_in = self_on ? hpml__prof_now() : 0;
+    t_in = hpml__prof_self ? hpml__prof_now() : 0;
     if (t->hcoll_depth++ > 0) {
-        if (self_on)
+        if (hpml__prof_self)
             t->self_ns += hpml__prof_now() - t_in + L->self_clock_ns;
         return;
     }
     t->in_hcoll = hcoll_cached(t, coll, algo);
     t->hcoll[t->in_hcoll].st.bytes += bytes;
     t->hcoll_t0 = hpml__prof_now();
-    if (self_on) /* from t_in to the clock read above, and t_in's own read */
+    if (hpml__prof_self) /* from t_in to the clock read above, and t_in's own read */
         t->self_ns += t->hcoll_t0 - t_in + L->self_clock_ns;
 }
 
@@ -477,7 +483,7 @@ void hpml_prof_coll_leave(void)
         return;
     now = hpml__prof_now();
     if (--t->hcoll_depth > 0) {
-        if (self_on) /* its time, not a call: the outermost leave counts the collective */
+        if (hpml__prof_self) /* its time, not a call: the outermost leave counts the collective */
             t->self_ns += hpml__prof_now() - now + L->self_clock_ns;
         return;
     }
@@ -489,7 +495,7 @@ void hpml_prof_coll_leave(void)
         h->st.max_ns = d;
     h->st.count++;
     h->st.total_ns += d;
-    if (self_on)
+    if (hpml__prof_self)
         self_add(t, now);
 }
 
@@ -528,7 +534,7 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
     f = t->files[fi];
     if (f == NULL) {
         if ((f = live_alloc(sizeof(*f))) == NULL) {
-            if (self_on)
+            if (hpml__prof_self)
                 self_add(t, now);
             return;
         }
@@ -542,7 +548,7 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
     if (op == PROF_IO_read || op == PROF_IO_write || op == PROF_IO_pread || op == PROF_IO_pwrite ||
         op == PROF_IO_fread || op == PROF_IO_fwrite)
         f->hist[hbin(bytes)]++;
-    if (self_on)
+    if (hpml__prof_self)
         self_add(t, now);
     if (hpml__prof_on && now >= hpml__prof_next_flush)
         hpml__prof_flush("run", 0);
@@ -937,10 +943,10 @@ void hpml__prof_flush(const char *state, int sig)
     if (__atomic_exchange_n(&flushing, 1, __ATOMIC_ACQUIRE))
         return;
     hpml__prof_in_io++;
-    flush_t0 = self_on ? hpml__prof_now() : 0;
+    flush_t0 = hpml__prof_self ? hpml__prof_now() : 0;
     hpml__prof_trace_flush(L->threads, mine, strcmp(state, "run") != 0);
     snapshot(state, sig);
-    if (self_on)
+    if (hpml__prof_self)
         L->self_flush_ns += hpml__prof_now() - flush_t0;
     hpml__prof_in_io--;
     if (strcmp(state, "run") == 0)
@@ -1125,7 +1131,7 @@ void hpml__prof_start(uint64_t t_init)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
-    if ((self_on = self_from_env()) != 0) {
+    if ((hpml__prof_self = self_from_env()) != 0) {
         L->self_clock_ns = clock_cost();
         L->self_on = 1;
         /* The first snapshot counts apart. The run id's broadcast is left out: it waits

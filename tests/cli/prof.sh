@@ -56,6 +56,21 @@ exec(sys.argv[2])
 PY
 }
 
+# self_check DIR: with HPML_PROF_SELF=1, every MPI call, hpml collective and I/O call
+# counted was timed once, and the profiler's own time is within each rank's wall time;
+# prints what failed
+self_check() {
+    check "$1" '
+timed = sum(c["count"] for c in r["calls"]) + sum(h["count"] for h in r["hpml_collectives"]) \
+    + sum(c["count"] for f in r["io"] for c in f["calls"])
+ps = [k["profiler_self"] for k in r["rank_info"]]
+if None in ps or sum(x["calls"] for x in ps) != timed:
+    print("profiler_self %s, want %d calls in all" % (ps, timed))
+elif any(not (0 < x["s"] < k["wall_s"]) or abs(x["s"] - x["calls_s"] - x["start_s"] - x["snapshots_s"]) > 1e-8
+         for x, k in zip(ps, r["rank_info"])):
+    print("profiler_self times %s" % ps)'
+}
+
 # --- latency on 2 ranks: sizes 0, 1, 2, ... 8192, 50 iterations + 5 warm-up each ----------
 prof "$tmp/lat" -np 2 "$HPML" bench latency -m 0:8K -i 50 -x 5
 if [ $rc -ne 0 ]; then fail "latency under hpml prof: exit $rc: $(tail -3 "$tmp/lat.err")"
@@ -114,17 +129,8 @@ ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_
         and len(c['frames']) == 2 and c['frames'][1]['where'].startswith('hpml_allreduce_algo (')]
 if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
     e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
-# HPML_PROF_SELF=1: every MPI call, hpml collective and I/O call counted was timed once, and
-# the profiler's own time is within the rank's wall time.
-timed = sum(c['count'] for c in r['calls']) + sum(h['count'] for h in r['hpml_collectives']) \
-    + sum(c['count'] for f in r['io'] for c in f['calls'])
-ps = [k['profiler_self'] for k in r['rank_info']]
-if None in ps or sum(x['calls'] for x in ps) != timed:
-    e.append('profiler_self %s, want %d calls in all' % (ps, timed))
-elif any(not (0 < x['s'] < k['wall_s']) or abs(x['s'] - x['calls_s'] - x['start_s'] - x['snapshots_s']) > 1e-8
-         for x, k in zip(ps, r['rank_info'])):
-    e.append('profiler_self times %s' % ps)
 print('; '.join(e))")
+    out=$out$(self_check "$tmp/ring")
     [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact; HPML_PROF_SELF timed every call" || fail "ring: $out"
     grep -q "^rank .* prof  *prof%" "$tmp/ring/report.txt" || fail "ring: no prof column in report.txt with HPML_PROF_SELF=1"
 fi
@@ -454,9 +460,9 @@ for i in list(s)[:40]:
 fi
 # Receives posted with MPI_Irecv: each message's flow ends in the call that completed its
 # receive (waited for in reverse order; wildcards; MPI_Waitall of 2 and of 20, MPI_Testsome,
-# MPI_Wait).
+# MPI_Wait). The profiler timing itself (HPML_PROF_SELF=1) includes the matching.
 # shellcheck disable=SC2086
-"$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
+HPML_PROF_SELF=1 "$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
 rc=$?
 out=$(tcheck "$tmp/ir" '
 def call(x, names):     # the slice of one of names around x, as (name, its index among them)
@@ -479,7 +485,8 @@ want = {8: (1, "MPI_Wait", 2), 16: (1, "MPI_Wait", 1), 24: (1, "MPI_Wait", 0), 3
 want.update({b: (1, "MPI_Waitall", 0) for b in range(100, 120)})
 if len(s) != 28: e.append("%d flows, want 28" % len(s))
 if got != want: e.append("flows (bytes: rank, call, which MPI_Wait) %s, want %s" % (sorted(got.items()), sorted(want.items())))' 2>&1)
-[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
+out=$out$(self_check "$tmp/ir" 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv; HPML_PROF_SELF timed every call" ||
     fail "trace of MPI_Irecv (exit $rc): $out $(tail -2 "$tmp/ir.err")"
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \
