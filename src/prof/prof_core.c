@@ -83,9 +83,11 @@ typedef struct {
     char *file_paths[PROF_MAX_FILES];
     char *hcoll_names[PROF_MAX_HCOLL];
     unsigned long seq;
-    void *trace;        /* trace mode: its counts and region names (prof_trace.c) */
-    int self_on;        /* HPML_PROF_SELF=1: the profiler times itself (self_add) */
-    uint64_t self_start_ns, self_flush_ns, self_clock_ns; /* hpml__prof_start, snapshots, a clock read */
+    void *trace; /* trace mode: its counts and region names (prof_trace.c) */
+    /* HPML_PROF_SELF=1: the profiler times itself (self_add); the time of its start, of its
+     * snapshots, and of one clock read */
+    int self_on;
+    uint64_t self_start_ns, self_flush_ns, self_clock_ns;
     char exe[PATH_MAX]; /* the program's absolute path: dladdr names it as started */
 } live_t;
 
@@ -927,7 +929,8 @@ static void snapshot(const char *state, int sig)
         /* This snapshot so far counts among the snapshots' time (not in a recovery). */
         outf("p %llu %llu %llu %llu %llu\n", (unsigned long long)calls, (unsigned long long)ns,
              (unsigned long long)L->self_start_ns,
-             (unsigned long long)(L->self_flush_ns + (flushing && flush_t0 ? hpml__prof_now() - flush_t0 : 0)),
+             (unsigned long long)(L->self_flush_ns +
+                                  (flushing && flush_t0 ? hpml__prof_now() - flush_t0 : 0)),
              (unsigned long long)L->self_clock_ns);
     }
     outf("e %lu\n", L->seq);
