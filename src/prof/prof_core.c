@@ -477,9 +477,7 @@ void hpml_prof_coll_leave(void)
 {
     prof_thread_t *t = mine;
     prof_hcoll_t *h;
-    uint64_t d;
-
-    uint64_t now;
+    uint64_t d, now;
 
     if (t == NULL || t->hcoll_depth == 0)
         return;
