@@ -19,7 +19,8 @@
 # Then prof_overhead_stats.py prints, per target, the median of the rounds' paired
 # differences with a distribution-free 95% confidence interval, and whether the target
 # holds (the interval's upper end within it), fails, or is not resolved; and the
-# profiler's own time (median and largest over the rounds).
+# profiler's own time (median and largest over the rounds; before that, its parts:
+# calls timed, their bookkeeping, the start, the snapshots).
 #
 #   bench/prof_overhead.sh [openmpi|mpich] [--rounds N] [--budget SECONDS]
 #                          [--only latency|wall] [--quick] [--no-self]
@@ -27,8 +28,9 @@
 # --rounds N: at most N rounds (default 30); --budget S: start no round that would end
 # after S seconds (the last round's length is the estimate); --only: the latency or the
 # wall-time workloads alone; --quick: small sizes, to check the script (not a
-# measurement); --no-self: profiled runs without HPML_PROF_SELF=1. Measure on a quiet machine under `chrt -f 1` (docs/performance.md, "How
-# to measure"); the header says the scheduling policy the script ran with.
+# measurement); --no-self: profiled runs without HPML_PROF_SELF=1. Measure on a quiet
+# machine under `chrt -f 1` (docs/performance.md, "How to measure"); the header says the
+# scheduling policy the script ran with.
 set -eu
 mpi=openmpi
 rounds=30
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
         shift 2 ;;
     --quick) quick=1; shift ;;
     --no-self) self=; shift ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "prof_overhead.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -115,6 +117,11 @@ self_row() {
     [ "$3" != plain ] && [ -n "$self" ] || return 0
     v=$(self_s)
     [ -z "$v" ] || echo "$1 $2-self $3 $v" >>"$tmp/rows"
+    # its parts on every rank: calls timed, bookkeeping, start, snapshots (ns)
+    for f in "$tmp"/p/rank-*.prof; do
+        awk -v w="$2" -v m="$3" '$1 == "p" { p = $2 " " $3 " " $4 " " $5 } END { if (p != "") print w, m, p }' \
+            "$f" >>"$tmp/parts"
+    done
 }
 # loop_row ROUND WORKLOAD MODE VALUE: the program's own time of its loop (train: the mean
 # step in ms; kmeans: the Lloyd iterations in s, slowest rank), when it printed one.
@@ -131,6 +138,7 @@ orders=("plain stats trace" "stats trace plain" "trace plain stats"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 sched=$(chrt -p $$ 2>/dev/null | sed -n 's/.*scheduling policy: //p;s/.*scheduling priority: /priority /p' | tr '\n' ' ')
 : >"$tmp/rows"
+: >"$tmp/parts"
 : >"$tmp/merge"
 t_start=$(now)
 last=0
@@ -185,5 +193,19 @@ echo "# hpml prof overhead, $mpi, 2 ranks bound one per core, $done_rounds paire
 echo "# scheduling: ${sched:-unknown}; load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(elapsed "$t_start") s"
 if [ -s "$tmp/merge" ]; then
     echo "# hpml prof merge of a kmeans trace run: $(sort -g "$tmp/merge" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') s (median)"
+fi
+if [ -s "$tmp/parts" ]; then
+    echo "# the profiler's own time in parts, per rank and run (medians): calls timed, their bookkeeping, start, snapshots"
+    /usr/bin/python3 - "$tmp/parts" <<'PY'
+import statistics, sys
+parts = {}
+for line in open(sys.argv[1]):
+    w, m, *v = line.split()
+    parts.setdefault((w, m), []).append([int(x) for x in v])
+for (w, m), rows in sorted(parts.items()):
+    c, b, s, f = (statistics.median(col) for col in zip(*rows))
+    print(f"#   {w} {m}: {len(rows)} rank runs: {c:.0f} calls, {b / 1e6:.3f} ms, "
+          f"start {s / 1e6:.3f} ms, snapshots {f / 1e6:.3f} ms")
+PY
 fi
 /usr/bin/python3 "$repo/bench/prof_overhead_stats.py" "$tmp/rows"
