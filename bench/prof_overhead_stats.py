@@ -8,7 +8,12 @@ against the target.
     prof_overhead_stats.py ROWS
 
 Wall times (seconds) are compared as ratios, mode / plain - 1, in percent; the latency
-(microseconds) as a difference, mode - plain.
+(microseconds) as a difference, mode - plain. Rows of workload W-loop hold
+the program's own time of its loop, paired like the wall times and held to W's bound
+(inside the program only). Rows of workload W-self hold the
+profiler's own time in W's profiled run (seconds, HPML_PROF_SELF=1), printed as a
+percentage of the same round's plain wall time: its median and largest over the rounds,
+and whether the largest is within W's target.
 """
 import math
 import sys
@@ -58,8 +63,10 @@ def main():
                 continue
             r, w, m, x = line.split()
             runs.setdefault((w, int(r)), {})[m] = float(x)
-    workloads = sorted({w for w, _ in runs}, key=["latency", "train", "kmeans"].index)
-    print(f"{'target':<16} {'pairs':>5} {'plain':>10} {'mode':>10} {'median diff':>12} "
+    order = ["latency", "train", "kmeans", "train-loop", "kmeans-loop", "train-self", "kmeans-self"]
+    selfs = sorted({w for w, _ in runs if w.endswith("-self")}, key=order.index)
+    workloads = sorted({w for w, _ in runs if w not in selfs}, key=order.index)
+    print(f"{'target':<18} {'pairs':>5} {'plain':>10} {'mode':>10} {'median diff':>12} "
           f"{'95% CI':>22} {'bound':>7}  verdict")
     for w in workloads:
         rounds = sorted(r for ww, r in runs if ww == w)
@@ -74,7 +81,7 @@ def main():
                 d = [100 * (p[m] / p["plain"] - 1) for p in pairs]
                 unit = "%"
             ci = median_ci(d)
-            bound = TARGETS.get((w, m))
+            bound = TARGETS.get((w.replace("-loop", ""), m))
             if ci is None:
                 verdict, cis = "too few pairs for a 95% interval (>= 6)", "-"
             else:
@@ -88,11 +95,26 @@ def main():
                     verdict = f"NOT met (lower bound > {bound:g} {unit})"
                 else:
                     verdict = f"not resolved (interval contains {bound:g} {unit})"
-            print(f"{w + ' ' + m:<16} {len(d):>5} {median([p['plain'] for p in pairs]):>10.4f} "
+            print(f"{w + ' ' + m:<18} {len(d):>5} {median([p['plain'] for p in pairs]):>10.4f} "
                   f"{median([p[m] for p in pairs]):>10.4f} {median(d):>+9.3f} {unit:<2} {cis:>22} "
                   f"{'' if bound is None else format(bound, 'g'):>7}  {verdict}")
+    if selfs:
+        print(f"{'own time':<18} {'runs':>5} {'median':>10} {'largest':>10}  "
+              "(the profiler's own time, largest rank, % of the round's plain wall time)")
+    for ws in selfs:
+        w = ws[: -len("-self")]
+        for m in ("stats", "trace"):
+            pct = [100 * runs[(ws, r)][m] / runs[(w, r)]["plain"]
+                   for ww, r in runs if ww == ws and m in runs[(ws, r)]
+                   and "plain" in runs.get((w, r), {})]
+            if not pct:
+                continue
+            bound = TARGETS.get((w, m))
+            verdict = "" if bound is None else (
+                f"within {bound:g} %" if max(pct) <= bound else f"largest beyond {bound:g} %")
+            print(f"{w + ' ' + m:<18} {len(pct):>5} {median(pct):>9.3f}% {max(pct):>9.3f}%  {verdict}")
     print("# every round (plain/stats/trace; seconds, latency in us):")
-    for w in workloads:
+    for w in workloads + selfs:
         for r in sorted(r for ww, r in runs if ww == w):
             v = runs[(w, r)]
             print(f"#   {w} round {r}: " + " ".join(f"{m} {v[m]:.4f}" for m in ("plain", "stats", "trace") if m in v))

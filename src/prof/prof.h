@@ -126,6 +126,7 @@ typedef struct {
 /* An hpml collective (hpml_prof_coll_enter/leave, called by libhpml's dispatchers): the
  * collective and the algorithm it chose, and the MPI calls made inside it. */
 #define PROF_MAX_HCOLL 64
+#define PROF_HC_CACHE  4
 typedef struct {
     prof_stat_t st;             /* the hpml call: time from enter to leave, its bytes */
     uint64_t mpi_calls, mpi_ns; /* MPI calls made inside, their time */
@@ -160,11 +161,15 @@ typedef struct prof_thread {
     prof_site_t *sites; /* [PROF_MAX_SITES], made when first used */
     prof_hcoll_t hcoll[PROF_MAX_HCOLL];
     int in_hcoll, hcoll_depth; /* the hpml collective being run (index), nesting */
+    /* The last hpml collectives entered: their name pointers and index (hcoll_cached). */
+    const char *hc_coll[PROF_HC_CACHE], *hc_algo[PROF_HC_CACHE];
+    int hc_index[PROF_HC_CACHE], hc_next;
     uint64_t hcoll_t0;
     prof_event_t *ev; /* trace mode: [PROF_TRACE_BUF] */
     int nev, tid;
     struct prof_pending *pending; /* trace mode: receives posted with MPI_Irecv, by request */
     int npending;
+    uint64_t self_ns, self_calls; /* HPML_PROF_SELF=1: the bookkeeping's own time, its calls */
     struct prof_thread *next;
 } prof_thread_t;
 
@@ -255,6 +260,11 @@ void *hpml__prof_trace_state(void *adopt);
 void hpml__prof_irecv_posted(prof_thread_t *t, MPI_Request req, const prof_comm_t *c, uint64_t t0);
 void hpml__prof_irecv_done(prof_thread_t *t, MPI_Request req, const MPI_Status *st, uint64_t t0,
                            uint64_t t1);
+
+/* HPML_PROF_SELF=1 (hpml__prof_self): add the time since t0 to t's own time, as part of
+ * a call already counted (trace mode's request matching in the wrappers). */
+extern int hpml__prof_self;
+void hpml__prof_self_extra(prof_thread_t *t, uint64_t t0);
 
 /* n zeroed bytes in the rank's .live mapping (else on the heap): tables that a recovery
  * after SIGKILL reads (prof_core.c). */

@@ -51,9 +51,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads, comms, grou
 static PROF_TLS prof_thread_t *mine;
 
 static int world_rank = -1, fd = -1, paused, ended, site_depth = 1;
+int hpml__prof_self;
 static pid_t start_pid;
 static uint64_t start_ns, period_ns, fixed_elapsed;
 static volatile sig_atomic_t flushing;
+static uint64_t flush_t0; /* HPML_PROF_SELF=1: when the snapshot being written began */
 
 /* ---- the live mapping ---------------------------------------------------------------- */
 
@@ -81,7 +83,11 @@ typedef struct {
     char *file_paths[PROF_MAX_FILES];
     char *hcoll_names[PROF_MAX_HCOLL];
     unsigned long seq;
-    void *trace;        /* trace mode: its counts and region names (prof_trace.c) */
+    void *trace; /* trace mode: its counts and region names (prof_trace.c) */
+    /* HPML_PROF_SELF=1: the profiler times itself (self_add); the time of its start, of its
+     * snapshots, and of one clock read */
+    int self_on;
+    uint64_t self_start_ns, self_flush_ns, self_clock_ns;
     char exe[PATH_MAX]; /* the program's absolute path: dladdr names it as started */
 } live_t;
 
@@ -130,6 +136,23 @@ static char *live_dup(const char *s)
     return p != s ? (char *)p : strdup(s);
 }
 
+/* The first LIVE_PREFILL bytes of the mapping (the tables of a run of a few threads) are
+ * written with zeros through the file before it is mapped. On ext4 the first write fault
+ * on a page of a hole waited 3-15 ms for the journal on a machine with other I/O, once
+ * per run and inside MPI_Init; pages written this way first fault in microseconds. A
+ * failure only leaves the faults as they were. */
+#define LIVE_PREFILL ((off_t)512 << 10)
+static void live_prefill(int lfd)
+{
+    static const char zeros[65536];
+
+    hpml__prof_in_io++;
+    for (off_t off = 0; off < LIVE_PREFILL; off += (off_t)sizeof(zeros))
+        if (pwrite(lfd, zeros, sizeof(zeros), off) != (ssize_t)sizeof(zeros))
+            break;
+    hpml__prof_in_io--;
+}
+
 /* Map DIR/rank-<r>.live (unless HPML_PROF_LIVE=0); on any failure the tables stay in
  * live_static and the heap. */
 static void live_start(const char *dir)
@@ -156,6 +179,7 @@ static void live_start(const char *dir)
         return;
     }
     if (live_fd < 0 || ftruncate(live_fd, 0) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
+        (live_prefill(live_fd), 0) ||
         (m = mmap(LIVE_ADDR, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0)) ==
             MAP_FAILED) {
         fprintf(stderr,
@@ -288,6 +312,22 @@ static void record_site(prof_thread_t *t, void *ra, int id, uint64_t d, uint64_t
         stat_add(&s->st, d, bytes);
 }
 
+/* HPML_PROF_SELF=1: a wrapper's bookkeeping ended; it began at t1, the clock read after
+ * the real call, and a clock read before the call (self_clock_ns) is the rest of it. */
+static inline void self_add(prof_thread_t *t, uint64_t t1)
+{
+    t->self_ns += hpml__prof_now() - t1 + L->self_clock_ns;
+    t->self_calls++;
+}
+
+void hpml__prof_self_extra(prof_thread_t *t, uint64_t t0)
+{
+    t->self_ns += hpml__prof_now() - t0;
+}
+
+static void record_body(prof_thread_t *t, void *ra, int id, uint64_t t0, uint64_t now,
+                        uint64_t bytes, const prof_comm_t *c, int wpeer);
+
 void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t bytes,
                        const prof_comm_t *c, int wpeer)
 {
@@ -297,6 +337,16 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
         hpml__prof_tag_s = hpml__prof_peer_r = hpml__prof_tag_r = -1;
         return;
     }
+    record_body(t, ra, id, t0, now, bytes, c, wpeer);
+    if (hpml__prof_self)
+        self_add(t, now);
+    if (now >= hpml__prof_next_flush)
+        hpml__prof_flush("run", 0);
+}
+
+static void record_body(prof_thread_t *t, void *ra, int id, uint64_t t0, uint64_t now,
+                        uint64_t bytes, const prof_comm_t *c, int wpeer)
+{
     stat_add(&t->call[id], now - t0, bytes);
     if (hpml__prof_tracing)
         hpml__prof_trace_event(t, id, t0, now, bytes, c != NULL ? c->gid : -1, wpeer);
@@ -337,8 +387,6 @@ void hpml__prof_record(void *ra, int id, uint64_t t0, uint64_t now, uint64_t byt
         t->msgs[wpeer]++;
         t->bytes[wpeer] += bytes;
     }
-    if (now >= hpml__prof_next_flush)
-        hpml__prof_flush("run", 0);
 }
 
 /* ---- hpml's collectives ------------------------------------------------------------- */
@@ -380,6 +428,25 @@ static int hcoll_index(const char *coll, const char *algo)
     return i;
 }
 
+/* The index of (coll, algo) from the thread's cache of the last ones entered, compared by
+ * pointer: libhpml passes the same static strings (hpml_coll_name, hpml_algo_name) on
+ * every call, and the cache keeps the formatting and string comparisons of hcoll_index,
+ * whose code and data are cold after a compute phase (about 10 µs each in a KVM guest),
+ * off the path of every collective. */
+static int hcoll_cached(prof_thread_t *t, const char *coll, const char *algo)
+{
+    int i;
+
+    for (i = 0; i < PROF_HC_CACHE; i++)
+        if (t->hc_coll[i] == coll && t->hc_algo[i] == algo && coll != NULL)
+            return t->hc_index[i];
+    i = t->hc_next;
+    t->hc_next = (i + 1) % PROF_HC_CACHE;
+    t->hc_coll[i] = coll;
+    t->hc_algo[i] = algo;
+    return t->hc_index[i] = hcoll_index(coll, algo);
+}
+
 /* Called by libhpml's dispatchers (src/comm/prof_hook.c finds these by name): the MPI
  * calls until the matching leave belong to this hpml collective. Nested calls (an
  * algorithm that runs another collective) count in the outermost. */
@@ -389,32 +456,47 @@ void hpml_prof_coll_leave(void);
 void hpml_prof_coll_enter(const char *coll, const char *algo, size_t bytes)
 {
     prof_thread_t *t;
+    uint64_t t_in;
 
     if (!hpml__prof_on || paused || (t = mine ? mine : hpml__prof_thread()) == NULL)
         return;
-    if (t->hcoll_depth++ > 0)
+    t_in = hpml__prof_self ? hpml__prof_now() : 0;
+    if (t->hcoll_depth++ > 0) {
+        if (hpml__prof_self)
+            t->self_ns += hpml__prof_now() - t_in + L->self_clock_ns;
         return;
-    t->in_hcoll = hcoll_index(coll, algo);
+    }
+    t->in_hcoll = hcoll_cached(t, coll, algo);
     t->hcoll[t->in_hcoll].st.bytes += bytes;
     t->hcoll_t0 = hpml__prof_now();
+    if (hpml__prof_self) /* from t_in to the clock read above, and t_in's own read */
+        t->self_ns += t->hcoll_t0 - t_in + L->self_clock_ns;
 }
 
 void hpml_prof_coll_leave(void)
 {
     prof_thread_t *t = mine;
     prof_hcoll_t *h;
-    uint64_t d;
+    uint64_t d, now;
 
-    if (t == NULL || t->hcoll_depth == 0 || --t->hcoll_depth > 0)
+    if (t == NULL || t->hcoll_depth == 0)
         return;
+    now = hpml__prof_now();
+    if (--t->hcoll_depth > 0) {
+        if (hpml__prof_self) /* its time, not a call: the outermost leave counts the collective */
+            t->self_ns += hpml__prof_now() - now + L->self_clock_ns;
+        return;
+    }
     h = &t->hcoll[t->in_hcoll];
-    d = hpml__prof_now() - t->hcoll_t0;
+    d = now - t->hcoll_t0;
     if (h->st.count == 0 || d < h->st.min_ns)
         h->st.min_ns = d;
     if (d > h->st.max_ns)
         h->st.max_ns = d;
     h->st.count++;
     h->st.total_ns += d;
+    if (hpml__prof_self)
+        self_add(t, now);
 }
 
 /* ---- files (I/O statistics) --------------------------------------------------------- */
@@ -451,8 +533,11 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
         return;
     f = t->files[fi];
     if (f == NULL) {
-        if ((f = live_alloc(sizeof(*f))) == NULL)
+        if ((f = live_alloc(sizeof(*f))) == NULL) {
+            if (hpml__prof_self)
+                self_add(t, now);
             return;
+        }
         for (int i = 0; i < PROF_IO_NCALLS; i++)
             f->call[i].min_ns = UINT64_MAX;
         __atomic_store_n(&t->files[fi], f, __ATOMIC_RELEASE); /* complete before seen */
@@ -463,6 +548,8 @@ void hpml__prof_io_record(int fi, int op, uint64_t t0, uint64_t now, uint64_t by
     if (op == PROF_IO_read || op == PROF_IO_write || op == PROF_IO_pread || op == PROF_IO_pwrite ||
         op == PROF_IO_fread || op == PROF_IO_fwrite)
         f->hist[hbin(bytes)]++;
+    if (hpml__prof_self)
+        self_add(t, now);
     if (hpml__prof_on && now >= hpml__prof_next_flush)
         hpml__prof_flush("run", 0);
 }
@@ -830,6 +917,20 @@ static void snapshot(const char *state, int sig)
              (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
              (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
     }
+    if (L->self_on) {
+        uint64_t ns = 0, calls = 0;
+
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            ns += t->self_ns;
+            calls += t->self_calls;
+        }
+        /* This snapshot so far counts among the snapshots' time (not in a recovery). */
+        outf("p %llu %llu %llu %llu %llu\n", (unsigned long long)calls, (unsigned long long)ns,
+             (unsigned long long)L->self_start_ns,
+             (unsigned long long)(L->self_flush_ns +
+                                  (flushing && flush_t0 ? hpml__prof_now() - flush_t0 : 0)),
+             (unsigned long long)L->self_clock_ns);
+    }
     outf("e %lu\n", L->seq);
     out_flush();
 }
@@ -843,8 +944,11 @@ void hpml__prof_flush(const char *state, int sig)
     if (__atomic_exchange_n(&flushing, 1, __ATOMIC_ACQUIRE))
         return;
     hpml__prof_in_io++;
+    flush_t0 = hpml__prof_self ? hpml__prof_now() : 0;
     hpml__prof_trace_flush(L->threads, mine, strcmp(state, "run") != 0);
     snapshot(state, sig);
+    if (hpml__prof_self)
+        L->self_flush_ns += hpml__prof_now() - flush_t0;
     hpml__prof_in_io--;
     if (strcmp(state, "run") == 0)
         hpml__prof_next_flush = hpml__prof_now() + period_ns;
@@ -920,8 +1024,33 @@ static int callsites_from_env(void)
     return 1;
 }
 
+/* HPML_PROF_SELF=1: the profiler times its own work (docs/prof.md, "Overhead"). */
+static int self_from_env(void)
+{
+    const char *s = getenv("HPML_PROF_SELF");
+
+    if (s == NULL || *s == '\0' || strcmp(s, "0") == 0)
+        return 0;
+    if (strcmp(s, "1") == 0)
+        return 1;
+    fprintf(stderr, "[hpml-prof] HPML_PROF_SELF must be 0 or 1 (got '%s'); using 0\n", s);
+    return 0;
+}
+
+/* The mean time of one hpml__prof_now, over 1000 reads. */
+static uint64_t clock_cost(void)
+{
+    uint64_t a = hpml__prof_now(), b;
+
+    for (int i = 0; i < 999; i++)
+        (void)hpml__prof_now();
+    b = hpml__prof_now();
+    return (b - a + 500) / 1000;
+}
+
 void hpml__prof_start(uint64_t t_init)
 {
+    uint64_t t_in = hpml__prof_now(), t_bcast;
     const char *dir = getenv("HPML_PROF_DIR");
     char path[PATH_MAX], host[256] = "?", run[64];
     unsigned long long id[2] = {0, 0};
@@ -948,7 +1077,9 @@ void hpml__prof_start(uint64_t t_init)
         id[0] = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
         id[1] = (unsigned long long)getpid();
     }
+    t_bcast = hpml__prof_now();
     PMPI_Bcast(id, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    t_bcast = hpml__prof_now() - t_bcast;
     snprintf(run, sizeof(run), "%llx-%llx", id[0], id[1]);
     mkdir(dir, 0777); /* usually made by `hpml prof`; all ranks may race to make it */
     n = snprintf(path, sizeof(path), "%s/rank-%d.prof", dir, world_rank);
@@ -1001,6 +1132,14 @@ void hpml__prof_start(uint64_t t_init)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
+    if ((hpml__prof_self = self_from_env()) != 0) {
+        L->self_clock_ns = clock_cost();
+        L->self_on = 1;
+        /* The first snapshot counts apart. The run id's broadcast is left out: it waits
+         * for the last rank to leave MPI_Init, as the program's first collective would
+         * (its own cost is that of a 16-byte broadcast, a few µs). */
+        L->self_start_ns = hpml__prof_now() - t_in - t_bcast;
+    }
     hpml__prof_flush("run", 0);
 }
 

@@ -114,8 +114,12 @@ static inline void rec_time(void *ra, int id, uint64_t t0, uint64_t t1)
         t1 = NOW();                                                                                \
         hpml__prof_tag_s = tag;                                                                    \
         rec_send(RA, PROF_##NAME, t0, t1, count, t, dest, comm);                                   \
-        if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL)                \
+        if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL) {              \
+            uint64_t a_ = hpml__prof_self ? NOW() : 0;                                             \
             hpml__prof_irecv_done(hpml__prof_thread(), *req, NULL, 0, 0); /* a stale handle */     \
+            if (hpml__prof_self)                                                                   \
+                hpml__prof_self_extra(hpml__prof_thread(), a_);                                    \
+        }                                                                                          \
         return rc;                                                                                 \
     }
 
@@ -164,8 +168,13 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Com
     t1 = NOW();
     received(comm, source, tag); /* as posted: MPI_ANY_SOURCE, MPI_ANY_TAG are kept */
     hpml__prof_record(RA, PROF_MPI_Irecv, t0, t1, tbytes(count, t), hpml__prof_comm(comm), -1);
-    if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL)
+    if (hpml__prof_tracing && rc == MPI_SUCCESS && hpml__prof_thread() != NULL) {
+        uint64_t a = hpml__prof_self ? NOW() : 0;
+
         hpml__prof_irecv_posted(hpml__prof_thread(), *req, hpml__prof_comm(comm), t0);
+        if (hpml__prof_self)
+            hpml__prof_self_extra(hpml__prof_thread(), a);
+    }
     return rc;
 }
 
@@ -253,12 +262,14 @@ static MPI_Status *track_begin(track_t *k, int n, const MPI_Request *reqs, int n
                                MPI_Status *statuses)
 {
     prof_thread_t *t;
+    uint64_t a;
 
     k->t = NULL;
     k->rq = k->rq_local;
     k->st_own = NULL;
     if (!hpml__prof_tracing || n <= 0 || (t = hpml__prof_thread()) == NULL || t->npending == 0)
         return statuses;
+    a = hpml__prof_self ? NOW() : 0;
     if (n > TRACK_LOCAL && (k->rq = malloc((size_t)n * sizeof(*reqs))) == NULL)
         return statuses;
     k->st = statuses;
@@ -270,6 +281,8 @@ static MPI_Status *track_begin(track_t *k, int n, const MPI_Request *reqs, int n
     }
     memcpy(k->rq, reqs, (size_t)n * sizeof(*reqs));
     k->t = t;
+    if (hpml__prof_self)
+        hpml__prof_self_extra(t, a);
     return k->st;
 }
 
@@ -277,14 +290,19 @@ static MPI_Status *track_begin(track_t *k, int n, const MPI_Request *reqs, int n
  * idx[0..done) (all from 0 when idx is NULL), with statuses st[0..done). */
 static void track_end(track_t *k, int rc, int done, const int *idx, uint64_t t0, uint64_t t1)
 {
+    uint64_t a;
+
     if (k->t == NULL)
         return;
+    a = hpml__prof_self ? NOW() : 0;
     for (int j = 0; rc == MPI_SUCCESS && j < done; j++)
         hpml__prof_irecv_done(k->t, k->rq[idx != NULL ? idx[j] : j], &k->st[j], t0, t1);
     if (k->rq != k->rq_local)
         free(k->rq);
     if (k->st_own != NULL && k->st_own != k->st_local)
         free(k->st_own);
+    if (hpml__prof_self)
+        hpml__prof_self_extra(k->t, a);
 }
 
 /* NAME(PARAMS) forwarding ARGS, over the N requests REQS filling NST statuses STV (a

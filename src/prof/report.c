@@ -524,6 +524,20 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
             if (sscanf(line, "x %" SCNu64 " %" SCNu64, &rk->trace_dropped, &rk->trace_cap) != 2)
                 return -1;
             break;
+        case 'p': {
+            uint64_t calls, ns, start, flush, clk;
+
+            if (sscanf(line, "p %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &calls,
+                       &ns, &start, &flush, &clk) != 5)
+                return -1;
+            rk->has_self = 1;
+            rk->self_calls = calls;
+            rk->self_calls_s = ns * 1e-9;
+            rk->self_start_s = start * 1e-9;
+            rk->self_flush_s = flush * 1e-9;
+            rk->self_clock_s = clk * 1e-9;
+            break;
+        }
         case '\0': break;
         default: return -1;
         }
@@ -784,6 +798,12 @@ static void calls_by_time(const hpml_prof_report_t *r, int *order)
         }
 }
 
+/* The profiler's own time on a rank (HPML_PROF_SELF=1), seconds. */
+static double self_s(const rank_t *rk)
+{
+    return rk->self_calls_s + rk->self_start_s + rk->self_flush_s;
+}
+
 static double rank_mpi_s(const hpml_prof_report_t *r, int i)
 {
     uint64_t t = 0;
@@ -871,7 +891,7 @@ static void write_sites(const hpml_prof_report_t *r, FILE *f, int top)
 
 void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
 {
-    int order[MAX_NAMES], shown, present = 0;
+    int order[MAX_NAMES], shown, present = 0, any_self = 0;
     double wall_max = 0, mpi_all = 0;
 
     for (int i = 0; i < r->ranks; i++) {
@@ -888,19 +908,32 @@ void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
     if (r->stale)
         fprintf(f, "# ignored %d file(s) of an earlier run in the same folder\n", r->stale);
 
-    fprintf(f, "\n## Time per rank (seconds)\n%-6s %-10s %10s %10s %7s  %s\n", "rank", "state",
-            "wall", "mpi", "mpi%", "host");
+    for (int i = 0; i < r->ranks; i++)
+        any_self |= r->rank[i].has_self;
+    fprintf(f, "\n## Time per rank (seconds)\n%-6s %-10s %10s %10s %7s", "rank", "state", "wall",
+            "mpi", "mpi%");
+    if (any_self)
+        fprintf(f, " %10s %7s", "prof", "prof%");
+    fprintf(f, "  %s\n", "host");
     for (int i = 0; i < r->ranks; i++) {
         const rank_t *rk = &r->rank[i];
-        double m = rank_mpi_s(r, i);
+        double m = rank_mpi_s(r, i), p = self_s(rk);
 
         if (!rk->present) {
             fprintf(f, "%-6d %-10s\n", i, "no-file");
             continue;
         }
-        fprintf(f, "%-6d %-10s %10.3f %10.3f %6.1f%%  %s\n", i, rk->has_snap ? rk->state : "none",
-                rk->elapsed, m, rk->elapsed > 0 ? 100 * m / rk->elapsed : 0.0, rk->host);
+        fprintf(f, "%-6d %-10s %10.3f %10.3f %6.1f%%", i, rk->has_snap ? rk->state : "none",
+                rk->elapsed, m, rk->elapsed > 0 ? 100 * m / rk->elapsed : 0.0);
+        if (any_self && rk->has_self)
+            fprintf(f, " %10.6f %6.3f%%", p, rk->elapsed > 0 ? 100 * p / rk->elapsed : 0.0);
+        else if (any_self)
+            fprintf(f, " %10s %7s", "-", "-");
+        fprintf(f, "  %s\n", rk->host);
     }
+    if (any_self)
+        fprintf(f, "# prof: the profiler's own time (HPML_PROF_SELF=1): its bookkeeping in the "
+                   "wrappers, its start and its snapshots\n");
 
     calls_by_time(r, order);
     shown = top > 0 && top < r->nnames ? top : r->nnames;
@@ -1074,6 +1107,15 @@ void hpml_prof_write_json(const hpml_prof_report_t *r, FILE *f)
                 ", \"snapshot\": %lu, \"wall_s\": %.9f, \"mpi_s\": %.9f, \"pid\": %ld, \"host\": ",
                 rk->seq, rk->elapsed, rank_mpi_s(r, i), rk->pid);
         hpml_json_string(f, rk->host);
+        fprintf(f, ", \"profiler_self\": ");
+        if (rk->has_self)
+            fprintf(f,
+                    "{\"s\": %.9f, \"calls\": %" PRIu64 ", \"calls_s\": %.9f, \"start_s\": %.9f, "
+                    "\"snapshots_s\": %.9f, \"clock_read_s\": %.9f}",
+                    self_s(rk), rk->self_calls, rk->self_calls_s, rk->self_start_s,
+                    rk->self_flush_s, rk->self_clock_s);
+        else
+            fprintf(f, "null");
         fprintf(f, "}");
     }
     fprintf(f, "\n  ],\n  \"calls\": [");

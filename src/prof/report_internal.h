@@ -67,6 +67,10 @@ typedef struct {
     const char *fpath[PROF_FILES];
     char *region[PROF_REGIONS];
     uint64_t trace_dropped, trace_cap;
+    /* HPML_PROF_SELF=1 ('p' line): the profiler's own time, seconds, and the calls timed */
+    int has_self;
+    uint64_t self_calls;
+    double self_calls_s, self_start_s, self_flush_s, self_clock_s;
 } rank_t;
 
 struct hpml_prof_report {

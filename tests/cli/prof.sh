@@ -56,6 +56,21 @@ exec(sys.argv[2])
 PY
 }
 
+# self_check DIR: with HPML_PROF_SELF=1, every MPI call, hpml collective and I/O call
+# counted was timed once, and the profiler's own time is within each rank's wall time;
+# prints what failed
+self_check() {
+    check "$1" '
+timed = sum(c["count"] for c in r["calls"]) + sum(h["count"] for h in r["hpml_collectives"]) \
+    + sum(c["count"] for f in r["io"] for c in f["calls"])
+ps = [k["profiler_self"] for k in r["rank_info"]]
+if None in ps or sum(x["calls"] for x in ps) != timed:
+    print("profiler_self %s, want %d calls in all" % (ps, timed))
+elif any(not (0 < x["s"] < k["wall_s"]) or abs(x["s"] - x["calls_s"] - x["start_s"] - x["snapshots_s"]) > 1e-8
+         for x, k in zip(ps, r["rank_info"])):
+    print("profiler_self times %s" % ps)'
+}
+
 # --- latency on 2 ranks: sizes 0, 1, 2, ... 8192, 50 iterations + 5 warm-up each ----------
 prof "$tmp/lat" -np 2 "$HPML" bench latency -m 0:8K -i 50 -x 5
 if [ $rc -ne 0 ]; then fail "latency under hpml prof: exit $rc: $(tail -3 "$tmp/lat.err")"
@@ -83,8 +98,9 @@ fi
 # MPICH busy-polls: 2 ranks there, 4 on Open MPI.
 np=4
 [ "$MPI" = mpich ] && np=2
-# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof).
-HPML_PROF_CALLSITES=2 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
+# Call sites two frames deep (HPML_PROF_CALLSITES=2 reaches the ranks through hpml prof),
+# and the profiler timing itself (HPML_PROF_SELF=1).
+HPML_PROF_CALLSITES=2 HPML_PROF_SELF=1 prof "$tmp/ring" -np $np "$HPML" bench allreduce --impl hpml:ring -m 4:64 -i 20 -x 2
 if [ $rc -ne 0 ]; then fail "ring allreduce: exit $rc: $(tail -3 "$tmp/ring.err")"
 else
     out=$(check "$tmp/ring" "
@@ -114,7 +130,9 @@ ring = [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv' and 'allreduce_
 if sum(c['count'] for c in ring) != p * 2 * (p - 1) * n * len(sizes):
     e.append('ring call sites %s' % [c for c in r['callsites'] if c['call'] == 'MPI_Sendrecv'])
 print('; '.join(e))")
-    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact" || fail "ring: $out"
+    out=$out$(self_check "$tmp/ring")
+    [ -z "$out" ] && ok "ring allreduce on $np ranks: matrix, histogram, hpml_allreduce ring and its call sites exact; HPML_PROF_SELF timed every call" || fail "ring: $out"
+    grep -q "^rank .* prof  *prof%" "$tmp/ring/report.txt" || fail "ring: no prof column in report.txt with HPML_PROF_SELF=1"
 fi
 
 # --- sub-communicators: their ranks counted as world ranks ---------------------------------
@@ -374,6 +392,15 @@ for x in ev:
     if x["ph"] != "M" and not (isinstance(x.get("ts"), (int, float)) and x["ts"] >= 0): e.append("no ts %s" % x); break
     if x["ph"] == "X" and not x.get("dur", -1) >= 0: e.append("no dur %s" % x); break
     if not 0 <= x["pid"] < d["otherData"]["ranks"]: e.append("pid %s" % x); break
+    # Only the spec's keys, its metadata names, and flow events the way Perfetto's JSON
+    # importer pairs them (integer id, one cat and name) and binds them ("bp": "e" on
+    # the "f" only: an "s" always binds to its enclosing slice).
+    if set(x) - {"name", "cat", "ph", "pid", "tid", "ts", "dur", "args", "id", "bp"}: e.append("keys %s" % x); break
+    if x["ph"] == "M" and x["name"] not in ("process_name", "process_sort_index"): e.append("metadata %s" % x); break
+    if x["ph"] in "sf" and (not isinstance(x.get("id"), int) or x.get("cat") != "flow" or x["name"] != "message"
+                            or ("bp" in x) != (x["ph"] == "f") or x.get("bp", "e") != "e"):
+        e.append("flow %s" % x); break
+if set(d) != {"traceEvents", "displayTimeUnit", "otherData"}: e.append("top-level keys %s" % sorted(d))
 X = [x for x in ev if x["ph"] == "X"]
 # Per thread (pid, tid), in the file's order: slices start in time order and nest or
 # follow one another (never overlap in part); every "B" has its "E", innermost first.
@@ -433,9 +460,9 @@ for i in list(s)[:40]:
 fi
 # Receives posted with MPI_Irecv: each message's flow ends in the call that completed its
 # receive (waited for in reverse order; wildcards; MPI_Waitall of 2 and of 20, MPI_Testsome,
-# MPI_Wait).
+# MPI_Wait). The profiler timing itself (HPML_PROF_SELF=1) includes the matching.
 # shellcheck disable=SC2086
-"$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
+HPML_PROF_SELF=1 "$HPML" prof -q --trace -o "$tmp/ir" -- $MPIRUN -np 2 "$prog" irecv >/dev/null 2>"$tmp/ir.err"
 rc=$?
 out=$(tcheck "$tmp/ir" '
 def call(x, names):     # the slice of one of names around x, as (name, its index among them)
@@ -458,7 +485,8 @@ want = {8: (1, "MPI_Wait", 2), 16: (1, "MPI_Wait", 1), 24: (1, "MPI_Wait", 0), 3
 want.update({b: (1, "MPI_Waitall", 0) for b in range(100, 120)})
 if len(s) != 28: e.append("%d flows, want 28" % len(s))
 if got != want: e.append("flows (bytes: rank, call, which MPI_Wait) %s, want %s" % (sorted(got.items()), sorted(want.items())))' 2>&1)
-[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv" ||
+out=$out$(self_check "$tmp/ir" 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "trace: 28 flows into the MPI_Wait/Waitall/Testsome that completed each MPI_Irecv; HPML_PROF_SELF timed every call" ||
     fail "trace of MPI_Irecv (exit $rc): $out $(tail -2 "$tmp/ir.err")"
 # shellcheck disable=SC2086
 "$HPML" prof -q --trace --trace-max 300 -o "$tmp/cap" -- $MPIRUN -np 2 "$HPML" bench latency \

@@ -119,6 +119,39 @@ static void test_complete_run(void **state)
     hpml_prof_report_free(r);
 }
 
+/* HPML_PROF_SELF's 'p' line: the last snapshot's, in rank_info and the text report's prof
+ * column; a rank without one has null and '-'. */
+static void test_self_time(void **state)
+{
+    hpml_prof_report_t *r = NULL;
+    char *j, *t = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    (void)state;
+    clear();
+    put("rank-0.prof", HEAD(0) "s 1 run 1000\np 1 10 20 30 22\ne 1\n"
+                               "s 2 final 2000000000\np 12 1500000 400000 200000 22\ne 2\n");
+    put("rank-1.prof", HEAD(1) "s 1 final 1000000000\ne 1\n");
+    assert_int_equal(hpml_prof_load(dir, &r), 0);
+    j = json_of(r);
+    assert_non_null(strstr(j, "\"profiler_self\": {\"s\": 0.002100000, \"calls\": 12, "
+                              "\"calls_s\": 0.001500000, \"start_s\": 0.000400000, "
+                              "\"snapshots_s\": 0.000200000, \"clock_read_s\": 0.000000022}}"));
+    assert_non_null(strstr(j, "\"host\": \"host\", \"profiler_self\": null}"));
+    free(j);
+    f = open_memstream(&t, &len);
+    assert_non_null(f);
+    hpml_prof_write_text(r, f, 0);
+    fclose(f);
+    /* 2.1 ms of 2 s: 0.105% */
+    assert_non_null(strstr(t, "prof   prof%  host\n"));
+    assert_non_null(strstr(t, "   0.002100  0.105%  host\n"));
+    assert_non_null(strstr(t, "          -       -  host\n"));
+    free(t);
+    hpml_prof_report_free(r);
+}
+
 static void test_incomplete_runs(void **state)
 {
     hpml_prof_report_t *r = NULL;
@@ -164,6 +197,7 @@ static void test_malformed(void **state)
         HEAD(0) "s 1 final 1\ni 0 read 1 1 1 1 1\ne 1\n",           /* an undefined file */
         HEAD(0) "s 1 final 1\nc MPI_Send 1 2\ne 1\n",               /* a short line */
         HEAD(0) "s 1 final 1\nz what\ne 1\n",                       /* an unknown line */
+        HEAD(0) "s 1 final 1\np 1 2 3\ne 1\n",                      /* a short self-time line */
         HEAD(0) "s 1 final 1\nk MPI_Send 3 a 0 0 b\ne 1\n",         /* a call site 3 deep */
     };
 
@@ -286,9 +320,8 @@ static void test_irecv_flows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_complete_run),
-        cmocka_unit_test(test_incomplete_runs),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_complete_run),    cmocka_unit_test(test_self_time),
+        cmocka_unit_test(test_incomplete_runs), cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_irecv_flows),
     };
     int rc;
