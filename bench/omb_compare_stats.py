@@ -10,9 +10,10 @@ statistics of the sign test) and the verdict against the tolerance:
     outside  the whole interval lies outside it
     open     the interval straddles a bound: more rounds, or a quieter machine, decide
 
-    omb_compare_stats.py DIR ROUNDS TOL_PERCENT [--markdown]
+    omb_compare_stats.py DIR ROUNDS TOL_PERCENT [--markdown] [--names A,B]
 
-Exit 0 when every size is within, 1 otherwise, 2 on bad input.
+--names compares DIR/B.R against DIR/A.R instead (bench/omb_factors.sh: one set-up
+against another), with A and B as the column titles. Exit 0 when every size is within, 1 otherwise, 2 on bad input.
 """
 import os
 import sys
@@ -33,10 +34,10 @@ def avg_rows(path):
     return out
 
 
-def compare(d, rounds, tol):
-    """Rows (size, OMB median, hpml median, ratio median, ci or None, verdict)."""
-    runs = {k: [avg_rows(os.path.join(d, f"{k}.{r}")) for r in range(1, rounds + 1)]
-            for k in ("omb", "hpml")}
+def compare(d, rounds, tol, names=("omb", "hpml")):
+    """Rows (size, reference median, other median, ratio median, ci or None, verdict)."""
+    runs = {k: [avg_rows(os.path.join(d, f"{n}.{r}")) for r in range(1, rounds + 1)]
+            for k, n in zip(("omb", "hpml"), names)}
     sizes = sorted(set.intersection(*(set(x) for x in runs["omb"] + runs["hpml"])))
     if not sizes:
         raise ValueError(f"no size common to every round's output in {d}")
@@ -62,25 +63,33 @@ def compare(d, rounds, tol):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--markdown"]
-    md = "--markdown" in sys.argv[1:]
-    if len(args) != 3:
-        print("usage: omb_compare_stats.py DIR ROUNDS TOL_PERCENT [--markdown]", file=sys.stderr)
+    argv = sys.argv[1:]
+    md = "--markdown" in argv
+    names = None
+    if "--names" in argv:
+        i = argv.index("--names")
+        names = tuple(argv[i + 1].split(",")) if i + 1 < len(argv) else ()
+        del argv[i:i + 2]
+    args = [a for a in argv if a != "--markdown"]
+    if len(args) != 3 or (names is not None and (len(names) != 2 or not all(names))):
+        print("usage: omb_compare_stats.py DIR ROUNDS TOL_PERCENT [--markdown] [--names A,B]",
+              file=sys.stderr)
         return 2
     try:
         rounds, tol = int(args[1]), float(args[2])
         if rounds < 1 or tol <= 0:
             raise ValueError("ROUNDS must be >= 1 and TOL_PERCENT > 0")
-        rows = compare(args[0], rounds, tol)
+        rows = compare(args[0], rounds, tol, names or ("omb", "hpml"))
     except (OSError, ValueError) as e:
         print(f"omb_compare_stats: {e}", file=sys.stderr)
         return 2
+    a, b = names or ("OMB", "hpml")
     if md:
-        print("| size (B) | `osu_allreduce` µs | `--impl mpi` µs | hpml / OMB, median | 95% CI | "
-              f"±{tol:g}% |")
+        ta, tb = (f"{a} µs", f"{b} µs") if names else ("`osu_allreduce` µs", "`--impl mpi` µs")
+        print(f"| size (B) | {ta} | {tb} | {b} / {a}, median | 95% CI | ±{tol:g}% |")
         print("|---:|---:|---:|---:|---:|:---|")
     else:
-        print(f"{'size':>8} {'OMB us':>9} {'hpml us':>9} {'ratio':>7} {'95% CI':>15}  verdict")
+        print(f"{'size':>8} {a + ' us':>9} {b + ' us':>9} {'ratio':>7} {'95% CI':>15}  verdict")
     for s, o, h, r, ci, v in rows:
         cis = f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else "-"
         if md:
