@@ -40,6 +40,15 @@ grep -q "1 of 3 sizes within ±5%, 1 outside, 1 open (interval coverage 97.9%)" 
 out=$(/usr/bin/python3 "$stats" "$tmp/d" 10 10 --markdown)
 grep -q '^| 8 | 2.00 | 2.09 | 1.045 | 1.010–1.080 | within |$' <<<"$out" || fail "markdown 8 B at 10%: $out"
 
+# --names compares other files, titled by their names (bench/omb_factors.sh's set-ups).
+mkdir "$tmp/n"
+for r in $(seq 10); do cp "$tmp/d/omb.$r" "$tmp/n/world.$r"; cp "$tmp/d/hpml.$r" "$tmp/n/dup.$r"; done
+out=$(/usr/bin/python3 "$stats" "$tmp/n" 10 5 --names world,dup)
+grep -qE '^ +size +world us +dup us ' <<<"$out" || fail "--names header: $(head -1 <<<"$out")"
+[ "$(row 8)" = "8 2.00 2.09 1.045 1.010-1.080 open" ] || fail "--names 8 B: '$(row 8)'"
+/usr/bin/python3 "$stats" "$tmp/n" 10 5 --names world 2>/dev/null
+[ $? -eq 2 ] || fail "--names with one name: not exit 2"
+
 # Every size within: exit 0.
 mkdir "$tmp/ok"
 for r in $(seq 6); do
