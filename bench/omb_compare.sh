@@ -5,10 +5,11 @@
 # verdict (bench/omb_compare_stats.py): "within" when the whole interval lies inside
 # 1 +- tolerance, "outside" when it lies wholly outside, "open" when it straddles a bound.
 #
-#   bench/omb_compare.sh --omb-dir DIR [--mpi openmpi|mpich] [--rounds N] [--np N]
-#                        [-m MIN:MAX] [-i N] [-x N] [--tolerance PCT] [--markdown]
+#   bench/omb_compare.sh --omb-dir DIR [--mpi openmpi|mpich] [--rounds N] [--seconds S]
+#                        [--np N] [-m MIN:MAX] [-i N] [-x N] [--tolerance PCT] [--markdown]
 # (-m in bytes, as OMB takes it; default 4:1048576; --rounds default 20, at least 6 for
-# an interval; --tolerance default 5)
+# an interval; --seconds S: no round starts after S seconds, once 6 rounds are done, so
+# --rounds is then the most; --tolerance default 5)
 #
 # DIR is an OMB 7.4 tree built with this MPI, outside the repository (the repository never
 # holds OMB), e.g. from a public copy of its sources:
@@ -21,23 +22,25 @@
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
 # bound to cores (BIND=none to unbind).
 set -eu
-mpi=openmpi omb='' rounds=20 np=2 sizes=4:1048576 iters='' warm='' tol=5 md=0
+mpi=openmpi omb='' rounds=20 np=2 sizes=4:1048576 iters='' warm='' tol=5 md=0 budget=''
 while [ $# -gt 0 ]; do
     case $1 in
     --omb-dir) omb=$2; shift 2 ;;
     --mpi) mpi=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --seconds) budget=$2; shift 2 ;;
     --np) np=$2; shift 2 ;;
     -m) sizes=$2; shift 2 ;;
     -i) iters=$2; shift 2 ;;
     -x) warm=$2; shift 2 ;;
     --tolerance) tol=$2; shift 2 ;;
     --markdown) md=1; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "omb_compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 case $rounds in '' | *[!0-9]* | 0) echo "omb_compare: --rounds must be a positive integer" >&2; exit 2 ;; esac
+case $budget in *[!0-9]*) echo "omb_compare: --seconds must be a whole number" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 [ -n "$omb" ] || { echo "omb_compare: --omb-dir DIR is required (see --help)" >&2; exit 2; }
@@ -73,12 +76,18 @@ run_hpml() {
 }
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 feat=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|fma|f16c' | tr '\n' ' ')
-echo "# $mpi, $np ranks, bind-to $bind, $rounds paired rounds, -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
+echo "# $mpi, $np ranks, bind-to $bind, paired rounds (at most $rounds${budget:+, $budget s}), -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), hpml $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'), ${cpu:-unknown CPU} (${feat% }), load $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$SECONDS done=0
 for r in $(seq "$rounds"); do
+    if [ -n "$budget" ] && [ "$done" -ge 6 ] && [ $((SECONDS - start)) -ge "$budget" ]; then
+        break
+    fi
     if [ $((r % 2)) -eq 1 ]; then run_omb "$r"; run_hpml "$r"; else run_hpml "$r"; run_omb "$r"; fi
+    done=$r
 done
-echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+rounds=$done
+echo "# $rounds rounds in $((SECONDS - start)) s; load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 mdopt=()
 [ "$md" = 1 ] && mdopt=(--markdown)
 /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" "${mdopt[@]}"

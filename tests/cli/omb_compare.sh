@@ -66,7 +66,7 @@ rc=$?
 if [ $rc -ne 2 ] || ! grep -q "^omb_compare_stats: .*\.11" <<<"$err"; then
     fail "a missing round: exit $rc, '$err'"
 fi
-for args in "" "--omb-dir $tmp/none" "--omb-dir $tmp --rounds 0" "--bogus"; do
+for args in "" "--omb-dir $tmp/none" "--omb-dir $tmp --rounds 0" "--omb-dir $tmp --seconds x" "--bogus"; do
     # shellcheck disable=SC2086
     err=$("$script" $args 2>&1 >/dev/null)
     rc=$?
