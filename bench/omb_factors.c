@@ -1,14 +1,14 @@
 /*
  * What separates hpml bench --impl mpi from osu_allreduce, one factor at a time: OMB's
- * timing loop (barrier; per iteration MPI_Wtime, MPI_Allreduce of mpi_char MPI_SUM,
- * MPI_Wtime, barrier; OMB's iteration and warm-up counts) on four set-ups in one process,
+ * timing loop (barrier; per iteration MPI_Wtime, MPI_Allreduce MPI_SUM, MPI_Wtime,
+ * barrier; OMB's iteration and warm-up counts) on five set-ups in one process,
  * interleaved size by size (the order reversed every other size):
- *   world  MPI_COMM_WORLD, page-aligned buffers (OMB)
- *   dup    a duplicate with MPI_ERRORS_RETURN (hpml bench), page-aligned buffers
- *   off64  MPI_COMM_WORLD, buffers 64 bytes past a page (hpml_malloc's, before hpml bench
- *          took page-aligned buffers)
- *   both   the duplicate and the offset buffers
- * For each size rank 0 prints the size and the four Avg latencies (OMB's mean over ranks
+ *   world   MPI_COMM_WORLD, page-aligned buffers, MPI_CHAR (OMB)
+ *   dup     a duplicate with MPI_ERRORS_RETURN (hpml bench's communicator)
+ *   off64   buffers 64 bytes past a page (hpml_malloc's)
+ *   schar   MPI_SIGNED_CHAR
+ *   before  all three: hpml bench before it took page-aligned buffers and MPI_CHAR
+ * For each size rank 0 prints the size and the five Avg latencies (OMB's mean over ranks
  * of the per-rank mean), us. The thread level is the other factor: -t multiple.
  * bench/omb_factors.sh builds and runs it in rounds and compares the columns.
  *
@@ -20,10 +20,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NSETUP 4
+#define NSETUP 5
 #define LARGE  8192 /* OMB's LARGE_MESSAGE_SIZE */
 
-static double time_one(MPI_Comm c, const char *s, char *r, size_t size)
+static const struct setup {
+    const char *name;
+    int dup, off64, schar;
+} setups[NSETUP] = {
+    {"world", 0, 0, 0}, {"dup", 1, 0, 0},    {"off64", 0, 1, 0},
+    {"schar", 0, 0, 1}, {"before", 1, 1, 1},
+};
+
+static double time_one(MPI_Comm c, MPI_Datatype type, const char *s, char *r, size_t size)
 {
     int iters = size > LARGE ? 100 : 1000, skip = size > LARGE ? 10 : 100, p;
     double sum = 0, lat, avg;
@@ -32,7 +40,7 @@ static double time_one(MPI_Comm c, const char *s, char *r, size_t size)
     for (int i = 0; i < iters + skip; i++) {
         double t0 = MPI_Wtime();
 
-        MPI_Allreduce(s, r, (int)size, MPI_CHAR, MPI_SUM, c);
+        MPI_Allreduce(s, r, (int)size, type, MPI_SUM, c);
         double t1 = MPI_Wtime();
 
         MPI_Barrier(c);
@@ -91,27 +99,35 @@ int main(int argc, char **argv)
         mem[k] = p;
     }
     for (int v = 0; v < NSETUP; v++) {
-        size_t off = v >= 2 ? 64 : 0;
+        size_t off = setups[v].off64 ? 64 : 0;
 
         sb[v] = mem[2 * v] + off;
         rb[v] = mem[2 * v + 1] + off;
         memset(sb[v], 1, hi); /* OMB's send buffer */
         memset(rb[v], 0, hi);
     }
-    if (rank == 0)
-        printf("# omb_factors: thread level %s; Avg latency (us) per set-up\n"
-               "# size world dup off64 both\n",
+    if (rank == 0) {
+        printf("# omb_factors: thread level %s; Avg latency (us) per set-up\n# size",
                provided == MPI_THREAD_MULTIPLE ? "multiple" : "single");
+        for (int v = 0; v < NSETUP; v++)
+            printf(" %s", setups[v].name);
+        printf("\n");
+    }
     for (size_t size = lo, n = 0; size <= hi; size *= 2, n++) {
         double t[NSETUP];
 
         for (int k = 0; k < NSETUP; k++) {
             int v = n % 2 ? NSETUP - 1 - k : k;
 
-            t[v] = time_one(v % 2 ? dup : MPI_COMM_WORLD, sb[v], rb[v], size);
+            t[v] = time_one(setups[v].dup ? dup : MPI_COMM_WORLD,
+                            setups[v].schar ? MPI_SIGNED_CHAR : MPI_CHAR, sb[v], rb[v], size);
         }
-        if (rank == 0)
-            printf("%zu %.3f %.3f %.3f %.3f\n", size, t[0], t[1], t[2], t[3]);
+        if (rank == 0) {
+            printf("%zu", size);
+            for (int v = 0; v < NSETUP; v++)
+                printf(" %.3f", t[v]);
+            printf("\n");
+        }
     }
     fflush(stdout);
     MPI_Comm_free(&dup);
