@@ -681,7 +681,7 @@ static void *page_alloc(size_t bytes)
         page = HPML_ALIGN;
     if (bytes > SIZE_MAX - HPML_ALIGN)
         return NULL;
-    bytes = (bytes / HPML_ALIGN + 1) * HPML_ALIGN;
+    bytes = bytes ? (bytes + HPML_ALIGN - 1) / HPML_ALIGN * HPML_ALIGN : HPML_ALIGN;
     if (posix_memalign(&p, (size_t)page, bytes) != 0)
         return NULL;
     return p;
