@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/bench_internal.h"
 #include "core/settings_internal.h"
@@ -667,6 +668,25 @@ static int provenance(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_o
     return rc;
 }
 
+/* Message buffers start on a page, as OMB's (posix_memalign to the page size): the MPI's
+ * copy and zero-copy paths (CMA, registration caches) then see the same page offsets in
+ * both programs. The size is rounded up as hpml_malloc's (hpml's vector loops may read a
+ * whole line past the end of a tiny buffer). Freed with free(). */
+static void *page_alloc(size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = NULL;
+
+    if (page < HPML_ALIGN)
+        page = HPML_ALIGN;
+    if (bytes > SIZE_MAX - HPML_ALIGN)
+        return NULL;
+    bytes = bytes ? (bytes + HPML_ALIGN - 1) / HPML_ALIGN * HPML_ALIGN : HPML_ALIGN;
+    if (posix_memalign(&p, (size_t)page, bytes) != 0)
+        return NULL;
+    return p;
+}
+
 int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_t **out)
 {
     const bench_case_t *bc = hpml__bench_case_find(o->case_name);
@@ -743,8 +763,8 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     if ((rc = provenance(&c, bc, o, r)) != 0)
         goto out;
     r->rows = calloc(nsizes * (size_t)o->nimpls + 1, sizeof(*r->rows));
-    c.sbuf = hpml_malloc(maxbuf);
-    c.rbuf = hpml_malloc(maxbuf);
+    c.sbuf = page_alloc(maxbuf);
+    c.rbuf = page_alloc(maxbuf);
     c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
     c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
     t = malloc((size_t)maxit * sizeof(*t));
@@ -785,8 +805,8 @@ out:
     free(work);
     free(c.reqs);
     free(c.stats);
-    hpml_free(c.sbuf);
-    hpml_free(c.rbuf);
+    free(c.sbuf);
+    free(c.rbuf);
     hpml_bench_result_free(r);
     hpml_comm_destroy(c.hcomm);
     hpml__bench_mpi_type_free(&c.msum);

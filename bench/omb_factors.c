@@ -1,0 +1,138 @@
+/*
+ * What separates hpml bench --impl mpi from osu_allreduce, one factor at a time: OMB's
+ * timing loop (barrier; per iteration MPI_Wtime, MPI_Allreduce MPI_SUM, MPI_Wtime,
+ * barrier; OMB's iteration and warm-up counts) on five set-ups in one process,
+ * interleaved size by size (the order reversed every other size):
+ *   world   MPI_COMM_WORLD, page-aligned buffers, MPI_CHAR (OMB)
+ *   dup     a duplicate with MPI_ERRORS_RETURN (hpml bench's communicator)
+ *   off64   buffers 64 bytes past a page (hpml_malloc's)
+ *   schar   MPI_SIGNED_CHAR
+ *   before  all three: hpml bench before it took page-aligned buffers and MPI_CHAR
+ * For each size rank 0 prints the size and the five Avg latencies (OMB's mean over ranks
+ * of the per-rank mean), us. The thread level is the other factor: -t multiple.
+ * bench/omb_factors.sh builds and runs it in rounds and compares the columns.
+ *
+ *   omb_factors [-m MIN:MAX] [-t single|multiple]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NSETUP 5
+#define LARGE  8192 /* OMB's LARGE_MESSAGE_SIZE */
+
+static const struct setup {
+    const char *name;
+    int dup, off64, schar;
+} setups[NSETUP] = {
+    {"world", 0, 0, 0}, {"dup", 1, 0, 0},    {"off64", 0, 1, 0},
+    {"schar", 0, 0, 1}, {"before", 1, 1, 1},
+};
+
+static double time_one(MPI_Comm c, MPI_Datatype type, const char *s, char *r, size_t size)
+{
+    int iters = size > LARGE ? 100 : 1000, skip = size > LARGE ? 10 : 100, p;
+    double sum = 0, lat, avg;
+
+    MPI_Barrier(c);
+    for (int i = 0; i < iters + skip; i++) {
+        double t0 = MPI_Wtime();
+
+        MPI_Allreduce(s, r, (int)size, type, MPI_SUM, c);
+        double t1 = MPI_Wtime();
+
+        MPI_Barrier(c);
+        if (i >= skip)
+            sum += t1 - t0;
+    }
+    lat = sum * 1e6 / iters;
+    MPI_Comm_size(c, &p);
+    MPI_Allreduce(&lat, &avg, 1, MPI_DOUBLE, MPI_SUM, c);
+    return avg / p;
+}
+
+static int parse_range(const char *arg, size_t *lo, size_t *hi)
+{
+    char *end;
+    unsigned long a = strtoul(arg, &end, 10), b;
+
+    if (*end != ':')
+        return -1;
+    b = strtoul(end + 1, &end, 10);
+    if (*end != '\0' || a < 1 || b < a || b > (1ul << 26))
+        return -1;
+    *lo = a;
+    *hi = b;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t lo = 4, hi = 1 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    int level = MPI_THREAD_SINGLE, provided, rank, opt;
+    char *mem[2 * NSETUP] = {0}, *sb[NSETUP], *rb[NSETUP];
+    MPI_Comm dup = MPI_COMM_NULL;
+
+    while ((opt = getopt(argc, argv, "m:t:")) != -1) {
+        if (opt == 'm' && parse_range(optarg, &lo, &hi) == 0)
+            continue;
+        if (opt == 't' && (strcmp(optarg, "single") == 0 || strcmp(optarg, "multiple") == 0)) {
+            level = optarg[0] == 's' ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+            continue;
+        }
+        fprintf(stderr, "usage: omb_factors [-m MIN:MAX] [-t single|multiple]\n");
+        return 2;
+    }
+    MPI_Init_thread(&argc, &argv, level, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    for (int k = 0; k < 2 * NSETUP; k++) {
+        void *p = NULL;
+
+        if (posix_memalign(&p, page, hi + page) != 0) {
+            fprintf(stderr, "omb_factors: cannot allocate %zu bytes\n", hi + page);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        mem[k] = p;
+    }
+    for (int v = 0; v < NSETUP; v++) {
+        size_t off = setups[v].off64 ? 64 : 0;
+
+        sb[v] = mem[2 * v] + off;
+        rb[v] = mem[2 * v + 1] + off;
+        memset(sb[v], 1, hi); /* OMB's send buffer */
+        memset(rb[v], 0, hi);
+    }
+    if (rank == 0) {
+        printf("# omb_factors: thread level %s; Avg latency (us) per set-up\n# size",
+               provided == MPI_THREAD_MULTIPLE ? "multiple" : "single");
+        for (int v = 0; v < NSETUP; v++)
+            printf(" %s", setups[v].name);
+        printf("\n");
+    }
+    for (size_t size = lo, n = 0; size <= hi; size *= 2, n++) {
+        double t[NSETUP];
+
+        for (int k = 0; k < NSETUP; k++) {
+            int v = n % 2 ? NSETUP - 1 - k : k;
+
+            t[v] = time_one(setups[v].dup ? dup : MPI_COMM_WORLD,
+                            setups[v].schar ? MPI_SIGNED_CHAR : MPI_CHAR, sb[v], rb[v], size);
+        }
+        if (rank == 0) {
+            printf("%zu", size);
+            for (int v = 0; v < NSETUP; v++)
+                printf(" %.3f", t[v]);
+            printf("\n");
+        }
+    }
+    fflush(stdout);
+    MPI_Comm_free(&dup);
+    for (int k = 0; k < 2 * NSETUP; k++)
+        free(mem[k]);
+    MPI_Finalize();
+    return 0;
+}
