@@ -169,6 +169,29 @@ static int lookup(PyObject *table, PyObject *name)
     return (int)code;
 }
 
+/* The last name looked up in one table and its code, the name held: a call that passes
+ * the same str object again (a literal, a variable) skips the dict lookup. setup()
+ * clears them with the tables they cache. */
+typedef struct {
+    PyObject *name;
+    int code;
+} memo_t;
+
+static memo_t m_ops, m_dtypes, m_allreduce_algos, m_bcast_algos;
+
+static int lookup_memo(PyObject *table, memo_t *m, PyObject *name)
+{
+    if (name == m->name)
+        return m->code;
+    int code = lookup(table, name);
+    if (code >= 0) {
+        Py_INCREF(name);
+        Py_XSETREF(m->name, name);
+        m->code = code;
+    }
+    return code;
+}
+
 /* Place the positional and keyword arguments of a vectorcall into slots[0..n) by the
  * parameter names; 0 if they fit the signature, -1 if not (the checked path then raises
  * Python's own TypeError for the same call). */
@@ -238,9 +261,9 @@ static PyObject *comm_allreduce(PyObject *op_self, PyObject *const *args, Py_ssi
     if (g_allreduce == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 5, a) ||
         a[0] == NULL || a[1] == NULL || a[1] == Py_None)
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
-    int op = a[2] ? lookup(g_ops, a[2]) : 0;
-    int algo = a[3] ? lookup(g_allreduce_algos, a[3]) : 0;
-    int want = a[4] && a[4] != Py_None ? lookup(g_dtypes, a[4]) : -1;
+    int op = a[2] ? lookup_memo(g_ops, &m_ops, a[2]) : 0;
+    int algo = a[3] ? lookup_memo(g_allreduce_algos, &m_allreduce_algos, a[3]) : 0;
+    int want = a[4] && a[4] != Py_None ? lookup_memo(g_dtypes, &m_dtypes, a[4]) : -1;
     if (op < 0 || algo < 0 || want > I64 || (a[4] && a[4] != Py_None && want < 0))
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
 
@@ -282,7 +305,7 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
     if (g_bcast == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 4, a) ||
         a[0] == NULL)
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
-    int want = a[3] && a[3] != Py_None ? lookup(g_dtypes, a[3]) : -1;
+    int want = a[3] && a[3] != Py_None ? lookup_memo(g_dtypes, &m_dtypes, a[3]) : -1;
     if (want > I64 || (a[3] && a[3] != Py_None && want < 0))
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     long root = 0;
@@ -291,7 +314,7 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
         if (root == -1 && PyErr_Occurred())
             PyErr_Clear();
     }
-    int algo = a[2] ? lookup(g_bcast_algos, a[2]) : 0;
+    int algo = a[2] ? lookup_memo(g_bcast_algos, &m_bcast_algos, a[2]) : 0;
     if (root < 0 || root >= self->size || algo < 0)
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     view_t v;
@@ -358,6 +381,7 @@ typedef struct {
     const void *sp;
     void *rp;
     size_t n;
+    vectorcallfunc vectorcall; /* bound_call: called without an argument tuple */
 } Bound;
 
 static void bound_dealloc(PyObject *op_self)
@@ -371,12 +395,14 @@ static void bound_dealloc(PyObject *op_self)
     Py_TYPE(op_self)->tp_free(op_self);
 }
 
-static PyObject *bound_call(PyObject *op_self, PyObject *args, PyObject *kw)
+static PyObject *bound_call(PyObject *op_self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
 {
     Bound *b = (Bound *)op_self;
     void *c = b->comm->c;
 
-    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
+    (void)args;
+    if (PyVectorcall_NARGS(nargsf) != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
         PyErr_Format(PyExc_TypeError, "a prepared %U takes no arguments", b->what);
         return NULL;
     }
@@ -399,11 +425,12 @@ static PyMemberDef bound_members[] = {
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpml._fast.Bound",
     .tp_basicsize = sizeof(Bound),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = PyDoc_STR("A collective bound to its buffers: calling it runs it once "
                         "(blocking, collective); `result` is the output buffer."),
     .tp_members = bound_members,
-    .tp_call = bound_call,
+    .tp_vectorcall_offset = offsetof(Bound, vectorcall),
+    .tp_call = PyVectorcall_Call,
     .tp_dealloc = bound_dealloc,
 };
 
@@ -443,6 +470,7 @@ static PyObject *fast_bound(PyObject *mod, PyObject *args)
     b->sp = (const void *)(uintptr_t)sp;
     b->rp = (void *)(uintptr_t)rp;
     b->n = (size_t)n;
+    b->vectorcall = bound_call;
     return (PyObject *)b;
 }
 
@@ -468,6 +496,9 @@ static PyObject *fast_setup(PyObject *mod, PyObject *args)
         Py_INCREF(vals[i]);
         Py_XSETREF(*slots[i], vals[i]);
     }
+    memo_t *memos[] = {&m_ops, &m_dtypes, &m_allreduce_algos, &m_bcast_algos};
+    for (size_t i = 0; i < sizeof memos / sizeof memos[0]; i++)
+        Py_CLEAR(memos[i]->name);
     g_allreduce = (allreduce_fn)(uintptr_t)ar;
     g_bcast = (bcast_fn)(uintptr_t)bc;
     Py_RETURN_NONE;

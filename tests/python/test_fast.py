@@ -221,3 +221,16 @@ def test_numpy_arrays_read_directly(comm):
 
 class _Sub(np.ndarray):
     pass
+
+
+def test_names_looked_up_each_call(comm):
+    # op, algo and dtype names change from call to call (the compiled path remembers the
+    # last name it looked up): each call reduces with its own op, whichever str object
+    # spells it.
+    x = rank_data(np.float32, 5, comm.rank)
+    for op in ("sum", "max", "".join(["s", "um"]), "min", "".join(["m", "ax"]), "prod"):
+        want = comm._allreduce_checked(x, np.empty_like(x), op)
+        assert comm.allreduce(x, np.empty_like(x), op, "auto", "f32").tobytes() == \
+            want.tobytes()
+    with pytest.raises(hpml.ArgumentError, match="unknown op 'nope'"):
+        comm.allreduce(x, np.empty_like(x), "".join(["no", "pe"]))
