@@ -2,9 +2,10 @@
  *
  * Comm.allreduce and Comm.bcast on C-contiguous buffers of a native hpml element type, or
  * of the type dtype= names when the buffer can hold it (NumPy arrays, bytearray,
- * memoryview), cost one buffer-protocol export per buffer and one C call here, against
- * one to two microseconds of argument handling and cffi's foreign call in Python
- * (docs/performance.md, "python"). Every other case (op given as an mpi4py Op, dtype= as
+ * memoryview), cost one C call here, against one to two microseconds of argument handling
+ * and cffi's foreign call in Python (docs/performance.md, "python"). Plain NumPy arrays
+ * are read through NumPy's C API (an export of one costs more than the rest of the call);
+ * other buffers are exported through the buffer protocol. Every other case (op given as an mpi4py Op, dtype= as
  * a NumPy dtype, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is
  * handed, arguments unchanged, to the checked Python implementation, which raises hpml's
  * errors.
