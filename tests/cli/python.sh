@@ -106,12 +106,12 @@ assert [r.split("|")[1].strip() for r in rows] == ["8", "65536"], rows
 for r in rows:
     cells = [c.strip() for c in r.strip().strip("|").split("|")]
     assert all(float(c) > 0 for c in cells[1:4]), r
-    for c in cells[4:8]:
+    for c in cells[4:10]:
         m, lo, hi = map(float, re.match(r"(\S+) \[(\S+), (\S+)\]", c).groups())
         assert lo <= m <= hi, r
-    for c in cells[6:8]:
+    for c in cells[7:10]:
         assert float(c.split()[0]) > 0, r
-    assert cells[8] in ("met", "missed", "not resolved") and cells[9] in (
+    assert cells[10] in ("met", "missed", "not resolved") and cells[11] in (
         "met", "missed", "not resolved"), r
 EOF
 rc=0
