@@ -11,19 +11,21 @@ round times four blocks back to back:
          comm.allreduce(s, r, "sum", "auto", None);
   bound  the same loop around comm.allreduce_init(s, r, "sum", "auto", None)().
 Blocks take the 24 orders in turn over the rounds, so that none always runs first, after
-one round that is not counted. A
-block's figure is the mean over its timed iterations and the ranks (the `avg` of both
-benches); a round's ratios are C' / C, plain / C and bound / C of the same round, its
-differences C' − C, plain − C and bound − C. Printed per size: the median block times, and the median over
-the rounds of each ratio and difference with its 95% distribution-free interval (order
-statistics of the binomial), and whether "within 3% of C" holds: met when the interval's
-upper end is at most 1.03, missed when its lower end is above 1.03, else not resolved.
+one round that is not counted. A block's figure is the mean over its timed iterations
+and the ranks (the `avg` of both benches); a round's ratios are C' / C, plain / C and
+bound / C of the same round, its differences C' − C, plain − C and bound − C. Printed per
+size: the median block times, and the median over the rounds of each ratio and
+difference with its 95% distribution-free interval (order statistics of the binomial),
+and whether "within 3% of C" holds: met when the interval's upper end is at most 1.03,
+missed when its lower end is above 1.03, else not resolved.
 
   python3 bench/python_vs_c.py [--rounds N] [--sizes B,B,...] [--iterations N]
-      [--large-iterations N] [--check]
+      [--skip N] [--large-iterations N] [--large-skip N] [--check]
 --check only checks the options (bench/run_python_vs_c.sh does, before mpirun).
---iterations: timed iterations per block up to 8 KiB (default 2000), --large-iterations
-above (default 200); the untimed warm-up of each block is a tenth of that.
+--iterations and --skip: timed and untimed (first) iterations per block up to 8 KiB
+(default 2000 and 200); --large-iterations and --large-skip above (default 480 and 32: a
+block of 512 calls holds as many of the shared-memory store-mode picker's probes, one
+pair every 128 calls from 64 KiB, as any other).
 """
 
 import argparse
@@ -68,7 +70,9 @@ def parse_args(argv):
     ap.add_argument("--rounds", type=int, default=48)
     ap.add_argument("--sizes", default="8,65536,262144,1048576,4194304")
     ap.add_argument("--iterations", type=int, default=2000)
-    ap.add_argument("--large-iterations", type=int, default=200)
+    ap.add_argument("--skip", type=int, default=200)
+    ap.add_argument("--large-iterations", type=int, default=480)
+    ap.add_argument("--large-skip", type=int, default=32)
     a = ap.parse_args(argv)
     try:
         a.sizes = [int(s) for s in a.sizes.split(",")]
@@ -78,14 +82,16 @@ def parse_args(argv):
         ap.error("--sizes: every size must be a positive multiple of 4 bytes (f32)")
     if a.rounds < 1 or a.iterations < 1 or a.large_iterations < 1:
         ap.error("--rounds, --iterations and --large-iterations must be positive")
+    if a.skip < 0 or a.large_skip < 0:
+        ap.error("--skip and --large-skip must not be negative")
     return a
 
 
 class Size:
     """One message size: its arrays, the three timed forms and their per-round means."""
 
-    def __init__(self, comm, nbytes, iters):
-        self.nbytes, self.iters, self.skip = nbytes, iters, iters // 10
+    def __init__(self, comm, nbytes, iters, skip):
+        self.nbytes, self.iters, self.skip = nbytes, iters, skip
         self.s = np.zeros(nbytes // 4, np.float32)
         self.r = np.zeros(nbytes // 4, np.float32)
         f, s, r = comm.allreduce, self.s, self.r
@@ -149,8 +155,8 @@ def main(argv=None):
     if world.Get_size() < 2:
         sys.exit("python_vs_c.py: run it under mpirun with at least 2 ranks")
     comm = hpml.Comm(world)
-    sizes = [Size(comm, n, a.iterations if n <= LARGE else a.large_iterations)
-             for n in a.sizes]
+    sizes = [Size(comm, n, *((a.iterations, a.skip) if n <= LARGE else
+                             (a.large_iterations, a.large_skip))) for n in a.sizes]
     # A first round, not counted, meets what happens once per Comm and size (the node's
     # shared-memory segment, the store-mode choice, first touches of the pages).
     for r in range(-1, a.rounds):

@@ -6,7 +6,7 @@
 # 95% interval). The companion of bench/run_python_allreduce.sh, whose separate
 # processes differ from each other by more than the 3% it is asked to resolve.
 #   bench/run_python_vs_c.sh [python_vs_c.py options: --rounds N --sizes B,B,...
-#                             --iterations N --large-iterations N]
+#                             --iterations N --skip N --large-iterations N --large-skip N]
 # 2 ranks bound to the cores, Open MPI (Debian's mpi4py is built for it). Env: BUILD
 # (default build/openmpi); HPML_* settings reach the run. Run it under `chrt -f 1` on a
 # quiet machine.

@@ -5,10 +5,10 @@
  * memoryview), cost one C call here, against one to two microseconds of argument handling
  * and cffi's foreign call in Python (docs/performance.md, "python"). Plain NumPy arrays
  * are read through NumPy's C API (an export of one costs more than the rest of the call);
- * other buffers are exported through the buffer protocol. Every other case (op given as an mpi4py Op, dtype= as
- * a NumPy dtype, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is
- * handed, arguments unchanged, to the checked Python implementation, which raises hpml's
- * errors.
+ * other buffers are exported through the buffer protocol. Every other case (op given as
+ * an mpi4py Op, dtype= as a NumPy dtype, recvbuf=None, a buffer the fast path cannot
+ * take, a freed Comm) is handed, arguments unchanged, to the checked Python
+ * implementation, which raises hpml's errors.
  *
  * The module does not link libhpml: hpml._lib loads libhpml through cffi for the MPI that
  * mpi4py uses and gives setup() the addresses of hpml_allreduce_algo and hpml_bcast_algo,
@@ -104,7 +104,7 @@ typedef struct {
 /* Array flags a NumPy array may carry to be read directly; any other (a writeback copy,
  * NumPy's private warn-on-write mark) sends it through the buffer protocol. */
 #define NPY_PLAIN_FLAGS                                                                            \
-    (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_ALIGNED |    \
+    (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_ALIGNED |     \
      NPY_ARRAY_WRITEABLE)
 
 /* Take a buffer argument: an exact NumPy array, C-contiguous, in native byte order, of a
@@ -130,8 +130,8 @@ static int view_get(PyObject *o, int writable, int want, view_t *v)
             return v->dt < 0 ? -1 : 0;
         }
     }
-    if (PyObject_GetBuffer(o, &v->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
-                                         (writable ? PyBUF_WRITABLE : 0))) {
+    if (PyObject_GetBuffer(o, &v->b,
+                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0))) {
         PyErr_Clear();
         return -1;
     }

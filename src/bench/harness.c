@@ -376,11 +376,15 @@ int hpml_bench_time_blocking(MPI_Comm comm, hpml_comm_t *hcomm, const char *case
     if ((rc = hpml_bench_parse_impls(bc->name, impl, &o, note, sizeof(note))) != 0)
         return rc;
     if (o.nimpls != 1)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_bench_time_blocking: '%s' is not one "
-                              "implementation", impl);
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bench_time_blocking: '%s' is not one "
+                              "implementation",
+                              impl);
     if (hpml_dtype_size(dtype) == 0 || bytes % hpml_dtype_size(dtype) != 0)
-        return hpml_set_error(HPML_ERR_INVAL, "hpml_bench_time_blocking: %zu bytes are not "
-                              "whole elements of the dtype", bytes);
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bench_time_blocking: %zu bytes are not "
+                              "whole elements of the dtype",
+                              bytes);
     if (iters < 1 || skip < 0 || t == NULL || recvbuf == NULL ||
         (bc == &hpml__bench_allreduce && sendbuf == NULL) || (!o.impls[0].native && !hcomm))
         return hpml_set_error(HPML_ERR_INVAL, "hpml_bench_time_blocking: bad argument");

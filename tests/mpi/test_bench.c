@@ -79,8 +79,8 @@ static void check_time_blocking(void)
         HPMLT_CALL(hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "allreduce", impl,
                                             k == 2 ? HPML_IN_PLACE : s, r, N * sizeof(float),
                                             HPML_F32, k == 2 ? 1 : ITERS, k == 2 ? 0 : 2, t));
-        HPMLT_CHECK(memcmp(r, want, N * sizeof(float)) == 0, "time_blocking allreduce %s%s",
-                    impl, k == 2 ? " in place" : "");
+        HPMLT_CHECK(memcmp(r, want, N * sizeof(float)) == 0, "time_blocking allreduce %s%s", impl,
+                    k == 2 ? " in place" : "");
         for (int i = 0; i < (k == 2 ? 1 : ITERS); i++)
             HPMLT_CHECK(t[i] > 0 && t[i] < 1e7, "time_blocking: t[%d] = %g us", i, t[i]);
         HPMLT_CHECK(t[ITERS] == -1, "%s", "time_blocking wrote past iters");
@@ -91,7 +91,8 @@ static void check_time_blocking(void)
     HPMLT_CALL(hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "bcast", "hpml", NULL, r,
                                         N * sizeof(float), HPML_F32, ITERS, 1, t));
     HPMLT_CHECK(memcmp(r, s, N * sizeof(float)) == 0, "%s", "time_blocking bcast");
-    rc = hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "reduce", "hpml", s, r, 64, HPML_F32, 1, 0, t);
+    rc =
+        hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "reduce", "hpml", s, r, 64, HPML_F32, 1, 0, t);
     HPMLT_CHECK(rc == HPML_ERR_INVAL && strstr(hpml_last_error(), "'reduce'") != NULL,
                 "time_blocking reduce: %d '%s'", rc, hpml_last_error());
     rc = hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "allreduce", "mpi,hpml", s, r, 64, HPML_F32,
