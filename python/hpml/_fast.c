@@ -107,6 +107,24 @@ typedef struct {
     (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_ALIGNED |     \
      NPY_ARRAY_WRITEABLE)
 
+/* NumPy's type characters (the struct formats of their exports) the fast path may take:
+ * the hpml element types and uint16 (f16 or bf16 bits with dtype=). */
+static int plain_type(char t)
+{
+    switch (t) {
+    case 'f':
+    case 'd':
+    case 'e':
+    case 'b':
+    case 'B':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'H': return 1;
+    default: return 0;
+    }
+}
+
 /* Take a buffer argument: an exact NumPy array, C-contiguous, in native byte order, of a
  * plain element type and, when `writable`, writeable, is read from the array itself
  * (NumPy builds an export's format string and shape anew on every request: most of the
@@ -122,7 +140,7 @@ static int view_get(PyObject *o, int writable, int want, view_t *v)
 
         if ((flags & ~NPY_PLAIN_FLAGS) == 0 && (flags & NPY_ARRAY_C_CONTIGUOUS) &&
             (!writable || (flags & NPY_ARRAY_WRITEABLE)) && PyArray_ISNOTSWAPPED(a) &&
-            strchr("fdebBilqH", f[0]) != NULL) {
+            plain_type(f[0])) {
             v->p = PyArray_DATA(a);
             v->len = PyArray_NBYTES(a);
             v->dt = elem_dtype(f, PyArray_ITEMSIZE(a), v->len, want);
