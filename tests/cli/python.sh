@@ -117,8 +117,10 @@ EOF
 rc=0
 err=$("$py" bench/python_vs_c.py --check --sizes 6 2>&1) || rc=$?
 want="python_vs_c.py: --sizes: every size must be a positive multiple of 4 bytes (f32)"
-[ $rc -eq 2 ] && [ "$err" = "$want" ] ||
-    { echo "FAIL: python_vs_c.py --sizes 6: exit $rc, '$err'"; exit 1; }
+if [ $rc -ne 2 ] || [ "$err" != "$want" ]; then
+    echo "FAIL: python_vs_c.py --sizes 6: exit $rc, '$err'"
+    exit 1
+fi
 
 echo "== the estimators against the commands (${SECONDS}s)"
 # The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
