@@ -36,12 +36,14 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= /usr/bin/python3
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PYDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
-# hpml._fast, the package's compiled hot path (python/hpml/_fast.c; needs python3-dev),
+# hpml._fast, the package's compiled hot path (python/hpml/_fast.c; needs python3-dev and
+# NumPy's C headers, which python3-numpy ships; built only when both are found),
 # goes to $(O)/python/hpml, where the package finds it beside lib/. Not in sanitizer
 # builds (python3 would have to preload the sanitizer runtimes).
 PYCC ?= cc
 PYEXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PYINC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+NPINC := $(shell $(PYTHON) -c 'import numpy; print(numpy.get_include())' 2>/dev/null)
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -86,7 +88,7 @@ LIBA := $(O)/lib/libhpml.a
 LIBSO := $(O)/lib/libhpml.so.$(VERSION)
 HPML := $(O)/bin/hpml
 PROF_SO := $(O)/lib/libhpml-prof.so
-PYFAST := $(if $(PYVER),$(if $(SANITIZE),,$(O)/python/hpml/_fast$(PYEXT)))
+PYFAST := $(if $(PYVER),$(if $(NPINC),$(if $(SANITIZE),,$(O)/python/hpml/_fast$(PYEXT))))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -127,7 +129,7 @@ $(HPML): $(TOOL_OBJS) $(LIBA)
 
 $(O)/python/hpml/_fast$(PYEXT): python/hpml/_fast.c
 	@mkdir -p $(@D)
-	$(PYCC) $(OPT) -g -fPIC -shared $(WARN) -I$(PYINC) -o $@ $<
+	$(PYCC) $(OPT) -g -fPIC -shared $(WARN) -isystem $(PYINC) -isystem $(NPINC) -o $@ $<
 
 # Installed names carry the MPI, so that the Open MPI and MPICH builds can be installed
 # side by side: libhpml-$(MPI).{a,so}, hpml-$(MPI).pc, bin/hpml-$(MPI). The default MPI's

@@ -12,7 +12,9 @@
 # --iterations N (default 10000, a multiple of 100): N up to 8 KiB, N/10 above (warm-up a
 # tenth of that), as `hpml bench -i N -x N/10` runs.
 # Env: BUILD (default build/openmpi); HPML_* settings reach every run. Run it under
-# `chrt -f 1` on a quiet machine.
+# `chrt -f 1` on a quiet machine. Its runs are separate processes, which differ from each
+# other by more than 3% at 64 KiB and above: bench/run_python_vs_c.sh compares Python
+# and C within the same processes, round by round, for that target.
 set -eu
 rounds=5 min=8 max=4194304 iters=10000
 while [ $# -gt 0 ]; do

@@ -150,6 +150,20 @@ int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_o
 int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_t **out);
 void hpml_bench_result_free(hpml_bench_result_t *r); /* NULL-safe */
 
+/*
+ * Time one implementation (impl: "mpi", "hpml", "hpml:<algo>") of the allreduce (HPML_SUM
+ * of sendbuf, or HPML_IN_PLACE, into recvbuf) or bcast (recvbuf from root 0) case of
+ * `bytes` bytes on the caller's buffers, with hpml_bench_run's own loop: a barrier, then
+ * skip untimed and iters timed iterations, each MPI_Wtime, the operation, MPI_Wtime and a
+ * barrier on comm. t[0..iters) receives this rank's times in microseconds. comm serves the
+ * barriers and the native call, hcomm (NULL only for "mpi") the hpml one. Collective over
+ * comm. For harnesses that run this loop and another language's in turn in one process
+ * (bench/python_vs_c.py). Returns 0 or a negative HPML_ERR_*.
+ */
+int hpml_bench_time_blocking(MPI_Comm comm, hpml_comm_t *hcomm, const char *case_name,
+                             const char *impl, const void *sendbuf, void *recvbuf, size_t bytes,
+                             hpml_dtype_t dtype, long iters, long skip, double *t);
+
 /* Number of rows with valid == 0. */
 int hpml_bench_failures(const hpml_bench_result_t *r);
 

@@ -60,6 +60,9 @@ int hpml_reduce_scatter_algo(int algo, const void *sendbuf, void *recvbuf, size_
 int hpml_alltoallv(const void *sendbuf, const size_t *scounts, const size_t *sdispls,
                    void *recvbuf, const size_t *rcounts, const size_t *rdispls, int dtype,
                    hpml_comm_t *comm);
+int hpml_bench_time_blocking(MPI_Comm comm, hpml_comm_t *hcomm, const char *case_name,
+                             const char *impl, const void *sendbuf, void *recvbuf,
+                             size_t bytes, int dtype, long iters, long skip, double *t);
 int hpml_algo_list(int coll, const int **algos, size_t *n);
 int hpml_algo_selected(hpml_comm_t *comm, int coll, size_t bytes);
 const char *hpml_algo_name(int algo);

@@ -2,12 +2,13 @@
  *
  * Comm.allreduce and Comm.bcast on C-contiguous buffers of a native hpml element type, or
  * of the type dtype= names when the buffer can hold it (NumPy arrays, bytearray,
- * memoryview), cost one buffer-protocol export per buffer and one C call here, against
- * one to two microseconds of argument handling and cffi's foreign call in Python
- * (docs/performance.md, "python"). Every other case (op given as an mpi4py Op, dtype= as
- * a NumPy dtype, recvbuf=None, a buffer the fast path cannot take, a freed Comm) is
- * handed, arguments unchanged, to the checked Python implementation, which raises hpml's
- * errors.
+ * memoryview), cost one C call here, against one to two microseconds of argument handling
+ * and cffi's foreign call in Python (docs/performance.md, "python"). Plain NumPy arrays
+ * are read through NumPy's C API (an export of one costs more than the rest of the call);
+ * other buffers are exported through the buffer protocol. Every other case (op given as
+ * an mpi4py Op, dtype= as a NumPy dtype, recvbuf=None, a buffer the fast path cannot
+ * take, a freed Comm) is handed, arguments unchanged, to the checked Python
+ * implementation, which raises hpml's errors.
  *
  * The module does not link libhpml: hpml._lib loads libhpml through cffi for the MPI that
  * mpi4py uses and gives setup() the addresses of hpml_allreduce_algo and hpml_bcast_algo,
@@ -23,6 +24,9 @@
 #include <string.h>
 
 #include <structmember.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 typedef int (*allreduce_fn)(int algo, const void *sendbuf, void *recvbuf, size_t count, int dtype,
                             int op, void *comm);
@@ -44,50 +48,126 @@ typedef struct {
     int size;              /* ranks of the communicator */
 } CommBase;
 
-/* The hpml dtype of a buffer's element format without dtype= (-1: not one the fast path
- * takes; 16-bit integers need dtype= to say f16 or bf16 and go to the checked path). */
-static int format_dtype(const Py_buffer *b)
-{
-    const char *f = b->format ? b->format : "B";
-    if (f[0] == '@')
-        f++;
-    if (f[0] == '\0' || f[1] != '\0')
-        return -1;
-    int dt;
-    Py_ssize_t size;
-    switch (f[0]) {
-    case 'f': dt = F32, size = 4; break;
-    case 'd': dt = F64, size = 8; break;
-    case 'e': dt = F16, size = 2; break;
-    case 'b': dt = I8, size = 1; break;
-    case 'B': dt = U8, size = 1; break;
-    case 'i': dt = I32, size = 4; break;
-    case 'l':
-    case 'q': dt = I64, size = 8; break;
-    default: return -1;
-    }
-    return b->itemsize == size ? dt : -1;
-}
-
 /* Element sizes of the hpml dtypes, and the formats that may hold each when dtype= names
  * it (bytes, 'B' and 'c', hold anything): hpml.comm's DTYPE_SIZE and _HOLDS. */
 static const Py_ssize_t dt_size[] = {4, 8, 2, 2, 1, 1, 4, 8};
 static const char *const dt_holds[] = {"f", "d", "eH", "H", "b", "B", "i", "lq"};
 
-/* The hpml dtype of a buffer: its format's (want < 0) or `want` if the buffer can hold
- * it, whole elements only; -1 otherwise (the checked path then says what is wrong). */
-static int buffer_dtype(const Py_buffer *b, int want)
+/* The hpml dtype of `len` bytes of elements of struct format f ('@' prefix allowed) and
+ * `itemsize` bytes: the format's own (want < 0; 16-bit integers need dtype= to say f16
+ * or bf16 and go to the checked path), or `want` if the elements can hold it, whole
+ * elements only; -1 otherwise (the checked path then says what is wrong). */
+static int elem_dtype(const char *f, Py_ssize_t itemsize, Py_ssize_t len, int want)
 {
-    if (want < 0)
-        return format_dtype(b);
-    const char *f = b->format ? b->format : "B";
     if (f[0] == '@')
         f++;
-    if (f[0] == '\0' || f[1] != '\0' || b->len % dt_size[want])
+    if (f[0] == '\0' || f[1] != '\0')
         return -1;
-    if (f[0] == 'B' || f[0] == 'c')
-        return want;
-    return strchr(dt_holds[want], f[0]) != NULL && b->itemsize == dt_size[want] ? want : -1;
+    if (want >= 0) {
+        if (len % dt_size[want])
+            return -1;
+        if (f[0] == 'B' || f[0] == 'c')
+            return want;
+        return strchr(dt_holds[want], f[0]) != NULL && itemsize == dt_size[want] ? want : -1;
+    }
+    int dt;
+    switch (f[0]) {
+    case 'f': dt = F32; break;
+    case 'd': dt = F64; break;
+    case 'e': dt = F16; break;
+    case 'b': dt = I8; break;
+    case 'B': dt = U8; break;
+    case 'i': dt = I32; break;
+    case 'l':
+    case 'q': dt = I64; break;
+    default: return -1;
+    }
+    return itemsize == dt_size[dt] ? dt : -1;
+}
+
+/* The hpml dtype of an exported buffer (elem_dtype of its format). */
+static int buffer_dtype(const Py_buffer *b, int want)
+{
+    return elem_dtype(b->format ? b->format : "B", b->itemsize, b->len, want);
+}
+
+/* A view of a buffer argument: its data, bytes and hpml dtype, and the export to release
+ * (none for a NumPy array read directly). */
+typedef struct {
+    void *p;
+    Py_ssize_t len;
+    int dt;
+    int exported;
+    Py_buffer b;
+} view_t;
+
+/* Array flags a NumPy array may carry to be read directly; any other (a writeback copy,
+ * NumPy's private warn-on-write mark) sends it through the buffer protocol. */
+#define NPY_PLAIN_FLAGS                                                                            \
+    (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_ALIGNED |     \
+     NPY_ARRAY_WRITEABLE)
+
+/* NumPy's type characters (the struct formats of their exports) the fast path may take:
+ * the hpml element types and uint16 (f16 or bf16 bits with dtype=). */
+static int plain_type(char t)
+{
+    switch (t) {
+    case 'f':
+    case 'd':
+    case 'e':
+    case 'b':
+    case 'B':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'H': return 1;
+    default: return 0;
+    }
+}
+
+/* Take a buffer argument: an exact NumPy array, C-contiguous, in native byte order, of a
+ * plain element type and, when `writable`, writeable, is read from the array itself
+ * (NumPy builds an export's format string and shape anew on every request: most of the
+ * plain call's cost over the bound one); anything else through the buffer protocol,
+ * C-contiguous (and writable). 0, or -1 with no error set when the fast path cannot take
+ * it (the checked path then does, or says what is wrong). */
+static int view_get(PyObject *o, int writable, int want, view_t *v)
+{
+    if (PyArray_CheckExact(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        int flags = PyArray_FLAGS(a);
+        char f[2] = {PyArray_DESCR(a)->type, '\0'};
+
+        if ((flags & ~NPY_PLAIN_FLAGS) == 0 && (flags & NPY_ARRAY_C_CONTIGUOUS) &&
+            (!writable || (flags & NPY_ARRAY_WRITEABLE)) && PyArray_ISNOTSWAPPED(a) &&
+            plain_type(f[0])) {
+            v->p = PyArray_DATA(a);
+            v->len = PyArray_NBYTES(a);
+            v->dt = elem_dtype(f, PyArray_ITEMSIZE(a), v->len, want);
+            v->exported = 0;
+            return v->dt < 0 ? -1 : 0;
+        }
+    }
+    if (PyObject_GetBuffer(o, &v->b,
+                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0))) {
+        PyErr_Clear();
+        return -1;
+    }
+    v->p = v->b.buf;
+    v->len = v->b.len;
+    v->dt = buffer_dtype(&v->b, want);
+    v->exported = 1;
+    if (v->dt < 0) {
+        PyBuffer_Release(&v->b);
+        return -1;
+    }
+    return 0;
+}
+
+static void view_release(view_t *v)
+{
+    if (v->exported)
+        PyBuffer_Release(&v->b);
 }
 
 /* The code of a name in a table (a dict of str -> int), or -1 if absent or not a str. */
@@ -106,6 +186,29 @@ static int lookup(PyObject *table, PyObject *name)
         return -1;
     }
     return (int)code;
+}
+
+/* The last name looked up in one table and its code, the name held: a call that passes
+ * the same str object again (a literal, a variable) skips the dict lookup. setup()
+ * clears them with the tables they cache. */
+typedef struct {
+    PyObject *name;
+    int code;
+} memo_t;
+
+static memo_t m_ops, m_dtypes, m_allreduce_algos, m_bcast_algos;
+
+static int lookup_memo(PyObject *table, memo_t *m, PyObject *name)
+{
+    if (name == m->name)
+        return m->code;
+    int code = lookup(table, name);
+    if (code >= 0) {
+        Py_INCREF(name);
+        Py_XSETREF(m->name, name);
+        m->code = code;
+    }
+    return code;
 }
 
 /* Place the positional and keyword arguments of a vectorcall into slots[0..n) by the
@@ -177,41 +280,35 @@ static PyObject *comm_allreduce(PyObject *op_self, PyObject *const *args, Py_ssi
     if (g_allreduce == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 5, a) ||
         a[0] == NULL || a[1] == NULL || a[1] == Py_None)
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
-    int op = a[2] ? lookup(g_ops, a[2]) : 0;
-    int algo = a[3] ? lookup(g_allreduce_algos, a[3]) : 0;
-    int want = a[4] && a[4] != Py_None ? lookup(g_dtypes, a[4]) : -1;
+    int op = a[2] ? lookup_memo(g_ops, &m_ops, a[2]) : 0;
+    int algo = a[3] ? lookup_memo(g_allreduce_algos, &m_allreduce_algos, a[3]) : 0;
+    int want = a[4] && a[4] != Py_None ? lookup_memo(g_dtypes, &m_dtypes, a[4]) : -1;
     if (op < 0 || algo < 0 || want > I64 || (a[4] && a[4] != Py_None && want < 0))
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
 
-    Py_buffer rb, sb;
-    if (PyObject_GetBuffer(a[1], &rb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)) {
-        PyErr_Clear();
+    view_t rv, sv;
+    if (view_get(a[1], 1, want, &rv))
         return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
-    }
-    int dt = buffer_dtype(&rb, want);
     int in_place = a[0] == g_in_place;
     const void *sp = (const void *)1; /* HPML_IN_PLACE */
-    if (dt >= 0 && !in_place) {
-        if (PyObject_GetBuffer(a[0], &sb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) {
-            PyErr_Clear();
-            dt = -1;
-        } else if (buffer_dtype(&sb, want) != dt || sb.len != rb.len) {
-            PyBuffer_Release(&sb);
-            dt = -1;
-        } else {
-            sp = sb.buf;
+    if (!in_place) {
+        int ok = view_get(a[0], 0, want, &sv) == 0;
+        if (ok && (sv.dt != rv.dt || sv.len != rv.len)) {
+            view_release(&sv);
+            ok = 0;
         }
-    }
-    if (dt < 0) {
-        PyBuffer_Release(&rb);
-        return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
+        if (!ok) {
+            view_release(&rv);
+            return fallback(g_slow_allreduce, op_self, args, nargs, kwnames);
+        }
+        sp = sv.p;
     }
     PyThreadState *ts = PyEval_SaveThread();
-    int rc = g_allreduce(algo, sp, rb.buf, (size_t)(rb.len / dt_size[dt]), dt, op, self->c);
+    int rc = g_allreduce(algo, sp, rv.p, (size_t)(rv.len / dt_size[rv.dt]), rv.dt, op, self->c);
     PyEval_RestoreThread(ts);
     if (!in_place)
-        PyBuffer_Release(&sb);
-    PyBuffer_Release(&rb);
+        view_release(&sv);
+    view_release(&rv);
     if (rc)
         return raise_rc(rc, g_str_allreduce);
     Py_INCREF(a[1]);
@@ -227,7 +324,7 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
     if (g_bcast == NULL || self->c == NULL || place_args(args, nargs, kwnames, names, 4, a) ||
         a[0] == NULL)
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
-    int want = a[3] && a[3] != Py_None ? lookup(g_dtypes, a[3]) : -1;
+    int want = a[3] && a[3] != Py_None ? lookup_memo(g_dtypes, &m_dtypes, a[3]) : -1;
     if (want > I64 || (a[3] && a[3] != Py_None && want < 0))
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
     long root = 0;
@@ -236,23 +333,16 @@ static PyObject *comm_bcast(PyObject *op_self, PyObject *const *args, Py_ssize_t
         if (root == -1 && PyErr_Occurred())
             PyErr_Clear();
     }
-    int algo = a[2] ? lookup(g_bcast_algos, a[2]) : 0;
+    int algo = a[2] ? lookup_memo(g_bcast_algos, &m_bcast_algos, a[2]) : 0;
     if (root < 0 || root >= self->size || algo < 0)
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
-    Py_buffer b;
-    if (PyObject_GetBuffer(a[0], &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)) {
-        PyErr_Clear();
+    view_t v;
+    if (view_get(a[0], 1, want, &v))
         return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
-    }
-    int dt = buffer_dtype(&b, want);
-    if (dt < 0) {
-        PyBuffer_Release(&b);
-        return fallback(g_slow_bcast, op_self, args, nargs, kwnames);
-    }
     PyThreadState *ts = PyEval_SaveThread();
-    int rc = g_bcast(algo, b.buf, (size_t)(b.len / dt_size[dt]), dt, (int)root, self->c);
+    int rc = g_bcast(algo, v.p, (size_t)(v.len / dt_size[v.dt]), v.dt, (int)root, self->c);
     PyEval_RestoreThread(ts);
-    PyBuffer_Release(&b);
+    view_release(&v);
     if (rc)
         return raise_rc(rc, g_str_bcast);
     Py_INCREF(a[0]);
@@ -310,6 +400,7 @@ typedef struct {
     const void *sp;
     void *rp;
     size_t n;
+    vectorcallfunc vectorcall; /* bound_call: called without an argument tuple */
 } Bound;
 
 static void bound_dealloc(PyObject *op_self)
@@ -323,12 +414,14 @@ static void bound_dealloc(PyObject *op_self)
     Py_TYPE(op_self)->tp_free(op_self);
 }
 
-static PyObject *bound_call(PyObject *op_self, PyObject *args, PyObject *kw)
+static PyObject *bound_call(PyObject *op_self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
 {
     Bound *b = (Bound *)op_self;
     void *c = b->comm->c;
 
-    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
+    (void)args;
+    if (PyVectorcall_NARGS(nargsf) != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
         PyErr_Format(PyExc_TypeError, "a prepared %U takes no arguments", b->what);
         return NULL;
     }
@@ -351,11 +444,12 @@ static PyMemberDef bound_members[] = {
 static PyTypeObject BoundType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpml._fast.Bound",
     .tp_basicsize = sizeof(Bound),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = PyDoc_STR("A collective bound to its buffers: calling it runs it once "
                         "(blocking, collective); `result` is the output buffer."),
     .tp_members = bound_members,
-    .tp_call = bound_call,
+    .tp_vectorcall_offset = offsetof(Bound, vectorcall),
+    .tp_call = PyVectorcall_Call,
     .tp_dealloc = bound_dealloc,
 };
 
@@ -395,6 +489,7 @@ static PyObject *fast_bound(PyObject *mod, PyObject *args)
     b->sp = (const void *)(uintptr_t)sp;
     b->rp = (void *)(uintptr_t)rp;
     b->n = (size_t)n;
+    b->vectorcall = bound_call;
     return (PyObject *)b;
 }
 
@@ -420,6 +515,9 @@ static PyObject *fast_setup(PyObject *mod, PyObject *args)
         Py_INCREF(vals[i]);
         Py_XSETREF(*slots[i], vals[i]);
     }
+    memo_t *memos[] = {&m_ops, &m_dtypes, &m_allreduce_algos, &m_bcast_algos};
+    for (size_t i = 0; i < sizeof memos / sizeof memos[0]; i++)
+        Py_CLEAR(memos[i]->name);
     g_allreduce = (allreduce_fn)(uintptr_t)ar;
     g_bcast = (bcast_fn)(uintptr_t)bc;
     Py_RETURN_NONE;
@@ -446,6 +544,7 @@ static struct PyModuleDef fast_module = {
 PyMODINIT_FUNC PyInit__fast(void);
 PyMODINIT_FUNC PyInit__fast(void)
 {
+    import_array(); /* NumPy's C API (returns NULL on failure) */
     if (PyType_Ready(&CommBaseType) < 0 || PyType_Ready(&BoundType) < 0)
         return NULL;
     g_str_allreduce = PyUnicode_InternFromString("allreduce");

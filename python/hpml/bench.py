@@ -88,6 +88,23 @@ def _decode(arr, dt):
 # ---- the context each case works in ----------------------------------------------------
 
 
+def time_coll(mpi, op, iters, skip):
+    """The blocking loop of `hpml bench` (hpml_bench_time_blocking) in Python: a barrier
+    on the mpi4py communicator, then per iteration MPI.Wtime, op(), MPI.Wtime, a barrier;
+    this rank's `iters` timed iterations after `skip` untimed ones, in microseconds."""
+    wt, bar = MPI.Wtime, mpi.Barrier
+    t = np.empty(iters)
+    bar()
+    for i in range(skip + iters):
+        t0 = wt()
+        op()
+        t1 = wt()
+        if i >= skip:
+            t[i - skip] = (t1 - t0) * 1e6
+        bar()
+    return t
+
+
 class Ctx:
     """One (implementation, size) run: buffers as the chosen --buffer kind, with NumPy
     views of the same memory for filling and checking."""
@@ -418,19 +435,6 @@ class Bench:
 
     # -- timing --
 
-    def time_coll(self, ctx, op, iters, skip):
-        wt, bar = MPI.Wtime, self.mpi.Barrier
-        t = np.empty(iters)
-        bar()
-        for i in range(skip + iters):
-            t0 = wt()
-            op()
-            t1 = wt()
-            if i >= skip:
-                t[i - skip] = (t1 - t0) * 1e6
-            bar()
-        return t
-
     def time_p2p(self, ctx, iters, skip):
         """OMB-Py's point-to-point loops (mpi4py): per-rank microseconds per message (lat)
         or MB/s (bw), as one-element arrays."""
@@ -524,7 +528,7 @@ class Bench:
             op = (case.mpi4py if impl == "mpi4py" else case.hpml)(ctx)
             if case.fill is not None:
                 case.fill(ctx)
-            t = self.time_coll(ctx, op, iters, skip)
+            t = time_coll(self.mpi, op, iters, skip)
         avg = float(t.mean())
         row.avg = self.mpi.allreduce(avg) / p
         row.min = self.mpi.allreduce(avg, op=MPI.MIN)

@@ -5,6 +5,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -355,6 +356,58 @@ static int time_blocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_benc
             return HPML_ERR_MPI;
     }
     return 0;
+}
+
+/* hpml_bench_time_blocking: time_blocking on the caller's communicators and buffers. */
+int hpml_bench_time_blocking(MPI_Comm comm, hpml_comm_t *hcomm, const char *case_name,
+                             const char *impl, const void *sendbuf, void *recvbuf, size_t bytes,
+                             hpml_dtype_t dtype, long iters, long skip, double *t)
+{
+    const bench_case_t *bc = hpml__bench_case_find(case_name ? case_name : "");
+    hpml_bench_opts_t o;
+    bench_ctx_t c;
+    char note[160];
+    int rc;
+
+    if (bc != &hpml__bench_allreduce && bc != &hpml__bench_bcast)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bench_time_blocking: case '%s' is not allreduce or bcast",
+                              case_name ? case_name : "(null)");
+    hpml_bench_opts_init(&o);
+    if ((rc = hpml_bench_parse_impls(bc->name, impl, &o, note, sizeof(note))) != 0)
+        return rc;
+    if (o.nimpls != 1)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bench_time_blocking: '%s' is not one "
+                              "implementation",
+                              impl);
+    if (hpml_dtype_size(dtype) == 0 || bytes % hpml_dtype_size(dtype) != 0)
+        return hpml_set_error(HPML_ERR_INVAL,
+                              "hpml_bench_time_blocking: %zu bytes are not "
+                              "whole elements of the dtype",
+                              bytes);
+    if (iters < 1 || skip < 0 || t == NULL || recvbuf == NULL ||
+        (bc == &hpml__bench_allreduce && sendbuf == NULL) || (!o.impls[0].native && !hcomm))
+        return hpml_set_error(HPML_ERR_INVAL, "hpml_bench_time_blocking: bad argument");
+    memset(&c, 0, sizeof(c));
+    c.comm = comm;
+    c.hcomm = hcomm;
+    MPI_Comm_rank(comm, &c.rank);
+    MPI_Comm_size(comm, &c.size);
+    c.dtype = dtype;
+    c.esize = hpml_dtype_size(dtype);
+    c.impl = &o.impls[0];
+    c.bytes = bytes;
+    c.count = bytes / c.esize;
+    c.in_place = sendbuf == HPML_IN_PLACE;
+    c.sbuf = c.in_place ? NULL : (void *)(uintptr_t)sendbuf; /* the cases only read it */
+    c.rbuf = recvbuf;
+    c.msum = MPI_OP_NULL;
+    if ((rc = hpml__bench_mpi_type(dtype, &c.mdt, &c.msum)) != 0)
+        return rc;
+    rc = time_blocking(&c, bc, &o, iters, skip, t);
+    hpml__bench_mpi_type_free(&c.msum);
+    return rc;
 }
 
 /* A compute kernel that runs for `seconds` of wall time, calling the case's test

@@ -92,6 +92,36 @@ echo "== python3 -m hpml.bench (${SECONDS}s)"
     $MPIRUN -np 2 "$py" tests/python/bench_check.py "$stage/c.csv" "$stage/c.json"
 }
 
+echo "== bench/python_vs_c.py (${SECONDS}s)"
+# The same-process Python-against-C harness on small settings: a row per size with
+# positive times, ratios and 95% intervals (6 rounds: the smallest count that has one),
+# a verdict; a bad option is one line on stderr and exit 2.
+# shellcheck disable=SC2086
+$MPIRUN -np 2 "$py" bench/python_vs_c.py --rounds 6 --iterations 20 --skip 2 --large-iterations 4 \
+    --sizes 8,65536 >"$stage/pvc.md"
+"$py" - "$stage/pvc.md" <<'EOF'
+import re, sys
+rows = [l for l in open(sys.argv[1]) if re.match(r"\| \d", l)]
+assert [r.split("|")[1].strip() for r in rows] == ["8", "65536"], rows
+for r in rows:
+    cells = [c.strip() for c in r.strip().strip("|").split("|")]
+    assert all(float(c) > 0 for c in cells[1:4]), r
+    for c in cells[4:10]:
+        m, lo, hi = map(float, re.match(r"(\S+) \[(\S+), (\S+)\]", c).groups())
+        assert lo <= m <= hi, r
+    for c in cells[7:10]:
+        assert float(c.split()[0]) > 0, r
+    assert cells[10] in ("met", "missed", "not resolved") and cells[11] in (
+        "met", "missed", "not resolved"), r
+EOF
+rc=0
+err=$("$py" bench/python_vs_c.py --check --sizes 6 2>&1) || rc=$?
+want="python_vs_c.py: --sizes: every size must be a positive multiple of 4 bytes (f32)"
+if [ $rc -ne 2 ] || [ "$err" != "$want" ]; then
+    echo "FAIL: python_vs_c.py --sizes 6: exit $rc, '$err'"
+    exit 1
+fi
+
 echo "== the estimators against the commands (${SECONDS}s)"
 # The estimators give the hpml commands' numbers, bit for bit, at 2 ranks.
 "$py" -c '

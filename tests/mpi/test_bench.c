@@ -4,7 +4,8 @@
  * invariants (min <= avg <= max <= per-iteration max across ranks, busbw = algbw *
  * factor), HPML_BENCH_BREAK=drop-last turning every non-empty hpml row into a
  * validation failure while native MPI rows still pass, and alltoall's hpml implementation
- * refusing -l (hpml_alltoallv has no in-place form).
+ * refusing -l (hpml_alltoallv has no in-place form); hpml_bench_time_blocking on the
+ * caller's buffers against MPI_Allreduce and MPI_Bcast, and its refusals.
  *
  * hpml-test: ranks=2 3 4
  * hpml-test: mpich-ranks=2
@@ -44,6 +45,72 @@ static void check_rows(const hpml_bench_result_t *r, int expect_break)
                 HPMLT_CHECK(w->valid == 1, "%s %s size %zu: validation %d (%s)", r->case_name,
                             r->impls[i].name, w->size, w->valid, w->note);
         }
+}
+
+/* hpml_bench_time_blocking: allreduce (out of place and in place, hpml and mpi) and bcast
+ * on this test's own buffers and communicators give MPI's own results, with one positive
+ * time per timed iteration; unknown cases, several implementations and bad sizes are
+ * refused with a message. */
+static void check_time_blocking(void)
+{
+    enum { N = 1000, ITERS = 4 };
+    float *s = malloc(N * sizeof(float)), *r = malloc(N * sizeof(float)),
+          *want = malloc(N * sizeof(float));
+    double t[ITERS + 1];
+    hpml_comm_t *hc = NULL;
+    int rank = hpmlt_rank(), rc;
+
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, NULL, &hc));
+    if (hc == NULL || s == NULL || r == NULL || want == NULL) {
+        HPMLT_CHECK(0, "%s", "allocation");
+        goto out;
+    }
+    for (int i = 0; i < N; i++)
+        s[i] = (float)((rank + 1) * (i % 7));
+    MPI_Allreduce(s, want, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int k = 0; k < 3; k++) {
+        const char *impl = k == 1 ? "mpi" : "hpml";
+
+        memset(r, 0, N * sizeof(float));
+        if (k == 2)
+            memcpy(r, s, N * sizeof(float));
+        t[ITERS] = -1;
+        /* In place repeats the sum: one timed iteration, no warm-up. */
+        HPMLT_CALL(hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "allreduce", impl,
+                                            k == 2 ? HPML_IN_PLACE : s, r, N * sizeof(float),
+                                            HPML_F32, k == 2 ? 1 : ITERS, k == 2 ? 0 : 2, t));
+        HPMLT_CHECK(memcmp(r, want, N * sizeof(float)) == 0, "time_blocking allreduce %s%s", impl,
+                    k == 2 ? " in place" : "");
+        for (int i = 0; i < (k == 2 ? 1 : ITERS); i++)
+            HPMLT_CHECK(t[i] > 0 && t[i] < 1e7, "time_blocking: t[%d] = %g us", i, t[i]);
+        HPMLT_CHECK(t[ITERS] == -1, "%s", "time_blocking wrote past iters");
+    }
+    for (int i = 0; i < N; i++)
+        r[i] = rank == 0 ? s[i] : 0;
+    MPI_Bcast(s, N, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    HPMLT_CALL(hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "bcast", "hpml", NULL, r,
+                                        N * sizeof(float), HPML_F32, ITERS, 1, t));
+    HPMLT_CHECK(memcmp(r, s, N * sizeof(float)) == 0, "%s", "time_blocking bcast");
+    rc =
+        hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "reduce", "hpml", s, r, 64, HPML_F32, 1, 0, t);
+    HPMLT_CHECK(rc == HPML_ERR_INVAL && strstr(hpml_last_error(), "'reduce'") != NULL,
+                "time_blocking reduce: %d '%s'", rc, hpml_last_error());
+    rc = hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "allreduce", "mpi,hpml", s, r, 64, HPML_F32,
+                                  1, 0, t);
+    HPMLT_CHECK(rc == HPML_ERR_INVAL && strstr(hpml_last_error(), "not one") != NULL,
+                "time_blocking two impls: %d '%s'", rc, hpml_last_error());
+    rc = hpml_bench_time_blocking(MPI_COMM_WORLD, hc, "allreduce", "hpml", s, r, 6, HPML_F32, 1, 0,
+                                  t);
+    HPMLT_CHECK(rc == HPML_ERR_INVAL && strstr(hpml_last_error(), "6 bytes") != NULL,
+                "time_blocking 6 bytes: %d '%s'", rc, hpml_last_error());
+    rc = hpml_bench_time_blocking(MPI_COMM_WORLD, NULL, "allreduce", "hpml", s, r, 64, HPML_F32, 1,
+                                  0, t);
+    HPMLT_CHECK(rc == HPML_ERR_INVAL, "time_blocking hpml without hcomm: %d", rc);
+out:
+    hpml_comm_destroy(hc);
+    free(s);
+    free(r);
+    free(want);
 }
 
 int main(int argc, char **argv)
@@ -162,5 +229,6 @@ int main(int argc, char **argv)
     hpml_bench_result_free(r);
     r = NULL;
     hpml_bench_result_free(NULL);
+    check_time_blocking();
     return hpmlt_finish();
 }

@@ -192,3 +192,45 @@ def test_bound_is_compiled(comm):
     del c  # the Bound keeps the Comm
     run()
     np.testing.assert_array_equal(y, np.full(2, comm.size, np.float32))
+
+
+def test_numpy_arrays_read_directly(comm):
+    # NumPy arrays the compiled path reads without a buffer export (C-contiguous, native
+    # byte order, any number of dimensions, views into a larger array) and those it hands
+    # to the buffer protocol or the checked path (a subclass, another byte order, Fortran
+    # order, bool), each against the checked path's bits or error.
+    x = rank_data(np.float32, 24, comm.rank)
+    want = comm._allreduce_checked(x, np.empty_like(x), "sum")
+    for s, r in ((x.reshape(4, 6), np.empty((4, 6), np.float32)),
+                 (x.reshape(2, 3, 4), np.empty(24, np.float32)),
+                 (np.concatenate([x, x])[24:], np.empty(30, np.float32)[3:27]),
+                 (x.view(_Sub), np.empty(24, np.float32).view(_Sub))):
+        got = comm.allreduce(s, r)
+        assert got is r and r.tobytes() == want.tobytes()
+    with pytest.raises(hpml.DtypeError):
+        comm.allreduce(x.astype(">f4"), np.empty(24, ">f4"))
+    with pytest.raises(hpml.BufferError, match="not C-contiguous"):
+        comm.allreduce(np.asfortranarray(x.reshape(4, 6)), np.empty((4, 6), np.float32))
+    with pytest.raises(hpml.DtypeError):
+        comm.allreduce(np.zeros(8, bool), np.zeros(8, bool))
+    with pytest.raises(hpml.ArgumentError, match="recvbuf holds 23 f32 elements"):
+        comm.allreduce(x, np.empty(23, np.float32))
+    with pytest.raises(hpml.DtypeError, match="element format 'f' .* cannot hold f64"):
+        comm.allreduce(x.astype(np.float64), np.empty(24, np.float32))
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def test_names_looked_up_each_call(comm):
+    # op, algo and dtype names change from call to call (the compiled path remembers the
+    # last name it looked up): each call reduces with its own op, whichever str object
+    # spells it.
+    x = rank_data(np.float32, 5, comm.rank)
+    for op in ("sum", "max", "".join(["s", "um"]), "min", "".join(["m", "ax"]), "prod"):
+        want = comm._allreduce_checked(x, np.empty_like(x), op)
+        assert comm.allreduce(x, np.empty_like(x), op, "auto", "f32").tobytes() == \
+            want.tobytes()
+    with pytest.raises(hpml.ArgumentError, match="unknown op 'nope'"):
+        comm.allreduce(x, np.empty_like(x), "".join(["no", "pe"]))
