@@ -12,8 +12,9 @@
  * under an auto-partitioned pipeline. With row-sharded data whose images only the first
  * stage and whose labels only the last stage holds, each replica's stages walk the
  * replica's block in one order: the pipeline of R replicas trains what data-parallel
- * training on R ranks, each holding one block, trains. Impossible requests are one clear
- * error on every rank before training.
+ * training on R ranks, each holding one block, trains, and resumes from a checkpoint to the
+ * uninterrupted run's bits. Impossible requests are one clear error on every rank before
+ * training.
  *
  * hpml-test: ranks=2 3 4
  * hpml-test: mpich-ranks=2 3
@@ -252,6 +253,7 @@ static void check_sharded(hpml_comm_t *world, const hpml_train_config_t *cfg,
     c.micro_batches = 3;
     b = nnt_run(world, &c, &part);
     nnt_expect_close(a, b, 1e-5, "sharded: S=2 pipeline vs data-parallel on its replicas");
+    check_resume(world, cfg, &part, 2); /* on those blocks and parts too */
     hpml_comm_destroy(group);
     MPI_Comm_free(&mg);
 }
