@@ -72,8 +72,9 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
         double t_epoch = hpml_time();
         int stop = 0;
 
-        /* Replicated data: one global permutation. Row-sharded: each rank permutes its rows
-         * (a rank-count-dependent order) and walks them cyclically. */
+        /* Replicated data: one global permutation. Row-sharded: each rank (a pipeline's
+         * replica) permutes its rows (a rank-count-dependent order) and walks them
+         * cyclically. */
         hpml_shuffle(r.shard_rows ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(block(&t) + 1))
                                   : cfg->seed,
                      (long)st->epoch, train->n, r.perm);
