@@ -14,6 +14,7 @@
 # --schedule 1f1b, in pairs run one after the other (ROUNDS, default 3; the median ratio).
 # One BLAS thread per rank, ranks bound one per core; run it on an otherwise idle machine
 # (under `chrt -f 1` if you can). --quick: a few steps only (checks the script).
+# Across 2 emulated nodes, one rank each: bench/train_pipeline_cluster.sh.
 set -eu
 mpi=${1:-openmpi}
 quick=0

@@ -188,6 +188,7 @@ typedef struct hpml_train_data_opts {
     size_t test_limit;  /* the same for the test set */
     int shard;          /* each rank loads only its block of the training rows (--shard-data) */
     int normalize;      /* standardise with the training set's mean and standard deviation */
+    int stages; /* a pipeline of this many stages (hpml_train_config_t.stages; 0 or 1: none) */
 } hpml_train_data_opts_t;
 
 /*
@@ -197,6 +198,11 @@ typedef struct hpml_train_data_opts {
  * scaled (1/255 for 8-bit images) and, with opts->normalize, standardised with the mean and
  * standard deviation of all those rows (the shards' moments combined over the ranks);
  * train->total is the number of rows used and train->classes covers every rank's labels.
+ * With opts->stages = S > 1 (a pipeline; rank p is stage p % S of replica p / S, the
+ * layout of hpml_train) only the first stage reads and holds images (train->x NULL on the
+ * others) and only the last stage labels (train->y NULL on the others); the other files
+ * are not opened. With opts->shard the blocks are the replicas': all stages of replica r
+ * hold the same rows, block r of P / S.
  * *test: this rank's block of the first opts->test_limit rows of paths->test_images and
  * test_labels, normalised alike (empty when either path is ""). *mean and *std receive the
  * normalisation (0 and 1 without), for hpml_train_config_t and hpml_model_save.
@@ -384,13 +390,15 @@ typedef struct hpml_stage_report {
     int first_layer, last_layer;                 /* 0-based, inclusive */
     size_t params;                               /* parameters (and as many gradients) */
     size_t param_bytes, grad_bytes, optim_bytes; /* optimizer state: its moments */
-    size_t act_bytes; /* peak activation memory: the buffers of the micro-batches kept
-                         between their forward and backward, counted from their sizes */
-    int peak_live;    /* most micro-batches kept at once (their activations, or with
-                         recompute their inputs) */
-    double step_s;    /* mean seconds per step of the schedule (sends, receives, compute) */
-    double busy_s;    /* of which computing */
-    double bubble;    /* idle fraction of the schedule: 1 - busy / step */
+    size_t act_bytes;  /* peak activation memory: the buffers of the micro-batches kept
+                          between their forward and backward, counted from their sizes */
+    int peak_live;     /* most micro-batches kept at once (their activations, or with
+                          recompute their inputs) */
+    double step_s;     /* mean seconds per step of the schedule (sends, receives, compute) */
+    double busy_s;     /* of which computing */
+    double bubble;     /* idle fraction of the schedule: 1 - busy / step */
+    size_t data_bytes; /* the training set's images and labels the stage holds (the first
+                          stage images only, the last labels only, others none) */
 } hpml_stage_report_t;
 
 /* Called on every rank after each epoch (and with progress within epochs when

@@ -224,7 +224,8 @@ static const char *layout_words(uint32_t shard_ranks, char *buf, size_t size)
     if (shard_ranks == 0)
         snprintf(buf, size, "the whole training set on every rank");
     else
-        snprintf(buf, size, "the training set sharded over %u ranks", shard_ranks);
+        snprintf(buf, size, "the training set sharded in %u blocks (ranks or pipeline replicas)",
+                 shard_ranks);
     return buf;
 }
 
@@ -244,7 +245,7 @@ int hpml__ckpt_check_run(const char *path, const nn_ckpt_t *saved, const nn_ckpt
                               (unsigned long long)saved->seed, (unsigned long long)now->batch,
                               (unsigned long long)now->seed);
     if (saved->shard_ranks != now->shard_ranks) {
-        char a[64], b[64];
+        char a[96], b[96];
 
         return hpml_set_error(HPML_ERR_INVAL,
                               "%s: the checkpoint was made with %s, this run has %s", path,

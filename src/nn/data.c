@@ -32,81 +32,118 @@ static void guess_shape(size_t cols, int *c, int *h, int *w)
     }
 }
 
+int hpml__dataset_check(const char *images, size_t rows, size_t cols, const char *labels)
+{
+    size_t lrows, lcols;
+    hpml_dtype_t lstored;
+    int err;
+
+    /* A sample's shape is held in ints (the model's input shape). */
+    if (cols == 0 || cols > INT_MAX)
+        return hpml_set_error(HPML_ERR_FORMAT, "%s: %zu values per image; hpml takes 1 to %d",
+                              images, cols, INT_MAX);
+    if (labels == NULL)
+        return 0;
+    if ((err = hpml_io_shape(labels, HPML_FMT_AUTO, &lrows, &lcols, &lstored)) != 0)
+        return err;
+    if (lrows != rows || lcols != 1)
+        return hpml_set_error(HPML_ERR_FORMAT,
+                              "%s holds %zu x %zu labels but %s holds %zu images (expected one "
+                              "label per image)",
+                              labels, lrows, lcols, images, rows);
+    return 0;
+}
+
+/* Rows [begin, end) of `labels` into out->y, checked non-negative, and out->classes. */
+static int read_labels(const char *labels, size_t begin, size_t end, hpml_dataset_t *out)
+{
+    hpml_array_t yi = {0};
+    const int32_t *y;
+    int mx = -1, err;
+
+    if ((err = hpml_io_read_rows(labels, HPML_FMT_AUTO, HPML_I32, begin, end, 0, &yi)) != 0)
+        return err;
+    y = yi.data;
+    for (size_t i = 0; i < yi.rows; i++) {
+        if (y[i] < 0) {
+            err = hpml_set_error(HPML_ERR_FORMAT, "%s: label %d of row %zu is negative", labels,
+                                 (int)y[i], begin + i);
+            hpml_array_free(&yi);
+            return err;
+        }
+        if (y[i] > mx)
+            mx = y[i];
+    }
+    out->classes = mx + 1;
+    out->y = yi.data;
+    return 0;
+}
+
+int hpml__dataset_read(const char *images, const char *labels, size_t rows, size_t cols,
+                       hpml_dtype_t stored, size_t begin, size_t end, float scale, float mean,
+                       float std, int parts, hpml_dataset_t *out)
+{
+    hpml_array_t xi = {0};
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->source, sizeof(out->source), "%s", images);
+    guess_shape(cols, &out->c, &out->h, &out->w);
+    if (end > rows)
+        end = rows;
+    if (begin > end)
+        begin = end;
+    out->n = end - begin;
+    out->offset = begin;
+    out->total = rows;
+    if (begin == end) { /* an empty block (more ranks than rows) */
+        out->x = parts & HPML__DATA_X ? hpml_malloc(0) : NULL;
+        out->y = parts & HPML__DATA_Y ? hpml_malloc(0) : NULL;
+        err = (parts & HPML__DATA_X && !out->x) || (parts & HPML__DATA_Y && !out->y)
+                  ? HPML_ERR_NOMEM
+                  : 0;
+        goto out;
+    }
+    if (parts & HPML__DATA_X) {
+        float *x;
+        size_t nv;
+        float a, b;
+
+        if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, begin, end, 1, &xi)) != 0)
+            goto out;
+        if (scale <= 0.0f)
+            scale = stored == HPML_U8 ? 1.0f / 255.0f : 1.0f;
+        x = xi.data;
+        nv = xi.rows * xi.cols;
+        a = scale / std;
+        b = -mean / std;
+        for (size_t i = 0; i < nv; i++)
+            x[i] = x[i] * a + b;
+        out->x = xi.data;
+        xi.data = NULL;
+    }
+    err = parts & HPML__DATA_Y ? read_labels(labels, begin, end, out) : 0;
+out:
+    hpml_array_free(&xi);
+    if (err != 0)
+        hpml_dataset_free(out);
+    return err;
+}
+
 int hpml_dataset_load(const char *images, const char *labels, size_t begin, size_t end, float scale,
                       float mean, float std, hpml_dataset_t *out)
 {
-    hpml_array_t xi = {0}, yi = {0};
-    size_t rows, cols, lrows, lcols;
-    hpml_dtype_t stored, lstored;
+    size_t rows, cols;
+    hpml_dtype_t stored;
     int err;
 
     memset(out, 0, sizeof(*out));
     snprintf(out->source, sizeof(out->source), "%s", images);
     if ((err = hpml_io_shape(images, HPML_FMT_AUTO, &rows, &cols, &stored)) != 0 ||
-        (err = hpml_io_shape(labels, HPML_FMT_AUTO, &lrows, &lcols, &lstored)) != 0)
-        goto out;
-    if (lrows != rows || lcols != 1) {
-        err = hpml_set_error(HPML_ERR_FORMAT,
-                             "%s holds %zu x %zu labels but %s holds %zu images (expected one "
-                             "label per image)",
-                             labels, lrows, lcols, images, rows);
-        goto out;
-    }
-    /* A sample's shape is held in ints (the model's input shape). */
-    if (cols == 0 || cols > INT_MAX) {
-        err = hpml_set_error(HPML_ERR_FORMAT, "%s: %zu values per image; hpml takes 1 to %d",
-                             images, cols, INT_MAX);
-        goto out;
-    }
-    if (end > rows)
-        end = rows;
-    if (begin > end)
-        begin = end;
-    if (begin == end) { /* an empty block (more ranks than rows) */
-        guess_shape(cols, &out->c, &out->h, &out->w);
-        out->total = rows;
-        out->offset = begin;
-        out->x = hpml_malloc(0);
-        out->y = hpml_malloc(0);
-        return out->x && out->y ? 0 : HPML_ERR_NOMEM;
-    }
-    if ((err = hpml_io_read_rows(images, HPML_FMT_AUTO, HPML_F32, begin, end, 1, &xi)) != 0 ||
-        (err = hpml_io_read_rows(labels, HPML_FMT_AUTO, HPML_I32, begin, end, 0, &yi)) != 0)
-        goto out;
-    if (scale <= 0.0f)
-        scale = stored == HPML_U8 ? 1.0f / 255.0f : 1.0f;
-    {
-        float *x = xi.data;
-        const float a = scale / std, b = -mean / std;
-        const size_t nv = xi.rows * xi.cols;
-        for (size_t i = 0; i < nv; i++)
-            x[i] = x[i] * a + b;
-    }
-    {
-        const int32_t *y = yi.data;
-        int mx = -1;
-        for (size_t i = 0; i < yi.rows; i++) {
-            if (y[i] < 0) {
-                err = hpml_set_error(HPML_ERR_FORMAT, "%s: label %d of row %zu is negative", labels,
-                                     (int)y[i], begin + i);
-                goto out;
-            }
-            if (y[i] > mx)
-                mx = y[i];
-        }
-        out->classes = mx + 1;
-    }
-    guess_shape(cols, &out->c, &out->h, &out->w);
-    out->n = xi.rows;
-    out->offset = begin;
-    out->total = rows;
-    out->x = xi.data;
-    out->y = yi.data;
-    xi.data = yi.data = NULL;
-out:
-    hpml_array_free(&xi);
-    hpml_array_free(&yi);
-    return err;
+        (err = hpml__dataset_check(images, rows, cols, labels)) != 0)
+        return err;
+    return hpml__dataset_read(images, labels, rows, cols, stored, begin, end, scale, mean, std,
+                              HPML__DATA_X | HPML__DATA_Y, out);
 }
 
 void hpml_dataset_free(hpml_dataset_t *d)
@@ -122,7 +159,8 @@ void hpml_dataset_free(hpml_dataset_t *d)
 
 void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std)
 {
-    const size_t nv = d->n * (size_t)d->c * d->h * d->w;
+    /* A set without its images (a later pipeline stage's) has no pixels. */
+    const size_t nv = d->x ? d->n * (size_t)d->c * d->h * d->w : 0;
     double s = 0, ss = 0;
 
     for (size_t i = 0; i < nv; i++) {
@@ -135,7 +173,7 @@ void hpml_dataset_stats(const hpml_dataset_t *d, double *mean, double *std)
 
 void hpml_dataset_normalize(hpml_dataset_t *d, float mean, float std)
 {
-    const size_t nv = d->n * (size_t)d->c * d->h * d->w;
+    const size_t nv = d->x ? d->n * (size_t)d->c * d->h * d->w : 0;
     const float a = 1.0f / std, b = -mean / std;
 
     for (size_t i = 0; i < nv; i++)

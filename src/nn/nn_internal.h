@@ -122,6 +122,20 @@ size_t hpml__nn_act_bytes(const hpml_model_t *m, size_t nb);
 /* Layer l's part of them (its own buffers, without the model's gradient buffers). */
 size_t hpml__nn_layer_act_bytes(const nn_layer_t *l, size_t nb);
 
+/* Data sets (data.c). Does `cols` values per image fit a model's input, and (labels not
+ * NULL) does `labels` hold one label for each of the `rows` images of `images`? */
+int hpml__dataset_check(const char *images, size_t rows, size_t cols, const char *labels);
+/* What hpml__dataset_read reads: the images, the labels. */
+#define HPML__DATA_X 1
+#define HPML__DATA_Y 2
+/* hpml_dataset_load of a set whose shape is known (`rows` images of `cols` values stored
+ * as `stored`, checked by hpml__dataset_check), reading only the `parts` asked for: a set
+ * without its images or its labels has x or y NULL (and no classes), and its file is never
+ * opened. */
+int hpml__dataset_read(const char *images, const char *labels, size_t rows, size_t cols,
+                       hpml_dtype_t stored, size_t begin, size_t end, float scale, float mean,
+                       float std, int parts, hpml_dataset_t *out);
+
 /* CRC32 (zlib) helpers for model and checkpoint files. */
 uint32_t hpml__nn_crc(uint32_t crc, const void *p, size_t n);
 

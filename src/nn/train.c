@@ -6,7 +6,9 @@
  * Each epoch the sample order is a permutation that depends only on (seed, epoch), so the
  * global batches are the same at any rank count, and so is the model; rank r takes its
  * block of each global batch (hpml_io_partition). With row-sharded data each rank shuffles
- * and walks its own rows instead.
+ * and walks its own rows instead. A pipeline's unit is the replica: every stage of replica
+ * r takes the same samples in the same order (the first stage their images, the last their
+ * labels), its block of the batch or, sharded, of the rows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ typedef struct {
     int shard_rows; /* this rank holds only its block of the training rows */
     uint32_t *perm; /* this epoch's sample order */
     size_t B, lb;   /* global batch, the largest share of one rank */
+    size_t stride;  /* sharded: the rows of its block a rank walks per step */
     long steps_per_epoch, total_steps;
     double t_start;    /* when training started, less the evaluations */
     double resumed_at; /* samples of the epoch seen before a resume */
@@ -36,6 +39,8 @@ typedef struct {
 
 static int check_data(const hpml_comm_t *comm, const hpml_train_config_t *cfg,
                       const hpml_dataset_t *train, const hpml_dataset_t *test);
+static int blocks(const hpml_train_config_t *cfg, int P);
+static int block(const nn_trainer_t *t);
 static int open_run(run_t *r, hpml_comm_t *comm);
 static int run_epoch(run_t *r, int *stop);
 static int end_epoch(run_t *r, double t_epoch, int stop);
@@ -67,9 +72,10 @@ int hpml_train(hpml_comm_t *comm, const hpml_train_config_t *cfg, const hpml_dat
         double t_epoch = hpml_time();
         int stop = 0;
 
-        /* Replicated data: one global permutation. Row-sharded: each rank permutes its rows
-         * (a rank-count-dependent order) and walks them cyclically. */
-        hpml_shuffle(r.shard_rows ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(t.rank + 1))
+        /* Replicated data: one global permutation. Row-sharded: each rank (a pipeline's
+         * replica) permutes its rows (a rank-count-dependent order) and walks them
+         * cyclically. */
+        hpml_shuffle(r.shard_rows ? cfg->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(block(&t) + 1))
                                   : cfg->seed,
                      (long)st->epoch, train->n, r.perm);
         if ((err = run_epoch(&r, &stop)) != 0 || (err = end_epoch(&r, t_epoch, stop)) != 0)
@@ -104,20 +110,34 @@ static int check_shape(const hpml_dataset_t *d, const char *what, int c, int h, 
                           w);
 }
 
+/* How many blocks of rows sharded data is cut into: one per rank, or per pipeline replica
+ * (its stages hold the same rows). */
+static int blocks(const hpml_train_config_t *cfg, int P)
+{
+    return cfg->stages > 1 && P % cfg->stages == 0 ? P / cfg->stages : P;
+}
+
+/* This rank's block (its replica's with a pipeline). */
+static int block(const nn_trainer_t *t)
+{
+    return t->layout->nparts > 0 ? t->layout->part : t->rank;
+}
+
 /* Row-sharded data (--shard-data): this rank holds only rows [offset, offset + n). */
 static int check_data(const hpml_comm_t *comm, const hpml_train_config_t *cfg,
                       const hpml_dataset_t *train, const hpml_dataset_t *test)
 {
-    const int P = hpml_comm_size(comm);
+    const int P = blocks(cfg, hpml_comm_size(comm));
     const int shard_rows = train->total != train->n || train->offset != 0;
     int err;
 
     if (shard_rows && train->total < (size_t)P)
         return hpml_set_error(HPML_ERR_INVAL,
-                              "train: %s holds %zu samples for %d ranks: sharded data needs at "
-                              "least one sample per rank",
+                              "train: %s holds %zu samples for %d %s: sharded data needs at "
+                              "least one sample per %s",
                               train->source[0] ? train->source : "the training set", train->total,
-                              P);
+                              P, cfg->stages > 1 ? "pipeline replicas" : "ranks",
+                              cfg->stages > 1 ? "replica" : "rank");
     if (cfg->batch == 0 || train->n == 0 || cfg->epochs <= 0)
         return hpml_set_error(HPML_ERR_INVAL, "train: empty data set, batch or epochs");
     if (test != NULL && (err = check_shape(test, "test images", train->c, train->h, train->w)) != 0)
@@ -138,6 +158,7 @@ static int open_run(run_t *r, hpml_comm_t *comm)
     r->shard_rows = train->total != N || train->offset != 0;
     r->B = r->cfg->batch < N ? r->cfg->batch : N;
     r->lb = r->B / P + 1;
+    r->stride = r->B / (size_t)blocks(r->cfg, (int)P) + 1;
     a = (nn_trainer_args_t){.c = train->c,
                             .h = train->h,
                             .w = train->w,
@@ -147,7 +168,7 @@ static int open_run(run_t *r, hpml_comm_t *comm)
                             .per_rank = (r->B + P - 1) / P,
                             .replicated = !r->shard_rows,
                             .samples = train->total,
-                            .shard_ranks = r->shard_rows ? (uint32_t)P : 0,
+                            .shard_ranks = r->shard_rows ? (uint32_t)blocks(r->cfg, (int)P) : 0,
                             .resume = r->cfg->resume};
     if ((err = hpml__trainer_open(r->t, comm, r->cfg, &a)) != 0)
         return err;
@@ -182,7 +203,7 @@ static void next_batch(run_t *r, nn_step_t *s)
         hpml_io_partition(s->gb, t->rank, t->P, &b0, &b1);
     s->nl = b1 - b0;
     for (size_t j = 0; j < s->nl; j++) {
-        uint32_t k = r->shard_rows ? r->perm[((size_t)t->st.step_in_epoch * r->lb + j) % N]
+        uint32_t k = r->shard_rows ? r->perm[((size_t)t->st.step_in_epoch * r->stride + j) % N]
                                    : r->perm[g0 + b0 + j];
         if (!l->whole_batch && !l->skip_x)
             memcpy(x + j * in, d->x + (size_t)k * in, in * sizeof(float));
@@ -278,6 +299,27 @@ static int run_epoch(run_t *r, int *stop)
     return 0;
 }
 
+/* The bytes of training data (images and labels) each of the nstages stages of replica 0
+ * holds, into r->stages. Collective. */
+static int stage_data(run_t *r, int nstages)
+{
+    const nn_trainer_t *t = r->t;
+    const hpml_dataset_t *d = r->train;
+    int64_t held[64] = {0};
+    int err;
+
+    if (t->layout->part == 0)
+        held[t->rank % nstages] =
+            (int64_t)((d->x ? d->n * hpml_model_input_size(t->m) * sizeof(float) : 0) +
+                      (d->y ? d->n * sizeof(int32_t) : 0));
+    if ((err = hpml_allreduce(HPML_IN_PLACE, held, (size_t)nstages, HPML_I64, HPML_MAX, t->comm)) !=
+        0)
+        return err;
+    for (int s = 0; s < nstages; s++)
+        r->stages[s].data_bytes = (size_t)held[s];
+    return 0;
+}
+
 /* The epoch's report: sums over the ranks, the whole model evaluated on the test set. */
 static int end_epoch(run_t *r, double t_epoch, int stop)
 {
@@ -311,7 +353,8 @@ static int end_epoch(run_t *r, double t_epoch, int stop)
     rep.run_steps = (long)st->global_step - r->start_step;
     if (t->layout->ops->stages != NULL) {
         if ((err = t->layout->ops->stages(t->layout, r->stages, &rep.nstages,
-                                          &rep.bubble_theory)) != 0)
+                                          &rep.bubble_theory)) != 0 ||
+            (err = stage_data(r, rep.nstages)) != 0)
             return err;
         rep.stages = r->stages;
     }

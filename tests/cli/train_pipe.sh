@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hpml train --pipeline: a pipeline that cannot be made is a usage error (exit 2, one line
-# naming the reason) before any data is read; a 2-stage 1F1B run on 2 ranks reports its
-# stages and --save writes one ordinary model file, which hpml eval reads and scores as
+# naming the reason) before any data is read; a 2-stage 1F1B run on 2 ranks reads the
+# training files once (the profiler's I/O counts per file), reports its stages and the data each
+# holds, and --save writes one ordinary model file, which hpml eval reads and scores as
 # the run's own last evaluation did (tests/cli/json_schema.sh checks the --json record);
 # --trace writes the schedule as a Chrome trace whose actions follow it.
 # hpml-test: timeout=120
@@ -30,15 +31,47 @@ opt_error "need --pipeline S with S > 1" --micro-batches 4
 
 run=(train --epochs 1 --train-limit 600 --test-limit 200 --batch 50 --no-progress --pipeline 2
     --micro-batches 3 --schedule 1f1b)
-out=$($MPIRUN -np 2 "$HPML" "${run[@]}" --save "$d/m.hpml" --trace "$d/trace.json" 2>&1)
+# Under the profiler, which counts the I/O calls on each file and their bytes: the
+# pipeline's two ranks open and read the training images and labels once (stage 0 the
+# images, stage 1 the labels), the same calls as one data-parallel rank makes, where every
+# rank used to read both (twice the opens). (The gzip stream itself is read through a
+# dup'ed descriptor, which the profiler does not attribute to the file: the opens and the
+# header reads are what is compared.)
+# shellcheck disable=SC2086 # MPIRUN is a command with its options
+out=$("$HPML" prof -q -o "$d/prof2" -- $MPIRUN -np 2 "$HPML" "${run[@]}" --save "$d/m.hpml" \
+    --trace "$d/trace.json" 2>&1)
+# shellcheck disable=SC2086
+"$HPML" prof -q -o "$d/prof1" -- $MPIRUN -np 1 "$HPML" train --epochs 1 --train-limit 600 \
+    --test-limit 200 --batch 50 --no-progress --max-steps 1 >/dev/null 2>&1 ||
+    { echo "FAIL: the profiled data-parallel run"; fail=1; }
+/usr/bin/python3 - "$d/prof1/report.json" "$d/prof2/report.json" <<'PY' || fail=1
+import json, sys
+def read(f):
+    got = {}
+    for e in json.load(open(f))["io"]:
+        if "/train-" in e["path"]:
+            got[e["path"].rsplit("/", 1)[1]] = {c["name"]: (c["count"], c["bytes"])
+                                                 for c in e["calls"]}
+    return got
+one, pipe = read(sys.argv[1]), read(sys.argv[2])
+if len(one) != 2 or any(f.get("open", (0, 0))[0] == 0 for f in one.values()) or pipe != one:
+    print(f"FAIL: training files' I/O (calls, bytes): 1 data-parallel rank {one}, "
+          f"the 2-stage pipeline {pipe}")
+    sys.exit(1)
+print(f"ok: the 2-stage pipeline read the training files once: {pipe}")
+PY
 if [ "$(grep -c '^# pipeline: 2 stages, 3 micro-batches, 1f1b schedule' <<<"$out")" -ne 1 ] ||
     ! grep -qE '^ +0 +0-1 +533248 ' <<<"$out" || ! grep -qE '^ +1 +2-2 +2570 ' <<<"$out"; then
     echo "FAIL: the text report lacks the stages:"; echo "$out" | tail -5; fail=1
 fi
 # 1F1B on 2 stages: stage 0 keeps min(M, S - 0) = 2 micro-batches, stage 1 one (live).
-grep -qE '^ +0 +0-1 +533248 .* 2 +[0-9.]+ +[0-9.]+%$' <<<"$out" &&
-    grep -qE '^ +1 +2-2 +2570 .* 1 +[0-9.]+ +[0-9.]+%$' <<<"$out" ||
+grep -qE '^ +0 +0-1 +533248 .* 2 +[0-9.]+ +[0-9.]+% +[0-9.]+$' <<<"$out" &&
+    grep -qE '^ +1 +2-2 +2570 .* 1 +[0-9.]+ +[0-9.]+% +[0-9.]+$' <<<"$out" ||
     { echo "FAIL: live micro-batches per stage:"; echo "$out" | tail -3; fail=1; }
+# The training data each stage holds: 600 images of 784 floats on stage 0 (1.794 MiB),
+# 600 int32 labels on stage 1 (0.002 MiB).
+grep -qE '^ +0 +0-1 +533248 .*% +1\.794$' <<<"$out" && grep -qE '^ +1 +2-2 +2570 .*% +0\.002$' <<<"$out" ||
+    { echo "FAIL: the data each stage holds:"; echo "$out" | tail -3; fail=1; }
 acc=$(sed -n 's/.*final test accuracy \([0-9.]*\)%.*/\1/p' <<<"$out")
 ev=$($MPIRUN -np 2 "$HPML" eval -f "$d/m.hpml" --limit 200 2>&1)
 if [ -z "$acc" ] || ! grep -qF "$acc%" <<<"$ev"; then

@@ -87,6 +87,14 @@ static inline double nnt_rel_diff(hpml_model_t *a, hpml_model_t *b)
     return v / mx;
 }
 
+/* Check that a and b ended within tol (nnt_rel_diff), naming `what` if not; both freed. */
+static inline void nnt_expect_close(hpml_model_t *a, hpml_model_t *b, double tol, const char *what)
+{
+    HPMLT_CHECK(nnt_rel_diff(a, b) <= tol, "%s: %g", what, nnt_rel_diff(a, b));
+    hpml_model_destroy(a);
+    hpml_model_destroy(b);
+}
+
 /* Did every rank end with rank 0's parameters? Collective. */
 static inline int nnt_same_on_all_ranks(hpml_model_t *m)
 {

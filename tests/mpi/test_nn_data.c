@@ -3,7 +3,10 @@
  * normalised with the statistics of all its rows (the shards' moments combined), the
  * classes of every rank's labels, train and test limits, this rank's block of the test
  * set normalised alike; and errors agreed, every rank failing when one rank cannot read
- * its file, that rank with its own message and the others naming it.
+ * its file, that rank with its own message and the others naming it. A pipeline's stages:
+ * only the first opens the images and only the last the labels (the others are given
+ * files that do not exist), all holding the same rows, and a pipeline trained on what they
+ * hold ends with data-parallel training's parameters.
  *
  * hpml-test: ranks=1 2 3
  * hpml-test: mpich-ranks=1 2 3
@@ -20,6 +23,7 @@
 #include "harness.h"
 #include "hpml/io.h"
 #include "hpml/nn.h"
+#include "nn_util.h"
 
 #define N  50 /* training rows */
 #define NT 17 /* test rows */
@@ -197,6 +201,71 @@ static void check_agreed_error(hpml_comm_t *comm, const hpml_data_paths_t *p, in
                     hpml_last_error(), last);
 }
 
+/* A pipeline of S = P stages (P > 1; stage s is rank s): the first stage is given the
+ * labels and the others the images as files that do not exist, the last stage's and the
+ * others' labels likewise; the load succeeds, the first stage holding the whole set's
+ * images and the last its labels, the rest neither, every stage the same rows (sharded:
+ * the one replica's block, all of them), the whole set's normalisation and classes on
+ * every rank. Trained on those sets, the pipeline ends with the parameters of
+ * data-parallel training on the whole set. */
+static void check_pipeline(hpml_comm_t *comm, const hpml_data_paths_t *p, int shard)
+{
+    const int P = hpmlt_size(), s = hpmlt_rank();
+    hpml_train_data_opts_t o = {.train_limit = SIZE_MAX, .test_limit = SIZE_MAX, .normalize = 1};
+    hpml_data_paths_t q = *p;
+    hpml_train_config_t cfg;
+    hpml_model_t *a, *b;
+    hpml_dataset_t tr, te;
+    loaded_t w;
+    float m, sd;
+
+    if (P < 2)
+        return;
+    load(comm, p, &o, N, &w);
+    if (s > 0)
+        snprintf(q.train_images, sizeof(q.train_images), "%.1000s.missing", p->train_images);
+    if (s < P - 1)
+        snprintf(q.train_labels, sizeof(q.train_labels), "%.1000s.missing", p->train_labels);
+    o.stages = P;
+    o.shard = shard;
+    HPMLT_CALL(hpml_train_data_load(comm, &q, &o, &tr, &te, &m, &sd));
+    HPMLT_CHECK(tr.n == N && tr.offset == 0 && tr.total == N && tr.classes == 8 && tr.c == 1 &&
+                    tr.h == 4 && tr.w == 4,
+                "pipeline shard %d stage %d: n %zu offset %zu total %zu classes %d %dx%dx%d", shard,
+                s, tr.n, tr.offset, tr.total, tr.classes, tr.c, tr.h, tr.w);
+    HPMLT_CHECK(fabsf(m - w.m) <= 1e-6f * fabsf(w.m) && fabsf(sd - w.s) <= 1e-6f * w.s,
+                "pipeline shard %d stage %d: mean %.9g std %.9g, want %.9g %.9g", shard, s,
+                (double)m, (double)sd, (double)w.m, (double)w.s);
+    HPMLT_CHECK((s == 0) == (tr.x != NULL) && (s == P - 1) == (tr.y != NULL),
+                "pipeline stage %d: holds images %d labels %d", s, tr.x != NULL, tr.y != NULL);
+    for (size_t i = 0; tr.x && i < tr.n; i++)
+        HPMLT_CHECK(same_pixels(&tr, i, &w.raw, i, m, sd, 1e-5f), "pipeline: sample %zu", i);
+    HPMLT_CHECK(!tr.y || memcmp(tr.y, w.raw.y, N * sizeof(int32_t)) == 0,
+                "pipeline: the last stage's labels differ");
+    HPMLT_CHECK(te.n == w.te.n && te.x && memcmp(te.y, w.te.y, te.n * sizeof(int32_t)) == 0,
+                "pipeline stage %d: test block of %zu rows, want %zu", s, te.n, w.te.n);
+
+    hpml_train_config_default(&cfg);
+    cfg.spec = "dense 8 relu | dense 8 relu | dense 8";
+    cfg.epochs = 1;
+    cfg.batch = 12;
+    cfg.opt.lr = 0.05;
+    cfg.parallel = HPML_PARALLEL_DATA;
+    cfg.mean = w.m;
+    cfg.std = w.s;
+    a = nnt_run(comm, &cfg, &w.tr);
+    cfg.parallel = HPML_PARALLEL_AUTO;
+    cfg.stages = P;
+    cfg.micro_batches = 2;
+    b = nnt_run(comm, &cfg, &tr);
+    nnt_expect_close(a, b, 1e-5,
+                     shard ? "pipeline on the stages' sharded data"
+                           : "pipeline on the stages' data");
+    hpml_dataset_free(&tr);
+    hpml_dataset_free(&te);
+    unload(&w);
+}
+
 int main(int argc, char **argv)
 {
     hpml_comm_t *comm = NULL;
@@ -210,6 +279,8 @@ int main(int argc, char **argv)
     check_sharded(comm, &p);
     check_agreed_error(comm, &p, 0);
     check_agreed_error(comm, &p, 1);
+    check_pipeline(comm, &p, 0);
+    check_pipeline(comm, &p, 1);
     MPI_Barrier(MPI_COMM_WORLD);
     if (hpmlt_rank() == 0) {
         unlink(p.train_images);

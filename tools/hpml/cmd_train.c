@@ -950,7 +950,8 @@ static int run_training(opts_t *o, hpml_comm_t *comm)
     const hpml_train_data_opts_t dopt = {.train_limit = o->train_limit,
                                          .test_limit = o->test_limit,
                                          .shard = o->shard,
-                                         .normalize = !o->no_normalize};
+                                         .normalize = !o->no_normalize,
+                                         .stages = o->cfg.stages};
     hpml_dataset_t train = {0}, test = {0};
     hpml_model_t *m = NULL, *init = NULL;
     hpml_parallel_t lay = HPML_PARALLEL_DATA;
