@@ -11,7 +11,8 @@ which measures and writes OUT.json:
     3 (comm_pingpong: the transport without distributed's RPC layer);
     the client and the scheduler stay idle while it runs (the client waits for one
     client.run answer). Median of the round trips, latency = half of it, bandwidth =
-    payload / latency.
+    payload / latency. idle_rtt_us: the median RPC round trip of 1 B sent after 0.2 s
+    without traffic (a lone message, which meets the progress asleep).
   - sum: (x + x.T).sum() of a persisted random N x N float64 dask.array (MPI4Dask's
     first application), median wall time of the repeats.
   - merge: dd.merge of two persisted pandas dataframes on a key column (MPI4Dask's
@@ -27,6 +28,7 @@ result before the next one starts; that wait (release_ms: the client's release t
 its batched stream, then polls of the scheduler) is reported too.
 """
 
+import asyncio
 import json
 import os
 import statistics
@@ -60,18 +62,22 @@ def add_echo(dask_worker=None):
     dask_worker.handlers["hpml_echo"] = echo
 
 
-async def pingpong(peer, sizes, quick, dask_worker=None):
+async def pingpong(peer, sizes, quick, gap=0, iters=None, dask_worker=None):
+    """Median round trip per size; gap: seconds of silence before each (iters of them,
+    no warm-up)."""
     res = {}
     for size in sizes:
         # random bytes: distributed's lz4 compression (on by default) finds nothing to
         # gain and sends them as they are, so the ping-pong measures the transport
         payload = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
-        iters = 300 if size <= 65536 else (100 if size <= 1 << 20 else 30)
+        n = iters or (300 if size <= 65536 else (100 if size <= 1 << 20 else 30))
         if quick:
-            iters = 5
-        warm = max(3, iters // 10)
+            n = min(n, 5)
+        warm = 0 if gap else max(3, n // 10)
         times = []
-        for i in range(warm + iters):
+        for i in range(warm + n):
+            if gap:
+                await asyncio.sleep(gap)
             t = time.perf_counter()
             r = await dask_worker.rpc(peer).hpml_echo(x=to_serialize(payload))
             dt = time.perf_counter() - t
@@ -122,6 +128,8 @@ async def comm_pingpong(addr, sizes, quick, dask_worker=None):
 
 client.run(add_echo, workers=[b_addr])
 rtt = client.run(pingpong, b_addr, SIZES, quick, workers=[a_addr])[a_addr]
+# a lone message: 1 B round trips, each after 0.2 s without traffic between the workers
+idle = client.run(pingpong, b_addr, [1], quick, 0.2, 15, workers=[a_addr])[a_addr][1]
 echo_addr = client.run(start_echo, protocol, workers=[b_addr])[b_addr]
 raw = client.run(comm_pingpong, echo_addr, SIZES, quick, workers=[a_addr])[a_addr]
 result = {"protocol": protocol, "progress": dask.config.get("distributed.comm.mpi.progress",
@@ -131,11 +139,13 @@ result = {"protocol": protocol, "progress": dask.config.get("distributed.comm.mp
                        for s, t in rtt.items()},
           "comm_pingpong": {str(s): {"rtt_us": t * 1e6, "latency_us": t / 2 * 1e6,
                                      "bandwidth_MBps": s / (t / 2) / 1e6}
-                            for s, t in raw.items()}}
+                            for s, t in raw.items()},
+          "idle_rtt_us": idle * 1e6}
 print("%s pingpong: %s" % (protocol, ", ".join(
     "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in rtt.items())), flush=True)
 print("%s comm ping-pong: %s" % (protocol, ", ".join(
     "%d B %.1f us" % (s, t / 2 * 1e6) for s, t in raw.items())), flush=True)
+print("%s 1 B RPC round trip after 0.2 s idle: %.1f us" % (protocol, idle * 1e6), flush=True)
 
 if pingpong_only:
     n, chunk, reps = 0, 0, 0

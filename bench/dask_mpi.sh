@@ -92,6 +92,9 @@ for kind, name in (("pingpong", "RPC ping-pong"), ("comm_pingpong", "one comm"))
             p, t, c = (pp(x, s, "bandwidth_MBps", kind) for x in C)
             print("| %s %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× | %.2f× |"
                   % (name, s, p, t, c, p / c, t / c))
+p, t, c = (med(r["idle_rtt_us"] for r in runs[x]) for x in C)
+print("| RPC 1 B round trip after 0.2 s idle, µs | %.1f | %.1f | %.1f | %.2f× the time "
+      "| %.2f× the time |" % (p, t, c, p / c, t / c))
 for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n"]),
                     ("merge", "dataframe merge, s")):
     vals = [app(x, name) for x in C]
