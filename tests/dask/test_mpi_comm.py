@@ -222,6 +222,37 @@ def test_every_comm_finishes():
     run(main())
 
 
+def test_no_mpi_call_after_shutdown():
+    """At exit the engine shuts down before MPI is finalised, while distributed's threads
+    may still close or write to comms: after the shutdown no request is posted (an MPI
+    call after MPI_Finalize aborts the process), a write raises CommClosedError."""
+    async def main():
+        eng = dask_comm.Engine(dask_comm.MPI.COMM_SELF, "poll", SHARD)
+        loop = asyncio.get_running_loop()
+        a = dask_comm.MPIComm(eng, 0, 101, 100, loop, "mpi://0/c100", "mpi://0/c101")
+        b = dask_comm.MPIComm(eng, 0, 100, 101, loop, "mpi://0/c101", "mpi://0/c100")
+        await a.write({"x": 1})
+        while not b._inbox:
+            eng.step()
+            await asyncio.sleep(0)
+        assert (await b.read()) == {"x": 1}
+        eng.shutdown()
+        assert not eng.reqs
+        with pytest.raises(CommClosedError, match="engine has shut down"):
+            await b.write({"x": 2})
+        a.abort()
+        b.abort()
+        assert not eng.reqs, "%d MPI requests posted after the shutdown" % len(eng.reqs)
+        c = dask_comm.MPIComm(eng, 0, 103, 102, loop, "mpi://0/c102", "mpi://0/c103")
+        assert not eng.reqs
+        c.abort()
+        with pytest.raises(CommClosedError, match="engine has shut down"):
+            eng.send_ctrl(0, dask_comm.CONNECT, 0, 5)
+        eng.comm.Free()
+
+    run(main())
+
+
 def test_connect_refused_and_bad_addresses():
     async def main():
         with pytest.raises(OSError, match="Timed out trying to connect"):
