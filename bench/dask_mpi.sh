@@ -2,7 +2,10 @@
 # Dask over mpi:// against Dask over tcp://, in the same run (docs/dask.md,
 # docs/performance.md "dask: mpi:// vs tcp://").
 #
-#   bench/dask_mpi.sh [--quick] [rounds]          (default: 1 round)
+#   bench/dask_mpi.sh [--quick] [--until HH:MM] [rounds]          (default: 1 round)
+#
+# --until HH:MM (UTC, today): start no round after that time once one is complete (a
+# measurement window); the table gives the medians of the rounds done.
 #
 # Each round starts three 4-rank Dask clusters with hpml.dask.initialize (rank 0 the
 # scheduler, rank 1 the client, ranks 2 and 3 one worker each, 1 thread), one after the
@@ -27,10 +30,18 @@
 # otherwise skip the release; bench/dask_mpi.py says why), and that wait is reported.
 set -eu
 quick=
-if [ "${1:-}" = --quick ]; then
-    quick=--quick
-    shift
-fi
+until=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=--quick; shift ;;
+    --until)
+        # shellcheck disable=SC2015  # any of the three failing is the error
+        [ $# -ge 2 ] && [ -n "$2" ] && until=$(date -u -d "$2" +%s 2>/dev/null) ||
+            { echo "$0: --until needs a time HH:MM, not '${2:-}'" >&2; exit 2; }
+        shift 2 ;;
+    *) break ;;
+    esac
+done
 rounds=${1:-1}
 case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +62,10 @@ echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $cpu (${features% }),"\
     "load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'),"\
     "commit $(git -C "$repo" rev-parse --short HEAD)"
 for ((r = 0; r < rounds; r++)); do
+    if [ $r -gt 0 ] && [ -n "$until" ] && [ "$(date -u +%s)" -ge "$until" ]; then
+        echo "# --until: $r of $rounds rounds done"
+        break
+    fi
     for ((i = 0; i < 3; i++)); do
         c=${configs[$(((i + r) % 3))]}
         proto=${c%%-*}
@@ -65,9 +80,9 @@ for ((r = 0; r < rounds; r++)); do
     done
 done
 
-"$py" - "$tmp" "$rounds" <<'EOF'
+"$py" - "$tmp" <<'EOF'
 import glob, json, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
+tmp = sys.argv[1]
 runs = {}
 for path in sorted(glob.glob(tmp + "/*.json")):
     runs.setdefault(path.split("/")[-1].split(".")[0], []).append(json.load(open(path)))
@@ -106,7 +121,7 @@ rel = [med([m for r in runs[x] for name in ("sum", "merge") for m in r.get(name,
             .get("release_ms", [])]) for x in C]
 print("| a result released by the client, gone from the scheduler after, ms | %.1f | %.1f "
       "| %.1f | %.2f× the time | %.2f× the time |" % (*rel, rel[0] / rel[2], rel[1] / rel[2]))
-print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
+print("\n(medians over %d round(s); latency = half the median round trip)" % len(runs["tcp"]))
 print("\nEvery round:")
 for c in C:
     print("- %s: comm %d B latency µs %s | comm %d B bandwidth MB/s %s" % (
