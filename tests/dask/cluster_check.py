@@ -2,7 +2,8 @@
 PROTOCOL STAGE.
 
 Rank 0 is the scheduler, ranks 2 and 3 the workers, rank 1 runs this script's client
-part: (x + x.T).sum() of a 4096 x 4096 dask.array against NumPy's, then K-Means through
+part: (x + x.T).sum() of a 4096 x 4096 dask.array against NumPy's, the released result
+leaving the scheduler and round trips after idle moments (below), then K-Means through
 hpml.dask.mpi_run on a dask.array of STAGE/X.npy from the initial centroids
 STAGE/init.npy, written to STAGE/dask-km.npz for the driver to compare with `hpml
 kmeans` on the same data. The last line rank 1 prints is "client done <unix time>": the
