@@ -35,7 +35,8 @@ export OMPI_MCA_mpi_yield_when_idle=1 DASK_LOGGING__DISTRIBUTED=warning
 stage=$(mktemp -d)
 # On failure the last lines say which step failed, how, and the machine's load (tests/run.sh
 # shows a failed test's last 25 lines): the step's own output is above them, the cluster
-# steps' lines that matter (errors, warnings, the ranks' exits) are repeated. Every mpirun
+# steps' lines that matter (errors, warnings, the ranks' exits, the last INFO lines) are
+# repeated. Every mpirun
 # has its own time limit, so that a hang ends in this report rather than in run.sh's kill.
 step=start
 finish() {
@@ -46,6 +47,8 @@ finish() {
             grep -v " INFO - " "$stage/out" | grep -E \
                 "Error|Exception|Traceback|WARNING|warn|assert|exit|client done|Killed|signal" |
                 tail -12
+            echo "-- its last INFO lines:"
+            grep " INFO - " "$stage/out" | tail -6 || true
         fi
         echo "FAIL: tests/cli/dask.sh, step '$step': exit $rc after ${SECONDS}s;" \
             "load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -132,7 +135,9 @@ np.save(sys.argv[1] + "/init.npy", X[[0, 1, 2, 3]])' "$stage"
 cluster() {
     local rc=0
     # shellcheck disable=SC2016,SC2086
-    limited 150 $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
+    # distributed's INFO lines go to the output (and are left out of what is shown but
+    # for a failure's last lines)
+    limited 150 env DASK_LOGGING__DISTRIBUTED=info $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
         echo "rank $OMPI_COMM_WORLD_RANK exit $rc at $(date +%s.%N)"' "$py" "$@" \
         >"$stage/out" 2>&1 || rc=$?
     grep -v " INFO - " "$stage/out" || true

@@ -253,6 +253,28 @@ def test_no_mpi_call_after_shutdown():
     run(main())
 
 
+def test_quiet_closed_tasks(caplog):
+    """hpml.dask's loops report a task that ended with CommClosedError without its
+    traceback (asyncio.run reports so the tasks it cancels at the end of a scheduler's
+    or worker's loop: a handshake's read cancelled there), other exceptions as before."""
+    import logging
+
+    import hpml.dask
+
+    async def main():
+        hpml.dask._quiet_closed_tasks()
+        loop = asyncio.get_running_loop()
+        for message, exc in (("closed", CommClosedError("gone")), ("other", ValueError("v"))):
+            loop.call_exception_handler({"message": message, "exception": exc})
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(main())
+    shown = [(r.name, r.getMessage(), r.exc_info is not None) for r in caplog.records
+             if r.name in ("asyncio", "hpml.dask") and r.levelno >= logging.INFO]
+    assert shown == [("hpml.dask", "hpml.dask: closed: gone", False),
+                     ("asyncio", "other", True)], shown
+
+
 def test_connect_refused_and_bad_addresses():
     async def main():
         with pytest.raises(OSError, match="Timed out trying to connect"):
