@@ -198,8 +198,18 @@ async def _stop_scheduler(address, done):
 def _shutdown_cluster(address, ctl):
     """Rank 1 at exit: terminate the scheduler (which closes the workers) through a client
     of the script still open (so that it does not try to reconnect), else directly
-    unless rank 0 says the scheduler has finished; then close the clients."""
+    unless rank 0 says the scheduler has finished; then close the clients. A client the
+    script shut the scheduler down with (status "closing") is closed first: the
+    scheduler's close could wait for its connection (over tcp://, 1 run in 33 waited 30 s,
+    until this handler's time limit closed the client)."""
     from distributed import Client
+
+    def close(clients):
+        for client in clients:
+            try:
+                client.close(timeout=5)
+            except Exception as e:  # closing a client of a terminated scheduler: go on
+                logger.debug("hpml.dask: closing a client at exit: %r", e)
 
     done = ctl.Irecv([bytearray(1), MPI.BYTE], 0, _DONE_TAG)
     clients = [c for c in list(Client._instances) if c.status not in ("closed",)]
@@ -208,15 +218,13 @@ def _shutdown_cluster(address, ctl):
         if running:
             running[0].shutdown()
         else:
+            close(clients)
+            clients = []
             asyncio.run(asyncio.wait_for(_stop_scheduler(address, done), 30))
     except Exception as e:
         sys.stderr.write("hpml.dask: could not terminate the scheduler at %s: %r\n"
                          % (address, e))
-    for client in clients:
-        try:
-            client.close(timeout=5)
-        except Exception as e:  # closing a client of a terminated scheduler: go on
-            logger.debug("hpml.dask: closing a client at exit: %r", e)
+    close(clients)
     deadline = time.monotonic() + 10
     while not done.Test():  # the scheduler's rank has finished: its message is matched
         if time.monotonic() > deadline:
