@@ -238,8 +238,9 @@ def _shutdown_cluster(address, ctl):
 
 
 def _quiet_closed_tasks():
-    """The running loop's exception handler drops the traceback of a task that ended with a
-    CommClosedError (one line stays): asyncio.run, ending the scheduler's or a worker's
+    """The running loop's exception handler reports a task that ended with a CommClosedError
+    in one line at INFO (hpml.dask's logger), not as an error with its traceback:
+    asyncio.run, ending the scheduler's or a worker's
     loop, reports the tasks it cancels that end with an exception, and a comm's read
     cancelled there ends with CommClosedError (as in distributed's UCX comm)."""
     loop = asyncio.get_running_loop()
