@@ -103,7 +103,7 @@ SHIMS := $(O)/tests/cli/fail_alloc.so $(O)/tests/cli/fail_rename.so $(O)/tests/c
 # Keep test objects: they are not intermediates to delete after linking.
 .SECONDARY:
 
-.PHONY: all lib tests test test-san demo deps install uninstall examples clean format format-check vec-report
+.PHONY: all lib tests test test-san demo deps install install-python uninstall examples clean format format-check vec-report
 all: lib $(HPML) tests
 
 lib: $(LIBA) $(LIBSO) $(O)/hpml.pc $(PROF_SO) $(PYFAST)
@@ -225,17 +225,29 @@ ifeq ($(MPI),$(DEFAULT_MPI))
 	ln -sf libhpml-prof-$(MPI).so $(DESTDIR)$(PREFIX)/lib/libhpml-prof.so
 endif
 ifneq ($(PYVER),)
-	install -d $(DESTDIR)$(PYDIR)/hpml
-	install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
-	$(if $(PYFAST),install -m 755 $(PYFAST) $(DESTDIR)$(PYDIR)/hpml/)
-	install -d $(DESTDIR)$(PYDIR)/hpml/torch
-	install -m 644 python/hpml/torch/*.py $(DESTDIR)$(PYDIR)/hpml/torch/
-	install -d $(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info
-	printf 'Metadata-Version: 2.1\nName: hpml\nVersion: $(VERSION)\n' \
-	    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/METADATA
-	printf '[distributed.comm.backends]\nmpi = hpml.dask_comm:MPIBackend\n' \
-	    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/entry_points.txt
+	$(INSTALL_PYTHON)
 endif
+
+# The Python package and its dist-info (with the distributed.comm.backends entry point)
+# alone, from what is built: nothing is rebuilt (tests/cli/dask.sh installs it this way,
+# so that a test never relinks the library under the rest of the suite).
+define INSTALL_PYTHON
+install -d $(DESTDIR)$(PYDIR)/hpml
+install -m 644 python/hpml/*.py $(DESTDIR)$(PYDIR)/hpml/
+$(if $(PYFAST),install -m 755 $(PYFAST) $(DESTDIR)$(PYDIR)/hpml/)
+install -d $(DESTDIR)$(PYDIR)/hpml/torch
+install -m 644 python/hpml/torch/*.py $(DESTDIR)$(PYDIR)/hpml/torch/
+install -d $(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info
+printf 'Metadata-Version: 2.1\nName: hpml\nVersion: $(VERSION)\n' \
+    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/METADATA
+printf '[distributed.comm.backends]\nmpi = hpml.dask_comm:MPIBackend\n' \
+    >$(DESTDIR)$(PYDIR)/hpml-$(VERSION).dist-info/entry_points.txt
+endef
+install-python:
+	@test -n "$(PYVER)" || { echo "make install-python: $(PYTHON) not found" >&2; exit 1; }
+	@$(if $(PYFAST),test -e $(PYFAST) || \
+	    { echo "make install-python: $(PYFAST) is not built (make MPI=$(MPI))" >&2; exit 1; })
+	$(INSTALL_PYTHON)
 
 # Removes this MPI's files (and the plain names with the default MPI's); the headers go
 # with the last flavour.

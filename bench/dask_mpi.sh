@@ -2,7 +2,10 @@
 # Dask over mpi:// against Dask over tcp://, in the same run (docs/dask.md,
 # docs/performance.md "dask: mpi:// vs tcp://").
 #
-#   bench/dask_mpi.sh [--quick] [rounds]          (default: 1 round)
+#   bench/dask_mpi.sh [--quick] [--until HH:MM] [rounds]          (default: 1 round)
+#
+# --until HH:MM (UTC, today): start no round after that time once one is complete (a
+# measurement window); the table gives the medians of the rounds done.
 #
 # Each round starts three 4-rank Dask clusters with hpml.dask.initialize (rank 0 the
 # scheduler, rank 1 the client, ranks 2 and 3 one worker each, 1 thread), one after the
@@ -21,12 +24,24 @@
 # ping-pong the scheduler and the client are idle (the client waits for one answer) and
 # only the two workers run; the mpi:// progress of an idle rank sleeps (1 ms at a time).
 # Run it on an otherwise idle machine.
+#
+# The sum and the merge are repeated with the same graph keys: each repeat waits until
+# the scheduler has forgotten the result of the one before (distributed's client could
+# otherwise skip the release; bench/dask_mpi.py says why), and that wait is reported.
 set -eu
 quick=
-if [ "${1:-}" = --quick ]; then
-    quick=--quick
-    shift
-fi
+until=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=--quick; shift ;;
+    --until)
+        # shellcheck disable=SC2015  # any of the three failing is the error
+        [ $# -ge 2 ] && [ -n "$2" ] && until=$(date -u -d "$2" +%s 2>/dev/null) ||
+            { echo "$0: --until needs a time HH:MM, not '${2:-}'" >&2; exit 2; }
+        shift 2 ;;
+    *) break ;;
+    esac
+done
 rounds=${1:-1}
 case $rounds in '' | *[!0-9]* | 0) echo "$0: rounds must be a positive integer" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +62,10 @@ echo "# machine: $(getconf _NPROCESSORS_ONLN) cores, $cpu (${features% }),"\
     "load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'),"\
     "commit $(git -C "$repo" rev-parse --short HEAD)"
 for ((r = 0; r < rounds; r++)); do
+    if [ $r -gt 0 ] && [ -n "$until" ] && [ "$(date -u +%s)" -ge "$until" ]; then
+        echo "# --until: $r of $rounds rounds done"
+        break
+    fi
     for ((i = 0; i < 3; i++)); do
         c=${configs[$(((i + r) % 3))]}
         proto=${c%%-*}
@@ -61,9 +80,9 @@ for ((r = 0; r < rounds; r++)); do
     done
 done
 
-"$py" - "$tmp" "$rounds" <<'EOF'
+"$py" - "$tmp" <<'EOF'
 import glob, json, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
+tmp = sys.argv[1]
 runs = {}
 for path in sorted(glob.glob(tmp + "/*.json")):
     runs.setdefault(path.split("/")[-1].split(".")[0], []).append(json.load(open(path)))
@@ -88,6 +107,9 @@ for kind, name in (("pingpong", "RPC ping-pong"), ("comm_pingpong", "one comm"))
             p, t, c = (pp(x, s, "bandwidth_MBps", kind) for x in C)
             print("| %s %s B, bandwidth MB/s | %.0f | %.0f | %.0f | %.2f× | %.2f× |"
                   % (name, s, p, t, c, p / c, t / c))
+p, t, c = (med(r["idle_rtt_us"] for r in runs[x]) for x in C)
+print("| RPC 1 B round trip after 0.2 s idle, µs | %.1f | %.1f | %.1f | %.2f× the time "
+      "| %.2f× the time |" % (p, t, c, p / c, t / c))
 for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n"]),
                     ("merge", "dataframe merge, s")):
     vals = [app(x, name) for x in C]
@@ -95,7 +117,11 @@ for name, label in (("sum", "(x + x.T).sum() %d², s" % runs["tcp"][0]["sum"]["n
         continue
     print("| %s | %.3f | %.3f | %.3f | %.2f× the time | %.2f× the time |"
           % (label, *vals, vals[0] / vals[2], vals[1] / vals[2]))
-print("\n(medians over %d round(s); latency = half the median round trip)" % rounds)
+rel = [med([m for r in runs[x] for name in ("sum", "merge") for m in r.get(name, {})
+            .get("release_ms", [])]) for x in C]
+print("| a result released by the client, gone from the scheduler after, ms | %.1f | %.1f "
+      "| %.1f | %.2f× the time | %.2f× the time |" % (*rel, rel[0] / rel[2], rel[1] / rel[2]))
+print("\n(medians over %d round(s); latency = half the median round trip)" % len(runs["tcp"]))
 print("\nEvery round:")
 for c in C:
     print("- %s: comm %d B latency µs %s | comm %d B bandwidth MB/s %s" % (
@@ -103,10 +129,11 @@ for c in C:
                               for r in runs[c]),
         sizes[-1], " ".join("%.0f" % r["comm_pingpong"][str(sizes[-1])]["bandwidth_MBps"]
                             for r in runs[c])))
-    print("- %s: RPC %d B latency µs %s | RPC %d B bandwidth MB/s %s | sum s %s | merge s %s" % (
+    print("- %s: RPC %d B latency µs %s | RPC %d B bandwidth MB/s %s | sum s (each repeat) %s"
+          " | merge s %s" % (
         c, sizes[0], " ".join("%.1f" % r["pingpong"][str(sizes[0])]["latency_us"] for r in runs[c]),
         sizes[-1],
         " ".join("%.0f" % r["pingpong"][str(sizes[-1])]["bandwidth_MBps"] for r in runs[c]),
-        " ".join("%.3f" % r["sum"]["seconds"] for r in runs[c]),
+        " ".join("/".join("%.3f" % t for t in r["sum"]["all"]) for r in runs[c]),
         " ".join("%.3f" % r["merge"]["seconds"] for r in runs[c] if "merge" in r)))
 EOF

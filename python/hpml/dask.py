@@ -102,7 +102,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
     if _state.world is not None:
         raise RuntimeError("hpml.dask: initialize was already called in this process")
     _state.world = comm
-    for name in ("distributed.batched", "distributed.worker"):
+    for name in ("distributed.batched", "distributed.worker", "tornado.application"):
         logging.getLogger(name).addFilter(_QuietClosedStream())
     _state.workers = comm.Split(0 if rank >= 2 else MPI.UNDEFINED, rank)
     _state.ctl = comm.Dup()  # rank 0 tells rank 1 there that the scheduler has finished
@@ -117,6 +117,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
         from distributed import Scheduler
 
         async def run_scheduler():
+            _quiet_closed_tasks()
             opts = dict(scheduler_options or {})
             opts.setdefault("dashboard", dashboard)
             if not dashboard:
@@ -141,6 +142,7 @@ def initialize(protocol="mpi", nthreads=1, memory_limit="auto", local_directory=
     from distributed import Worker
 
     async def run_worker():
+        _quiet_closed_tasks()
         opts = dict(worker_options or {})
         opts.setdefault("dashboard", False)
         async with Worker(address, nthreads=nthreads, memory_limit=memory_limit,
@@ -196,25 +198,36 @@ async def _stop_scheduler(address, done):
 def _shutdown_cluster(address, ctl):
     """Rank 1 at exit: terminate the scheduler (which closes the workers) through a client
     of the script still open (so that it does not try to reconnect), else directly
-    unless rank 0 says the scheduler has finished; then close the clients."""
+    unless rank 0 says the scheduler has finished; then close the clients. When the script
+    shut the scheduler down itself (a client "closing"), nothing is sent: a terminate sent
+    to the closing scheduler could be accepted, and its handler wait for the close in
+    progress, which waited for that handler (over tcp://, 3 runs in 144 ended 30 s late,
+    at this handler's time limit)."""
     from distributed import Client
+
+    def close(clients):
+        for client in clients:
+            try:
+                client.close(timeout=5)
+            except Exception as e:  # closing a client of a terminated scheduler: go on
+                logger.debug("hpml.dask: closing a client at exit: %r", e)
 
     done = ctl.Irecv([bytearray(1), MPI.BYTE], 0, _DONE_TAG)
     clients = [c for c in list(Client._instances) if c.status not in ("closed",)]
     running = [c for c in clients if c.status == "running"]
+    shut = [c for c in clients if c.status == "closing"]  # client.shutdown() was called
     try:
         if running:
             running[0].shutdown()
+        elif shut:  # the scheduler is closing: wait for its rank's message below
+            close(clients)
+            clients = []
         else:
             asyncio.run(asyncio.wait_for(_stop_scheduler(address, done), 30))
     except Exception as e:
         sys.stderr.write("hpml.dask: could not terminate the scheduler at %s: %r\n"
                          % (address, e))
-    for client in clients:
-        try:
-            client.close(timeout=5)
-        except Exception as e:  # closing a client of a terminated scheduler: go on
-            logger.debug("hpml.dask: closing a client at exit: %r", e)
+    close(clients)
     deadline = time.monotonic() + 10
     while not done.Test():  # the scheduler's rank has finished: its message is matched
         if time.monotonic() > deadline:
@@ -224,12 +237,31 @@ def _shutdown_cluster(address, ctl):
         time.sleep(1e-3)
 
 
+def _quiet_closed_tasks():
+    """The running loop's exception handler reports a task that ended with a CommClosedError
+    in one line at INFO (hpml.dask's logger), not as an error with its traceback:
+    asyncio.run, ending the scheduler's or a worker's
+    loop, reports the tasks it cancels that end with an exception, and a comm's read
+    cancelled there ends with CommClosedError (as in distributed's UCX comm)."""
+    loop = asyncio.get_running_loop()
+
+    def handler(loop, context):
+        if isinstance(context.get("exception"), CommClosedError):
+            logger.info("hpml.dask: %s: %s", context.get("message"), context["exception"])
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
 class _QuietClosedStream(logging.Filter):
-    """Two records of distributed carry the traceback of a CommClosedError that a cluster
+    """Records of distributed carry the traceback of a CommClosedError that a cluster
     shutdown causes: a batched stream whose peer closed first (at INFO, every shutdown:
-    distributed #7192), and a worker's heartbeat in flight when the scheduler closes (at
-    ERROR, now and then). In an MPI job the scheduler cannot die alone (mpirun ends the
-    job), so a closed comm there means a shutdown: keep the line, drop the traceback."""
+    distributed #7192), a worker's heartbeat in flight when the scheduler closes (at
+    ERROR, now and then), a client's heartbeat after the scheduler closed (tornado's
+    ERROR "Exception in callback", seen once over tcp://). In an MPI job the scheduler
+    cannot die alone (mpirun ends the job), so a closed comm there means a shutdown: keep
+    the line, drop the traceback."""
 
     def filter(self, record):
         exc = record.exc_info[1] if record.exc_info else None

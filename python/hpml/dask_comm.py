@@ -21,7 +21,9 @@ posted for a live comm) and queues it for read().
 
 Closing: close() and abort() send a CLOSE head; the peer answers with its own CLOSE if it
 has not sent one. A comm keeps receiving (and dropping) messages until it has seen the
-peer's CLOSE, so no send is left unmatched when the processes finalise MPI.
+peer's CLOSE, so no send is left unmatched when the processes finalise MPI. Once the
+engine has shut down (at exit, before MPI is finalised) it makes no MPI call: a close
+sends nothing, a write or connect raises CommClosedError.
 
 Progress: one engine per process owns every request. Mode "poll" (the default) runs the
 step that tests the requests as a task of each event loop that uses the comm, spinning
@@ -277,7 +279,10 @@ class Engine:
 
     def send_ctrl(self, dest, kind, a, b):
         buf = _CTRL.pack(kind, self.rank, a, b)
-        self.post(self.comm.Isend([buf, MPI.BYTE], dest, CTRL_TAG), None, buf, True)
+        with self.lock:
+            if self.stopping:
+                raise CommClosedError("hpml.dask: the mpi:// engine has shut down")
+            self.post(self.comm.Isend([buf, MPI.BYTE], dest, CTRL_TAG), None, buf, True)
 
     def _on_ctrl(self, buf):
         if self.stopping:
@@ -341,13 +346,18 @@ class Engine:
 
         dest, tag = comm.peer_rank, comm.peer_tag
         with self.lock:  # the messages of one comm go out in order
+            if self.stopping:  # MPI may be finalised: nothing more goes out
+                raise CommClosedError("hpml.dask: the mpi:// engine has shut down")
             for m in msgs:
                 self.post(self.comm.Isend([m, MPI.BYTE], dest, tag), one_sent, m, True)
 
     def post_head_recv(self, comm):
         buf = np.empty(HEAD_CAP, np.uint8)
-        req = self.comm.Irecv([buf, MPI.BYTE], comm.peer_rank, comm.tag)
-        self.post(req, lambda: self._on_head(comm, buf), buf)
+        with self.lock:
+            if self.stopping:
+                return
+            req = self.comm.Irecv([buf, MPI.BYTE], comm.peer_rank, comm.tag)
+            self.post(req, lambda: self._on_head(comm, buf), buf)
 
     def _on_head(self, comm, buf):
         if self.stopping or comm.tag not in self.comms:
@@ -408,7 +418,8 @@ class Engine:
         while time.monotonic() < deadline and self._sends_pending():
             self.step()
             time.sleep(1e-4)
-        self.stopping = True
+        with self.lock:  # from here on no MPI call is made (MPI may be finalised next)
+            self.stopping = True
         self.kick.set()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(1.0)
@@ -537,7 +548,7 @@ class MPIComm(Comm):
 
     def _send_close(self):
         with self.engine.lock:
-            if self._sent_close:
+            if self._sent_close or self.engine.stopping:
                 return
             self._sent_close = True
             self.engine.send_message(self, CLOSE, [], [], None)

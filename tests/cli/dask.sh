@@ -3,12 +3,16 @@
 # test_comms.py (tests/dask/test_mpi_comm.py, one rank; again with the progress thread
 # for the ping-pong, concurrency and close tests), the refusals (an MPI thread level
 # too low for the progress thread, fewer than 3 ranks, an unknown protocol), the
-# `distributed.comm.backends` entry point of the installed package, and a 4-rank
-# cluster over mpi:// (tests/dask/cluster_check.py): (x + x.T).sum() of a 4096² array
-# equals NumPy's, K-Means through mpi_run equals `hpml kmeans` on the same data, every
+# `distributed.comm.backends` entry point of the installed package (`make install-python`),
+# and a 4-rank cluster over mpi:// (tests/dask/cluster_check.py): (x + x.T).sum() of a
+# 4096² array equals NumPy's, the released result leaves the scheduler within 5 s, round
+# trips after 0.3 s idle take under 0.2 s (median), K-Means through mpi_run equals
+# `hpml kmeans` on the same data, every
 # rank exits 0 within 5 s of the client script's end, and nothing prints a traceback; the
 # same exit over tcp:// when the script shuts the cluster down itself
 # (tests/dask/shutdown_check.py).
+# On a failure its last lines name the step, the exit status, the load, and the failing
+# cluster's error, warning and exit lines; every mpirun has its own time limit.
 # Debian's python3-mpi4py is built for Open MPI: under MPICH the test is skipped.
 # Env (from tests/run.sh): MPI, MPIRUN, BUILD, HPML, HPML_TEST_REPO.
 # hpml-test: timeout=240
@@ -29,18 +33,54 @@ fi
 export OMPI_MCA_mpi_yield_when_idle=1 DASK_LOGGING__DISTRIBUTED=warning
 
 stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+# On failure the last lines say which step failed, how, and the machine's load (tests/run.sh
+# shows a failed test's last 25 lines): the step's own output is above them, the cluster
+# steps' lines that matter (errors, warnings, the ranks' exits, the last INFO lines) are
+# repeated. Every mpirun
+# has its own time limit, so that a hang ends in this report rather than in run.sh's kill.
+step=start
+finish() {
+    local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+        if [ -s "$stage/out" ]; then
+            echo "-- the last cluster's errors, warnings and exits (INFO lines left out):"
+            grep -v " INFO - " "$stage/out" | grep -E \
+                "Error|Exception|Traceback|WARNING|warn|assert|exit|client done|Killed|signal" |
+                tail -12
+            echo "-- its last INFO lines:"
+            grep " INFO - " "$stage/out" | tail -6 || true
+        fi
+        echo "FAIL: tests/cli/dask.sh, step '$step': exit $rc after ${SECONDS}s;" \
+            "load $(cut -d' ' -f1-3 /proc/loadavg)"
+    fi
+    rm -rf "$stage"
+    exit $rc
+}
+trap finish EXIT
+trap 'exit 143' TERM
+# step NAME: announce the next step (and name it in a failure's report).
+step() {
+    step=$1
+    echo "== $1 (${SECONDS}s)"
+}
+# limited SECONDS CMD...: CMD, ended after SECONDS (a hang, reported as exit 124).
+limited() {
+    local s=$1
+    shift
+    timeout -k 5 "$s" "$@"
+}
 
-echo "== test_comms-style tests over mpi:// (${SECONDS}s)"
+step "test_comms-style tests over mpi://"
 # shellcheck disable=SC2086
-$MPIRUN -np 1 "$py" -m pytest -q -p no:cacheprovider --color=no tests/dask/test_mpi_comm.py
-echo "== the same with the progress thread (${SECONDS}s)"
+limited 120 $MPIRUN -np 1 "$py" -m pytest -q -p no:cacheprovider --color=no \
+    tests/dask/test_mpi_comm.py
+step "the same with the progress thread"
 # shellcheck disable=SC2086
-DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread $MPIRUN -np 1 "$py" -m pytest -q \
-    -p no:cacheprovider --color=no -k "ping_pong_sizes or concurrent or either_side" \
+limited 90 env DASK_DISTRIBUTED__COMM__MPI__PROGRESS=thread $MPIRUN -np 1 "$py" -m pytest \
+    -q -p no:cacheprovider --color=no -k "ping_pong_sizes or concurrent or either_side" \
     tests/dask/test_mpi_comm.py
 
-echo "== refusals (${SECONDS}s)"
+step "refusals"
 # refuses WHAT CMD...: CMD fails, its last line names WHAT.
 refuses() {
     local what=$1 out rc=0
@@ -67,17 +107,23 @@ with pytest.raises(RuntimeError, match="the mpi:// comm is not started: call hpm
     asyncio.run(connect("mpi://0/0", timeout=1))
 dask_comm.start()'
 
-echo "== the entry point of the installed package (${SECONDS}s)"
-make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install DESTDIR="$stage" \
+step "the entry point of the installed package"
+# `make install-python`, the Python part of `make install`, rebuilds nothing: `make
+# install` relinks the library when the commit has changed since the build (the commit
+# is compiled in), and one run of this test failed that way, loading a library that
+# another run was relinking. The library is the build's (HPML_LIB).
+make -s MPI="$MPI" O="${BUILD#"$HPML_TEST_REPO"/}" install-python DESTDIR="$stage" \
     PREFIX=/opt/hpml-test >/dev/null
 site=$(echo "$stage"/opt/hpml-test/lib/python3*/dist-packages)
-got=$(cd / && env -u HPML_LIB PYTHONPATH="$site" "$py" -c '
+got=$(cd / && PYTHONPATH="$site" "$py" -c '
+import sys
 from distributed.comm import registry
-print(type(registry.get_backend("mpi")).__module__)')
-[ "$got" = hpml.dask_comm ] || { echo "FAIL: entry point gives '$got'"; exit 1; }
+print(type(registry.get_backend("mpi")).__module__, sys.modules["hpml"].__file__)')
+[ "$got" = "hpml.dask_comm $site/hpml/__init__.py" ] ||
+    { echo "FAIL: entry point gives '$got'"; exit 1; }
 echo "PASS distributed.comm.backends entry point mpi -> $got"
 
-echo "== 4 ranks over mpi:// (${SECONDS}s)"
+step "4 ranks over mpi://"
 "$py" -c '
 import sys, numpy as np
 rng = np.random.default_rng(5)
@@ -87,11 +133,19 @@ np.save(sys.argv[1] + "/init.npy", X[[0, 1, 2, 3]])' "$stage"
 # cluster SCRIPT ARGS...: run SCRIPT at 4 ranks; every rank exits 0 within 5 s of the
 # "client done <time>" line, and nothing prints a traceback.
 cluster() {
+    local rc=0
     # shellcheck disable=SC2016,SC2086
-    $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
+    # distributed's INFO lines go to the output (and are left out of what is shown but
+    # for a failure's last lines)
+    limited 150 env DASK_LOGGING__DISTRIBUTED=info $MPIRUN -np 4 sh -c '"$0" "$@"; rc=$?
         echo "rank $OMPI_COMM_WORLD_RANK exit $rc at $(date +%s.%N)"' "$py" "$@" \
-        >"$stage/out" 2>&1 || true
-    grep -v " INFO - " "$stage/out"
+        >"$stage/out" 2>&1 || rc=$?
+    grep -v " INFO - " "$stage/out" || true
+    if [ $rc -eq 124 ]; then
+        echo "FAIL: the 4-rank job did not end within 150 s (its INFO lines:)"
+        grep " INFO - " "$stage/out" | tail -8 || true
+        exit 1
+    fi
     if grep -q "Traceback" "$stage/out"; then
         echo "FAIL: a traceback was printed"
         exit 1
@@ -112,9 +166,10 @@ EOF
 }
 cluster tests/dask/cluster_check.py mpi "$stage"
 
+step "hpml kmeans on the same data"
 # shellcheck disable=SC2086
-$MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" --init "$stage/init.npy" --dtype f64 \
-    --out "$stage/cli" >/dev/null
+limited 60 $MPIRUN -np 2 "$HPML" kmeans --data "$stage/X.npy" --init "$stage/init.npy" \
+    --dtype f64 --out "$stage/cli" >/dev/null
 "$py" - "$stage" <<'EOF'
 import sys
 import numpy as np
@@ -127,6 +182,6 @@ assert np.array_equal(d["labels"], labels), "labels differ"
 print("PASS K-Means through mpi_run = hpml kmeans (centroids within %.1e, same labels)"
       % np.abs(d["centers"] - centers).max())
 EOF
-echo "== 4 ranks over tcp://, the script shuts the cluster down (${SECONDS}s)"
+step "4 ranks over tcp://, the script shuts the cluster down"
 cluster tests/dask/shutdown_check.py
-echo "== done (${SECONDS}s)"
+step "done"

@@ -222,6 +222,59 @@ def test_every_comm_finishes():
     run(main())
 
 
+def test_no_mpi_call_after_shutdown():
+    """At exit the engine shuts down before MPI is finalised, while distributed's threads
+    may still close or write to comms: after the shutdown no request is posted (an MPI
+    call after MPI_Finalize aborts the process), a write raises CommClosedError."""
+    async def main():
+        eng = dask_comm.Engine(dask_comm.MPI.COMM_SELF, "poll", SHARD)
+        loop = asyncio.get_running_loop()
+        a = dask_comm.MPIComm(eng, 0, 101, 100, loop, "mpi://0/c100", "mpi://0/c101")
+        b = dask_comm.MPIComm(eng, 0, 100, 101, loop, "mpi://0/c101", "mpi://0/c100")
+        await a.write({"x": 1})
+        while not b._inbox:
+            eng.step()
+            await asyncio.sleep(0)
+        assert (await b.read()) == {"x": 1}
+        eng.shutdown()
+        assert not eng.reqs
+        with pytest.raises(CommClosedError, match="engine has shut down"):
+            await b.write({"x": 2})
+        a.abort()
+        b.abort()
+        assert not eng.reqs, "%d MPI requests posted after the shutdown" % len(eng.reqs)
+        c = dask_comm.MPIComm(eng, 0, 103, 102, loop, "mpi://0/c102", "mpi://0/c103")
+        assert not eng.reqs
+        c.abort()
+        with pytest.raises(CommClosedError, match="engine has shut down"):
+            eng.send_ctrl(0, dask_comm.CONNECT, 0, 5)
+        eng.comm.Free()
+
+    run(main())
+
+
+def test_quiet_closed_tasks(caplog):
+    """hpml.dask's loops report a task that ended with CommClosedError without its
+    traceback (asyncio.run reports so the tasks it cancels at the end of a scheduler's
+    or worker's loop: a handshake's read cancelled there), other exceptions as before."""
+    import logging
+
+    import hpml.dask
+
+    async def main():
+        hpml.dask._quiet_closed_tasks()
+        loop = asyncio.get_running_loop()
+        for message, exc in (("closed", CommClosedError("gone")), ("other", ValueError("v"))):
+            loop.call_exception_handler({"message": message, "exception": exc})
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(main())
+    shown = [(r.name, r.getMessage(), r.exc_info is not None) for r in caplog.records
+             if r.name in ("asyncio", "hpml.dask") and r.levelno >= logging.INFO]
+    assert shown == [("hpml.dask", "hpml.dask: closed: gone", False),
+                     ("asyncio", "other", True)], shown
+
+
 def test_connect_refused_and_bad_addresses():
     async def main():
         with pytest.raises(OSError, match="Timed out trying to connect"):
