@@ -827,9 +827,11 @@ static void print_header(const opts_t *o, const hpml_dataset_t *train, int have_
                          int size, int nsplit)
 {
     const hpml_train_config_t *cfg = &o->cfg;
-    size_t per_lo = cfg->batch / (size_t)size,
-           per_hi = (cfg->batch + (size_t)size - 1) / (size_t)size;
-    char per[48];
+    /* A pipeline's replicas share the batch: each of its stages sees the replica's part. */
+    const int stages = cfg->stages > 1 ? cfg->stages : 1, shares = size / stages;
+    size_t per_lo = cfg->batch / (size_t)shares,
+           per_hi = (cfg->batch + (size_t)shares - 1) / (size_t)shares;
+    char per[48], unit[64];
 
     printf("# hpml train: %s\n", cfg->spec);
     printf("# data: %zu training samples %dx%dx%d from %s, %s test samples; loaded in %.2f s\n",
@@ -839,9 +841,14 @@ static void print_header(const opts_t *o, const hpml_dataset_t *train, int have_
         snprintf(per, sizeof(per), "%zu", per_lo);
     else /* the batch does not divide: some ranks take one sample more */
         snprintf(per, sizeof(per), "%zu-%zu", per_lo, per_hi);
-    printf("# %d rank%s, global batch %zu (%s per rank), %s lr %g%s, %d epoch%s, seed "
+    if (stages > 1)
+        snprintf(unit, sizeof(unit), "replica of %d stages, %d micro-batches", stages,
+                 cfg->micro_batches > 0 ? cfg->micro_batches : stages);
+    else
+        snprintf(unit, sizeof(unit), "rank");
+    printf("# %d rank%s, global batch %zu (%s per %s), %s lr %g%s, %d epoch%s, seed "
            "%llu, grad %s %s, %s update, %s\n",
-           size, size == 1 ? "" : "s", cfg->batch, per,
+           size, size == 1 ? "" : "s", cfg->batch, per, unit,
            cfg->opt.kind == HPML_OPT_SGD    ? "sgd"
            : cfg->opt.kind == HPML_OPT_ADAM ? "adam"
                                             : "adamw",
