@@ -55,6 +55,8 @@ typedef struct {
     double *ev; /* --trace: (start, end, micro-batch, 1 forward / 2 backward) per action */
     int nev, traced;
     double t_base; /* rank 0's clock at open */
+    double t_out;  /* when the last action's output was ready, before its send (the
+                      trace's end of it: the neighbour may start before the send returns) */
     /* Figures since the last report. */
     double span, busy_s;
     long steps;
@@ -588,6 +590,7 @@ static int forward_one(pipe_t *p, const nn_step_t *s, int j, size_t r0, size_t n
         return 0;
     float *o = p->out + (size_t)j * p->mb * p->out_w;
     memcpy(o, z, n * p->out_w * sizeof(float));
+    p->t_out = hpml_time();
     return hpml_isend(o, n * p->out_w, HPML_F32, p->me + 1, TAG_ACT + 2 * j, p->comm,
                       &p->sq[2 * j]);
 }
@@ -634,6 +637,7 @@ static int backward_one(pipe_t *p, const nn_step_t *s, int j, size_t r0, size_t 
         return 0;
     float *g = p->dx + (size_t)j * p->mb * p->in_w;
     memcpy(g, dx, n * p->in_w * sizeof(float));
+    p->t_out = hpml_time();
     return hpml_isend(g, n * p->in_w, HPML_F32, p->me - 1, TAG_GRAD + 2 * j, p->comm,
                       &p->sq[2 * j + 1]);
 }
@@ -654,6 +658,7 @@ static int pipe_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, s
         if (n == 0)
             continue;
         const double w0 = wait, t0a = hpml_time();
+        p->t_out = 0;
         if (p->acts[k] > 0) {
             err = forward_one(p, s, j, r0, n, &wait);
             live++;
@@ -668,7 +673,7 @@ static int pipe_backward(nn_layout_t *l, const nn_step_t *s, double *loss_sum, s
         if (p->ev && p->nev < MAX_EVENTS) { /* the compute, after the wait for its input */
             double *e = p->ev + 4 * p->nev++;
             e[0] = t0a + (wait - w0) - p->t_base;
-            e[1] = hpml_time() - p->t_base;
+            e[1] = (p->t_out > 0 ? p->t_out : hpml_time()) - p->t_base;
             e[2] = j;
             e[3] = p->acts[k] > 0 ? 1 : 2;
         }
