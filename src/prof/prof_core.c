@@ -773,6 +773,37 @@ static void snapshot_sites(prof_thread_t *head)
     }
 }
 
+/* The "a" lines: hpml's collectives summed over the threads. */
+static void snapshot_hcoll(prof_thread_t *head)
+{
+    for (int i = 0; i < PROF_MAX_HCOLL; i++) {
+        prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
+
+        if (L->hcoll_names[i] == NULL)
+            continue;
+        for (prof_thread_t *t = head; t != NULL; t = t->next) {
+            const prof_hcoll_t *h = &t->hcoll[i];
+
+            sum_stat(&sum.st, &h->st);
+            if (h->st.count == 0)
+                sum.st.bytes += h->st.bytes; /* entered, not yet left */
+            sum.mpi_calls += h->mpi_calls;
+            sum.mpi_ns += h->mpi_ns;
+            sum.mpi_bytes += h->mpi_bytes;
+            sum.p2p_msgs += h->p2p_msgs;
+            sum.p2p_bytes += h->p2p_bytes;
+        }
+        if (sum.st.count == 0)
+            continue;
+        outf("a");
+        out_path(L->hcoll_names[i]);
+        out_stat(&sum.st);
+        outf(" %llu %llu %llu %llu %llu\n", (unsigned long long)sum.mpi_calls,
+             (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
+             (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
+    }
+}
+
 static void snapshot(const char *state, int sig)
 {
     prof_thread_t *head = __atomic_load_n(&L->threads, __ATOMIC_ACQUIRE);
@@ -891,32 +922,7 @@ static void snapshot(const char *state, int sig)
         }
         outf("x %llu %llu\n", (unsigned long long)dropped, (unsigned long long)cap);
     }
-    for (int i = 0; i < PROF_MAX_HCOLL; i++) {
-        prof_hcoll_t sum = {.st = {.min_ns = UINT64_MAX}};
-
-        if (L->hcoll_names[i] == NULL)
-            continue;
-        for (prof_thread_t *t = head; t != NULL; t = t->next) {
-            const prof_hcoll_t *h = &t->hcoll[i];
-
-            sum_stat(&sum.st, &h->st);
-            if (h->st.count == 0)
-                sum.st.bytes += h->st.bytes; /* entered, not yet left */
-            sum.mpi_calls += h->mpi_calls;
-            sum.mpi_ns += h->mpi_ns;
-            sum.mpi_bytes += h->mpi_bytes;
-            sum.p2p_msgs += h->p2p_msgs;
-            sum.p2p_bytes += h->p2p_bytes;
-        }
-        if (sum.st.count == 0)
-            continue;
-        outf("a");
-        out_path(L->hcoll_names[i]);
-        out_stat(&sum.st);
-        outf(" %llu %llu %llu %llu %llu\n", (unsigned long long)sum.mpi_calls,
-             (unsigned long long)sum.mpi_ns, (unsigned long long)sum.mpi_bytes,
-             (unsigned long long)sum.p2p_msgs, (unsigned long long)sum.p2p_bytes);
-    }
+    snapshot_hcoll(head);
     if (L->self_on) {
         uint64_t ns = 0, calls = 0;
 

@@ -389,6 +389,34 @@ static void symbolize(hpml_prof_report_t *r)
 }
 
 /* Parse one snapshot (lines from s) of world rank `rank` into r. */
+/* A "g G SIZE W..." line: the group's world ranks, its index in the report into lid[G]. */
+static int parse_group(hpml_prof_report_t *r, const char *line, int lid[65])
+{
+    int g, size, n, w[4096], *wp = w, *heap = NULL;
+    char *q;
+
+    if (sscanf(line, "g %d %d %n", &g, &size, &n) != 2 || g < 0 || g > 64 || size < 0 ||
+        size > r->ranks)
+        return -1;
+    if (size > 4096 && (wp = heap = malloc((size_t)size * sizeof(int))) == NULL)
+        return -1;
+    q = (char *)line + n;
+    for (int i = 0; i < size; i++) {
+        char *end;
+        long v = strtol(q, &end, 10);
+
+        if (end == q || v < 0 || v >= r->ranks) {
+            free(heap);
+            return -1;
+        }
+        wp[i] = (int)v;
+        q = end;
+    }
+    lid[g] = group_index(r, wp, size);
+    free(heap);
+    return lid[g] < 0 ? -1 : 0;
+}
+
 static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
 {
     int lid[64 + 1];      /* the file's group numbers -> the report's */
@@ -421,33 +449,10 @@ static int parse_snapshot(hpml_prof_report_t *r, rank_t *rk, char *s)
             stat_merge(&rk->call[k], &st);
             break;
         }
-        case 'g': {
-            int g, size, w[4096], *wp = w, *heap = NULL;
-            char *q;
-
-            if (sscanf(line, "g %d %d %n", &g, &size, &n) != 2 || g < 0 || g > 64 || size < 0 ||
-                size > r->ranks)
-                return -1;
-            if (size > 4096 && (wp = heap = malloc((size_t)size * sizeof(int))) == NULL)
-                return -1;
-            q = line + n;
-            for (int i = 0; i < size; i++) {
-                char *end;
-                long v = strtol(q, &end, 10);
-
-                if (end == q || v < 0 || v >= r->ranks) {
-                    free(heap);
-                    return -1;
-                }
-                wp[i] = (int)v;
-                q = end;
-            }
-            lid[g] = group_index(r, wp, size);
-            free(heap);
-            if (lid[g] < 0)
+        case 'g':
+            if (parse_group(r, line, lid) != 0)
                 return -1;
             break;
-        }
         case 'h': {
             int g;
             hist_t *h;
@@ -889,6 +894,35 @@ static void write_sites(const hpml_prof_report_t *r, FILE *f, int top)
     free(so);
 }
 
+/* The text report's point-to-point matrix (world ranks; only up to 32 of them). */
+static void write_text_matrix(const hpml_prof_report_t *r, FILE *f)
+{
+    fprintf(f, "\n## Point-to-point matrix: bytes / messages sent (row: sender, column: "
+               "receiver; world ranks)\n");
+    if (r->ranks > 32) {
+        fprintf(f, "(%d ranks: see the JSON report or the heat map)\n", r->ranks);
+    } else {
+        fprintf(f, "%6s", "");
+        for (int c = 0; c < r->ranks; c++)
+            fprintf(f, " %21d", c);
+        fprintf(f, "\n");
+        for (int i = 0; i < r->ranks; i++) {
+            fprintf(f, "%6d", i);
+            for (int c = 0; c < r->ranks; c++) {
+                char cell[48];
+
+                if (r->rank[i].msgs == NULL || r->rank[i].msgs[c] == 0)
+                    snprintf(cell, sizeof(cell), "-");
+                else
+                    snprintf(cell, sizeof(cell), "%" PRIu64 "/%" PRIu64, r->rank[i].bytes[c],
+                             r->rank[i].msgs[c]);
+                fprintf(f, " %21s", cell);
+            }
+            fprintf(f, "\n");
+        }
+    }
+}
+
 void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
 {
     int order[MAX_NAMES], shown, present = 0, any_self = 0;
@@ -994,30 +1028,7 @@ void hpml_prof_write_text(const hpml_prof_report_t *r, FILE *f, int top)
     }
     write_sites(r, f, top);
 
-    fprintf(f, "\n## Point-to-point matrix: bytes / messages sent (row: sender, column: "
-               "receiver; world ranks)\n");
-    if (r->ranks > 32) {
-        fprintf(f, "(%d ranks: see the JSON report or the heat map)\n", r->ranks);
-    } else {
-        fprintf(f, "%6s", "");
-        for (int c = 0; c < r->ranks; c++)
-            fprintf(f, " %21d", c);
-        fprintf(f, "\n");
-        for (int i = 0; i < r->ranks; i++) {
-            fprintf(f, "%6d", i);
-            for (int c = 0; c < r->ranks; c++) {
-                char cell[48];
-
-                if (r->rank[i].msgs == NULL || r->rank[i].msgs[c] == 0)
-                    snprintf(cell, sizeof(cell), "-");
-                else
-                    snprintf(cell, sizeof(cell), "%" PRIu64 "/%" PRIu64, r->rank[i].bytes[c],
-                             r->rank[i].msgs[c]);
-                fprintf(f, " %21s", cell);
-            }
-            fprintf(f, "\n");
-        }
-    }
+    write_text_matrix(r, f);
 
     fprintf(f, "\n## Message sizes (bytes, log2 bins): calls per call and communicator\n");
     for (int j = 0; j < r->nnames; j++)
