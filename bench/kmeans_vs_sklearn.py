@@ -108,14 +108,21 @@ def per_iter(fn, i1, i2, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hpml", required=True)
-    ap.add_argument("--mpirun", default="mpirun.openmpi --allow-run-as-root --bind-to core")
-    ap.add_argument("--shapes", default="1000000x32,200000x784")
-    ap.add_argument("--k", type=int, default=16)
-    ap.add_argument("--ranks", default="1,2")
-    ap.add_argument("--iters", default="5,15")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--dir", default=None)
+    ap.add_argument("--hpml", required=True, metavar="PATH", help="the hpml binary (e.g. build/openmpi/bin/hpml)")
+    ap.add_argument("--mpirun", default="mpirun.openmpi --allow-run-as-root --bind-to core",
+                    help="launcher command for the hpml runs (default: %(default)s)")
+    ap.add_argument("--shapes", default="1000000x32,200000x784", metavar="NxD,...",
+                    help="data shapes, rows x features (default: %(default)s)")
+    ap.add_argument("--k", type=int, default=16, help="clusters (default: %(default)s)")
+    ap.add_argument("--ranks", default="1,2", metavar="R,...",
+                    help="hpml rank counts; scikit-learn gets as many threads (default: %(default)s)")
+    ap.add_argument("--iters", default="5,15", metavar="I1,I2",
+                    help="the two iteration counts whose time difference is measured "
+                         "(default: %(default)s)")
+    ap.add_argument("--repeat", type=int, default=5, metavar="N",
+                    help="fits per setting, the median taken (default: %(default)s)")
+    ap.add_argument("--dir", default=None,
+                    help="where the data files go (default: a new temporary directory)")
     args = ap.parse_args()
     i1, i2 = (int(v) for v in args.iters.split(","))
     ranks = [int(r) for r in args.ranks.split(",")]

@@ -66,13 +66,22 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     ap = _Parser(prog="python_vs_c.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--rounds", type=int, default=48)
-    ap.add_argument("--sizes", default="8,65536,262144,1048576,4194304")
-    ap.add_argument("--iterations", type=int, default=2000)
-    ap.add_argument("--skip", type=int, default=200)
-    ap.add_argument("--large-iterations", type=int, default=480)
-    ap.add_argument("--large-skip", type=int, default=32)
+    ap.add_argument("--check", action="store_true",
+                    help="only check the options and exit (run_python_vs_c.sh does, "
+                         "before mpirun)")
+    ap.add_argument("--rounds", type=int, default=48, metavar="N",
+                    help="counted rounds, after one that is not counted (default 48)")
+    ap.add_argument("--sizes", default="8,65536,262144,1048576,4194304", metavar="B,B,...",
+                    help="message sizes in bytes, multiples of 4 (f32); default "
+                         "8,65536,262144,1048576,4194304")
+    ap.add_argument("--iterations", type=int, default=2000, metavar="N",
+                    help="timed iterations per block up to 8 KiB (default 2000)")
+    ap.add_argument("--skip", type=int, default=200, metavar="N",
+                    help="untimed first iterations per block up to 8 KiB (default 200)")
+    ap.add_argument("--large-iterations", type=int, default=480, metavar="N",
+                    help="timed iterations per block above 8 KiB (default 480)")
+    ap.add_argument("--large-skip", type=int, default=32, metavar="N",
+                    help="untimed first iterations per block above 8 KiB (default 32)")
     a = ap.parse_args(argv)
     try:
         a.sizes = [int(s) for s in a.sizes.split(",")]

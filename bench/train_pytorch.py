@@ -36,16 +36,24 @@ def idx(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["synthetic", "accuracy"])
-    ap.add_argument("--model", default="mlp", choices=sorted(MODELS))
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
+    ap.add_argument("mode", choices=["synthetic", "accuracy"],
+                    help="synthetic: images/s on random data; accuracy: Fashion-MNIST "
+                         "test accuracy per epoch")
+    ap.add_argument("--model", default="mlp", choices=sorted(MODELS),
+                    help="the model (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=128, help="batch size (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch.set_num_threads (default: %(default)s)")
+    ap.add_argument("--iters", type=int, default=200,
+                    help="synthetic: timed steps (default: %(default)s)")
+    ap.add_argument("--warmup", type=int, default=20,
+                    help="synthetic: untimed first steps (default: %(default)s)")
+    ap.add_argument("--epochs", type=int, default=5, help="accuracy: epochs (default: %(default)s)")
+    ap.add_argument("--lr", type=float, default=0.05,
+                    help="SGD learning rate, momentum 0.9 (default: %(default)s)")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist", metavar="DIR",
+                    help="accuracy: Fashion-MNIST directory (default: %(default)s)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
