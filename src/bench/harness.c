@@ -4,6 +4,7 @@
  * bench_case_t in its own file; nothing here knows which collective it is timing.
  */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -634,7 +635,7 @@ static const char *dtype_label(hpml_dtype_t dt)
     switch (dt) {
     case HPML_F32: return "MPI_FLOAT";
     case HPML_F64: return "MPI_DOUBLE";
-    case HPML_I8: return "MPI_CHAR";
+    case HPML_I8: return CHAR_MIN < 0 ? "MPI_CHAR" : "MPI_SIGNED_CHAR"; /* hpml__bench_mpi_type */
     case HPML_U8: return "MPI_UNSIGNED_CHAR";
     case HPML_I32: return "MPI_INT";
     case HPML_I64: return "MPI_INT64_T";
