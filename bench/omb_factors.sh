@@ -9,9 +9,10 @@
 #   off64 / world     the buffers' page offset      (same process)
 #   schar / world     MPI_SIGNED_CHAR for MPI_CHAR  (same process)
 #   before / world    all three, hpml bench's set-up before it matched OMB's
-#   zeros / world     a send buffer of zeros (hpml bench's input) for bytes of 1
+#   zeros / world     a send buffer of zeros (hpml bench's until 4b93140) for bytes of 1
 #   tmp48 / tmp0      the MPI's temporary buffer 48 bytes into a cache line, not on one
 #                     (Open MPI's recursive doubling mallocs one per call; see the .c)
+#   hloop / world     hpml bench's timing loop (a call through a pointer, times kept)
 #   multiple / single the thread level              (separate processes, OMB's set-up)
 #
 #   bench/omb_factors.sh [--mpi openmpi|mpich] [--rounds N] [--np N] [-m MIN:MAX]
@@ -23,7 +24,7 @@ mpi=openmpi rounds=10 np=2 sizes=4:1048576 tol=5 md=0
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/omb_common.sh
 . "$repo/bench/omb_common.sh"
-omb_parse omb_factors '2,20p' "$@"
+omb_parse omb_factors '2,21p' "$@"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "mpicc.$mpi" -O2 -std=c11 -D_GNU_SOURCE -o "$tmp/omb_factors" "$repo/bench/omb_factors.c"
@@ -47,7 +48,7 @@ echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 mdopt=()
 [ "$md" = 1 ] && mdopt=(--markdown)
 status=0
-for pair in world,dup world,off64 world,schar world,before world,zeros tmp0,tmp48 single,multiple; do
+for pair in world,dup world,off64 world,schar world,before world,zeros tmp0,tmp48 world,hloop single,multiple; do
     echo "## ${pair#*,} against ${pair%,*}"
     /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names "$pair" \
         "${mdopt[@]}" || status=1
