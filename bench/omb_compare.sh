@@ -67,6 +67,7 @@ run_hpml() {
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 feat=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|fma|f16c' | tr '\n' ' ')
 echo "# $mpi, $np ranks, bind-to $bind, paired rounds (at most $rounds${budget:+, $budget s}), -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
+echo "# $osu against $hpml bench allreduce --impl mpi --csv"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), hpml $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'), ${cpu:-unknown CPU} (${feat% }), load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS done=0
 for r in $(seq "$rounds"); do
