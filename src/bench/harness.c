@@ -637,7 +637,7 @@ static const char *dtype_label(hpml_dtype_t dt)
     case HPML_F64: return "MPI_DOUBLE";
     case HPML_I8: return CHAR_MIN < 0 ? "MPI_CHAR" : "MPI_SIGNED_CHAR"; /* hpml__bench_mpi_type */
     case HPML_U8: return "MPI_UNSIGNED_CHAR";
-    case HPML_I32: return "MPI_INT";
+    case HPML_I32: return sizeof(int) == 4 ? "MPI_INT" : "MPI_INT32_T";
     case HPML_I64: return "MPI_INT64_T";
     case HPML_F16: return "HPML_F16";
     case HPML_BF16: return "HPML_BF16";
