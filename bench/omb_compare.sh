@@ -13,54 +13,44 @@
 #
 # DIR is an OMB 7.4 tree built with this MPI, outside the repository (the repository never
 # holds OMB), e.g. from a public copy of its sources:
-#     ./configure CC=mpicc.openmpi CXX=mpicxx.openmpi && make -C c/mpi/collective/blocking osu_allreduce
+#     ./configure CC=mpicc.openmpi CXX=mpicxx.openmpi
+#     make -C c/mpi/collective/blocking osu_allreduce CFLAGS='-g -O2 -DFLOAT_PRECISION=4'
 # (the binary is looked for at DIR/c/mpi/collective/blocking/osu_allreduce, then
-# DIR/osu_allreduce). Both programs get OMB's options (-m, -i, -x; default datatype
-# mpi_char) and the same launcher; a round runs one of each, OMB first in odd rounds and
-# hpml first in even ones, so neither always runs on the warmer or the quieter side.
+# DIR/osu_allreduce). FLOAT_PRECISION (OMB's c/util/osu_util.h, default 2) is the number of
+# decimals OMB prints; it changes the output format only. With OMB's 2 decimals a 0.33 us
+# row moves in 3% steps, which alone can carry an interval past 5%: the statistics then
+# print a note. hpml's rows are read from its --csv output (4 decimals).
+# Both programs get OMB's options (-m, -i, -x; default datatype mpi_char) and the same
+# launcher; a round runs one of each, OMB first in odd rounds and hpml first in even ones,
+# so neither always runs on the warmer or the quieter side.
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage.
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
-# bound to cores (BIND=none to unbind).
+# bound to cores (BIND=none to unbind); OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1.
 set -eu
 mpi=openmpi omb='' rounds=20 np=2 sizes=4:1048576 iters='' warm='' tol=5 md=0 budget=''
-while [ $# -gt 0 ]; do
+omb_extra_opt() {
     case $1 in
-    --omb-dir) omb=$2; shift 2 ;;
-    --mpi) mpi=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --seconds) budget=$2; shift 2 ;;
-    --np) np=$2; shift 2 ;;
-    -m) sizes=$2; shift 2 ;;
-    -i) iters=$2; shift 2 ;;
-    -x) warm=$2; shift 2 ;;
-    --tolerance) tol=$2; shift 2 ;;
-    --markdown) md=1; shift ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
-    *) echo "omb_compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    --omb-dir) omb=${2-}; omb_used=2 ;;
+    --seconds) budget=${2-}; omb_used=2 ;;
+    -i) iters=${2-}; omb_used=2 ;;
+    -x) warm=${2-}; omb_used=2 ;;
     esac
-done
-case $rounds in '' | *[!0-9]* | 0) echo "omb_compare: --rounds must be a positive integer" >&2; exit 2 ;; esac
-case $budget in *[!0-9]*) echo "omb_compare: --seconds must be a whole number" >&2; exit 2 ;; esac
+}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/omb_common.sh
+. "$repo/bench/omb_common.sh"
+omb_parse omb_compare '2,28p' "$@"
+case $budget in *[!0-9]*) omb_usage omb_compare "--seconds must be a whole number" ;; esac
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
-[ -n "$omb" ] || { echo "omb_compare: --omb-dir DIR is required (see --help)" >&2; exit 2; }
+[ -n "$omb" ] || omb_usage omb_compare "--omb-dir DIR is required (see --help)"
 osu=$omb/c/mpi/collective/blocking/osu_allreduce
 [ -x "$osu" ] || osu=$omb/osu_allreduce
-[ -x "$osu" ] || { echo "omb_compare: no osu_allreduce in $omb (build it: see --help)" >&2; exit 2; }
-[ -x "$hpml" ] || { echo "omb_compare: no $hpml (make MPI=$mpi)" >&2; exit 2; }
-# One rank per core, pinned (docs/performance.md, "How to measure"); BIND=none unbinds.
-bind=${BIND:-core}
-case $mpi in
-openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind" -np "$np") ;;
-mpich) run=(mpirun.mpich -bind-to "$bind" -np "$np") ;;
-*) echo "omb_compare: --mpi openmpi or mpich" >&2; exit 2 ;;
-esac
+[ -x "$osu" ] || omb_usage omb_compare "no osu_allreduce in $omb (build it: see --help)"
+[ -x "$hpml" ] || omb_usage omb_compare "no $hpml (make MPI=$mpi)"
 # The OMB binary must be linked against the same MPI as hpml.
 if ! ldd "$osu" | grep -q "lib$( [ "$mpi" = openmpi ] && echo mpi.so || echo mpich)"; then
-    echo "omb_compare: $osu is not linked against $mpi" >&2
-    exit 2
+    omb_usage omb_compare "$osu is not linked against $mpi"
 fi
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 opts=(-m "$sizes")
 [ -n "$iters" ] && opts+=(-i "$iters")
 [ -n "$warm" ] && opts+=(-x "$warm")
@@ -71,12 +61,13 @@ run_omb() {
         { echo "omb_compare: osu_allreduce failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 run_hpml() {
-    "${run[@]}" "$hpml" bench allreduce --impl mpi "${opts[@]}" >"$tmp/hpml.$1" 2>"$tmp/err" ||
+    "${run[@]}" "$hpml" bench allreduce --impl mpi --csv "${opts[@]}" >"$tmp/hpml.$1" 2>"$tmp/err" ||
         { echo "omb_compare: hpml bench failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 feat=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|fma|f16c' | tr '\n' ' ')
 echo "# $mpi, $np ranks, bind-to $bind, paired rounds (at most $rounds${budget:+, $budget s}), -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
+echo "# $osu against $hpml bench allreduce --impl mpi --csv"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), hpml $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'), ${cpu:-unknown CPU} (${feat% }), load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS done=0
 for r in $(seq "$rounds"); do

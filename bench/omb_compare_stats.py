@@ -23,21 +23,38 @@ from prof_overhead_stats import median, median_ci  # noqa: E402  (one sign-test 
 
 
 def avg_rows(path):
-    """size -> Avg latency: the second column of OMB-shaped rows (both programs print
-    them; hpml's further columns are ignored)."""
-    out = {}
+    """(size -> Avg latency, decimals printed) from one program's output: OMB-shaped rows
+    (the second column; hpml's further columns are ignored) or hpml bench's --csv (its
+    size and avg_us columns). decimals is the most seen in a value: the printed
+    resolution."""
+    out, dec = {}, 0
     with open(path) as f:
-        for line in f:
-            fld = line.split()
-            if len(fld) >= 2 and not line.startswith("#") and fld[0].isdigit() and int(fld[0]) > 0:
-                out[int(fld[0])] = float(fld[1])
-    return out
+        lines = f.read().splitlines()
+    head = next((ln for ln in lines if ln and not ln.startswith("#")), "")
+    if head.startswith("case,"):
+        cols = head.split(",")
+        if "size" not in cols or "avg_us" not in cols:
+            raise ValueError(f"{path}: a CSV header without size and avg_us")
+        si, ai = cols.index("size"), cols.index("avg_us")
+        rows = [ln.split(",") for ln in lines[lines.index(head) + 1:] if ln and ln[0] != "#"]
+        pairs = [(r[si], r[ai]) for r in rows if len(r) == len(cols)]
+    else:
+        pairs = [ln.split()[:2] for ln in lines
+                 if not ln.startswith("#") and len(ln.split()) >= 2]
+    for size, avg in pairs:
+        if size.isdigit() and int(size) > 0:
+            out[int(size)] = float(avg)
+            dec = max(dec, len(avg.partition(".")[2]))
+    return out, dec
 
 
 def compare(d, rounds, tol, names=("omb", "hpml")):
-    """Rows (size, reference median, other median, ratio median, ci or None, verdict)."""
-    runs = {k: [avg_rows(os.path.join(d, f"{n}.{r}")) for r in range(1, rounds + 1)]
+    """Rows (size, reference median, other median, ratio median, ci or None, verdict), and
+    each program's printed decimals {"omb": n, "hpml": n}."""
+    read = {k: [avg_rows(os.path.join(d, f"{n}.{r}")) for r in range(1, rounds + 1)]
             for k, n in zip(("omb", "hpml"), names)}
+    runs = {k: [rows for rows, _ in v] for k, v in read.items()}
+    decimals = {k: max(dec for _, dec in v) for k, v in read.items()}
     sizes = sorted(set.intersection(*(set(x) for x in runs["omb"] + runs["hpml"])))
     if not sizes:
         raise ValueError(f"no size common to every round's output in {d}")
@@ -59,7 +76,7 @@ def compare(d, rounds, tol, names=("omb", "hpml")):
         else:
             verdict = "open"
         rows.append((s, median(o), median(h), median(ratio), ci, verdict))
-    return rows
+    return rows, decimals
 
 
 def main():
@@ -79,7 +96,7 @@ def main():
         rounds, tol = int(args[1]), float(args[2])
         if rounds < 1 or tol <= 0:
             raise ValueError("ROUNDS must be >= 1 and TOL_PERCENT > 0")
-        rows = compare(args[0], rounds, tol, names or ("omb", "hpml"))
+        rows, dec = compare(args[0], rounds, tol, names or ("omb", "hpml"))
     except (OSError, ValueError) as e:
         print(f"omb_compare_stats: {e}", file=sys.stderr)
         return 2
@@ -92,10 +109,20 @@ def main():
         print(f"{'size':>8} {a + ' us':>9} {b + ' us':>9} {'ratio':>7} {'95% CI':>15}  verdict")
     for s, o, h, r, ci, v in rows:
         cis = f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else "-"
+        os_, hs = f"{o:.{dec['omb']}f}", f"{h:.{dec['hpml']}f}"
         if md:
-            print(f"| {s} | {o:.2f} | {h:.2f} | {r:.3f} | {cis} | {v} |")
+            print(f"| {s} | {os_} | {hs} | {r:.3f} | {cis} | {v} |")
         else:
-            print(f"{s:>8} {o:>9.2f} {h:>9.2f} {r:>7.3f} {cis.replace('–', '-'):>15}  {v}")
+            print(f"{s:>8} {os_:>9} {hs:>9} {r:>7.3f} {cis.replace('–', '-'):>15}  {v}")
+    # A printed step that is a large part of the smallest latency quantises the ratios.
+    for k, title in (("omb", a), ("hpml", b)):
+        step = 10.0 ** -dec[k]
+        least = min(row[1 if k == "omb" else 2] for row in rows)
+        if least > 0 and step / least > 0.005:
+            print(f"# note: {title} prints {dec[k]} decimals: its {step:g} us step is "
+                  f"{100 * step / least:.1f}% of its {least:g} us, so the ratios move in steps "
+                  f"of that size" + (" (build OMB with -DFLOAT_PRECISION=4: bench/omb_compare.sh"
+                                     " --help)" if k == "omb" and not names else ""))
     n = {v: sum(1 for row in rows if row[5] == v) for v in ("within", "outside", "open")}
     cover = next((ci[2] for *_, ci, _ in rows if ci), None)
     print(f"# {rounds} rounds; {n['within']} of {len(rows)} sizes within ±{tol:g}%, "

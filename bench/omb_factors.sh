@@ -9,6 +9,10 @@
 #   off64 / world     the buffers' page offset      (same process)
 #   schar / world     MPI_SIGNED_CHAR for MPI_CHAR  (same process)
 #   before / world    all three, hpml bench's set-up before it matched OMB's
+#   zeros / world     a send buffer of zeros (hpml bench's until 4b93140) for bytes of 1
+#   tmp48 / tmp0      the MPI's temporary buffer 48 bytes into a cache line, not on one
+#                     (Open MPI's recursive doubling mallocs one per call; see the .c)
+#   hloop / world     hpml bench's timing loop (a call through a pointer, times kept)
 #   multiple / single the thread level              (separate processes, OMB's set-up)
 #
 #   bench/omb_factors.sh [--mpi openmpi|mpich] [--rounds N] [--np N] [-m MIN:MAX]
@@ -17,30 +21,13 @@
 # (BIND=none to unbind). Run on an idle machine, best under `chrt -f 1`.
 set -eu
 mpi=openmpi rounds=10 np=2 sizes=4:1048576 tol=5 md=0
-while [ $# -gt 0 ]; do
-    case $1 in
-    --mpi) mpi=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --np) np=$2; shift 2 ;;
-    -m) sizes=$2; shift 2 ;;
-    --tolerance) tol=$2; shift 2 ;;
-    --markdown) md=1; shift ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) echo "omb_factors: unknown option '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
-case $rounds in '' | *[!0-9]* | 0) echo "omb_factors: --rounds must be a positive integer" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bind=${BIND:-core}
-case $mpi in
-openmpi) run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to "$bind" -np "$np") ;;
-mpich) run=(mpirun.mpich -bind-to "$bind" -np "$np") ;;
-*) echo "omb_factors: --mpi openmpi or mpich" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/omb_common.sh
+. "$repo/bench/omb_common.sh"
+omb_parse omb_factors '2,21p' "$@"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "mpicc.$mpi" -O2 -std=c11 -D_GNU_SOURCE -o "$tmp/omb_factors" "$repo/bench/omb_factors.c"
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 one() { # one THREAD_LEVEL ROUND: the program's rows, one file per set-up (named by the
     # header line "# size NAME..."); at single, world's also as "single", else "multiple"
     "${run[@]}" "$tmp/omb_factors" -m "$sizes" -t "$1" >"$tmp/out" 2>"$tmp/err" ||
@@ -61,7 +48,7 @@ echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 mdopt=()
 [ "$md" = 1 ] && mdopt=(--markdown)
 status=0
-for pair in world,dup world,off64 world,schar world,before single,multiple; do
+for pair in world,dup world,off64 world,schar world,before world,zeros tmp0,tmp48 world,hloop single,multiple; do
     echo "## ${pair#*,} against ${pair%,*}"
     /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names "$pair" \
         "${mdopt[@]}" || status=1

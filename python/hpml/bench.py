@@ -11,6 +11,7 @@ See docs/python.md.
 
 import argparse
 import json
+import platform
 import sys
 import time
 
@@ -50,12 +51,20 @@ def _sum_bf16(inbuf, inoutbuf, datatype):
     b[:] = _f32_to_bf16(_bf16_to_f32(a) + _bf16_to_f32(b))
 
 
+# i8 goes to MPI as the C bench passes it (src/bench/data.c) for OMB's mpi_char: MPI_CHAR
+# where C's char is signed (the x86 ABIs), MPI_SIGNED_CHAR where it is unsigned (Arm,
+# POWER, s390x, RISC-V), so the two benchmarks reduce the same MPI datatype. (OMB-Py has
+# no char type: its reductions are MPI.FLOAT.)
+_CHAR_SIGNED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i486", "i586",
+                                              "i686", "x86")
+_I8_TYPE = (MPI.CHAR, "MPI.CHAR") if _CHAR_SIGNED else (MPI.SIGNED_CHAR, "MPI.SIGNED_CHAR")
+
 # hpml dtype -> (mpi4py datatype, its label). MPI has no fp16/bf16: they travel as 16-bit
 # words and reduce with a user op (what an mpi4py program would have to write).
 _MPI_TYPES = {
     hc.F32: (MPI.FLOAT, "MPI.FLOAT"), hc.F64: (MPI.DOUBLE, "MPI.DOUBLE"),
     hc.F16: (MPI.UINT16_T, "MPI.UINT16_T"), hc.BF16: (MPI.UINT16_T, "MPI.UINT16_T"),
-    hc.I8: (MPI.SIGNED_CHAR, "MPI.SIGNED_CHAR"), hc.U8: (MPI.UNSIGNED_CHAR, "MPI.UNSIGNED_CHAR"),
+    hc.I8: _I8_TYPE, hc.U8: (MPI.UNSIGNED_CHAR, "MPI.UNSIGNED_CHAR"),
     hc.I32: (MPI.INT, "MPI.INT"), hc.I64: (MPI.INT64_T, "MPI.INT64_T"),
 }
 _USER_SUM = {}

@@ -93,7 +93,9 @@ int hpml__bench_mpi_type(hpml_dtype_t dt, MPI_Datatype *type, MPI_Op *sum)
         *type = CHAR_MIN < 0 ? MPI_CHAR : MPI_SIGNED_CHAR;
         return 0;
     case HPML_U8: *type = MPI_UNSIGNED_CHAR; return 0;
-    case HPML_I32: *type = MPI_INT32_T; return 0;
+    case HPML_I32: /* OMB's mpi_int, as the label says, where int is 32 bits */
+        *type = sizeof(int) == 4 ? MPI_INT : MPI_INT32_T;
+        return 0;
     case HPML_I64: *type = MPI_INT64_T; return 0;
     case HPML_F16:
     case HPML_BF16:

@@ -2,7 +2,8 @@
 # bench/omb_compare.sh's statistics (bench/omb_compare_stats.py) on rounds whose answer is
 # known by hand: the median of the per-round ratios hpml / OMB, its sign-test interval
 # (10 rounds: the 2nd and 9th smallest ratios, coverage 97.9%) and the verdict against
-# +-5%; and the script's refusals of bad usage (exit 2, one line). No MPI run.
+# +-5%, each program's printed resolution; and both scripts' refusals of bad usage (exit 2,
+# one line). No MPI run.
 # Env (from tests/run.sh): MPI.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,34 +21,49 @@ mkdir "$tmp/d"
 for r in $(seq 10); do
     printf '# OSU MPI Allreduce Latency Test v7.4\n# Size       Avg Latency(us)\n4 2.00\n8 2.00\n16 2.00\n' \
         >"$tmp/d/omb.$r"
+    # hpml bench --csv: the columns are found by name (here avg_us before size).
     awk -v r="$r" 'BEGIN {
-        printf "# hpml bench\n# Size  Avg Latency(us)  MaxRank Lat(us)  algbw\n"
-        printf "4 %.4f 9 9\n8 %.4f 9 9\n16 %.4f 9 9\n", 2 * (0.99 + 0.01 * ((r - 1) % 3)),
-            2 * (1 + 0.01 * (r - 1)), 2 * 1.2 }' >"$tmp/d/hpml.$r"
+        printf "case,impl,avg_us,min_us,size,validation\n"
+        printf "allreduce,mpi,%.4f,9,4,\nallreduce,mpi,%.4f,9,8,\nallreduce,mpi,%.4f,9,16,\n",
+            2 * (0.99 + 0.01 * ((r - 1) % 3)), 2 * (1 + 0.01 * (r - 1)), 2 * 1.2 }' >"$tmp/d/hpml.$r"
 done
 out=$(/usr/bin/python3 "$stats" "$tmp/d" 10 5)
 rc=$?
 echo "$out"
 [ $rc -eq 1 ] || fail "exit $rc with a size outside, expected 1"
 row() { grep -E "^ +$1 " <<<"$out" | tr -s ' ' | sed 's/^ //'; }
-[ "$(row 4)" = "4 2.00 2.00 1.000 0.990-1.010 within" ] || fail "4 B: '$(row 4)'"
-[ "$(row 8)" = "8 2.00 2.09 1.045 1.010-1.080 open" ] || fail "8 B: '$(row 8)'"
-[ "$(row 16)" = "16 2.00 2.40 1.200 1.200-1.200 outside" ] || fail "16 B: '$(row 16)'"
+[ "$(row 4)" = "4 2.00 2.0000 1.000 0.990-1.010 within" ] || fail "4 B: '$(row 4)'"
+[ "$(row 8)" = "8 2.00 2.0900 1.045 1.010-1.080 open" ] || fail "8 B: '$(row 8)'"
+[ "$(row 16)" = "16 2.00 2.4000 1.200 1.200-1.200 outside" ] || fail "16 B: '$(row 16)'"
 grep -q "1 of 3 sizes within ±5%, 1 outside, 1 open (interval coverage 97.9%)" <<<"$out" ||
     fail "summary line: $(tail -1 <<<"$out")"
 
 # At 10% the 8 B interval lies inside: every size but 16 B within.
 out=$(/usr/bin/python3 "$stats" "$tmp/d" 10 10 --markdown)
-grep -q '^| 8 | 2.00 | 2.09 | 1.045 | 1.010–1.080 | within |$' <<<"$out" || fail "markdown 8 B at 10%: $out"
+grep -q '^| 8 | 2.00 | 2.0900 | 1.045 | 1.010–1.080 | within |$' <<<"$out" || fail "markdown 8 B at 10%: $out"
 
 # --names compares other files, titled by their names (bench/omb_factors.sh's set-ups).
 mkdir "$tmp/n"
 for r in $(seq 10); do cp "$tmp/d/omb.$r" "$tmp/n/world.$r"; cp "$tmp/d/hpml.$r" "$tmp/n/dup.$r"; done
 out=$(/usr/bin/python3 "$stats" "$tmp/n" 10 5 --names world,dup)
 grep -qE '^ +size +world us +dup us ' <<<"$out" || fail "--names header: $(head -1 <<<"$out")"
-[ "$(row 8)" = "8 2.00 2.09 1.045 1.010-1.080 open" ] || fail "--names 8 B: '$(row 8)'"
+[ "$(row 8)" = "8 2.00 2.0900 1.045 1.010-1.080 open" ] || fail "--names 8 B: '$(row 8)'"
 /usr/bin/python3 "$stats" "$tmp/n" 10 5 --names world 2>/dev/null
 [ $? -eq 2 ] || fail "--names with one name: not exit 2"
+
+# Each program's medians at its own printed resolution; a step above 0.5% of the smallest
+# latency (OMB's 0.01 us at 0.33 us: 3%) is noted, with the way to print more decimals.
+grep -q "^# note" <<<"$out" && fail "a note at 2.00 us: $out"
+mkdir "$tmp/q"
+for r in $(seq 6); do
+    printf '# Size       Avg Latency(us)\n256                     0.33\n' >"$tmp/q/omb.$r"
+    printf 'case,impl,size,avg_us\nallreduce,mpi,256,0.3412\n' >"$tmp/q/hpml.$r"
+done
+out=$(/usr/bin/python3 "$stats" "$tmp/q" 6 5)
+[ "$(row 256)" = "256 0.33 0.3412 1.034 1.034-1.034 within" ] || fail "256 B: '$(row 256)'"
+grep -q "^# note: OMB prints 2 decimals: its 0.01 us step is 3.0% of its 0.33 us.*FLOAT_PRECISION=4" \
+    <<<"$out" || fail "no resolution note for OMB: $out"
+[ "$(grep -c '^# note' <<<"$out")" -eq 1 ] || fail "a note for hpml's 4 decimals: $out"
 
 # Every size within: exit 0.
 mkdir "$tmp/ok"
@@ -66,12 +82,22 @@ rc=$?
 if [ $rc -ne 2 ] || ! grep -q "^omb_compare_stats: .*\.11" <<<"$err"; then
     fail "a missing round: exit $rc, '$err'"
 fi
-for args in "" "--omb-dir $tmp/none" "--omb-dir $tmp --rounds 0" "--omb-dir $tmp --seconds x" "--bogus"; do
+for args in "" "--omb-dir $tmp/none" "--omb-dir $tmp --rounds 0" "--omb-dir $tmp --seconds x" "--bogus" \
+    "--omb-dir" "--omb-dir $tmp --np 1" "--omb-dir $tmp --mpi"; do
     # shellcheck disable=SC2086
     err=$("$script" $args 2>&1 >/dev/null)
     rc=$?
     if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: " <<<"$err"; then
         fail "omb_compare.sh $args: exit $rc, '$err'"
+    fi
+done
+# bench/omb_factors.sh shares the option parsing (bench/omb_common.sh) and its refusals.
+for args in "--bogus" "--rounds 0" "--rounds" "--mpi lam" "--np 1"; do
+    # shellcheck disable=SC2086
+    err=$("$here/../../bench/omb_factors.sh" $args 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_factors: " <<<"$err"; then
+        fail "omb_factors.sh $args: exit $rc, '$err'"
     fi
 done
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }

@@ -142,6 +142,13 @@ if root:
     expect(doc["implementations"][:2] == ["mpi4py", "hpml"] and
            "hpml:ring" in doc["implementations"], "JSON impls %s" % doc["implementations"])
     expect(set(doc["results"][0]["percentiles_us"]) == {"p50", "p90", "p99"}, "percentiles")
+# i8 goes to MPI as hpml bench's default (OMB's mpi_char) does: the same MPI datatype.
+code, out, _ = run("allreduce", "-T", "i8", "--json", "--max", "8", *QUICK)
+if root:
+    py_type = json.loads(out)["mpi_datatype"] if code == 0 else None
+    expect(c_json["dtype"] == "i8" and py_type is not None and
+           py_type.replace(".", "_") == c_json["mpi_datatype"],
+           "i8: Python passes %s, hpml bench %s" % (py_type, c_json["mpi_datatype"]))
 
 # Point-to-point (mpi4py) and cases hpml lacks.
 for name, title, metric in (("latency", "OMB Python MPI Latency Test", "Latency (us)"),
