@@ -62,8 +62,8 @@ echo "PASS bench $args: $(tail -1 "$out")"
 echo "== DDP teardown under chrt -f 1, ranks bound to cores (${SECONDS}s)"
 if ! chrt -f 2 true 2>/dev/null; then
     echo "SKIP (this part): chrt -f is not permitted here (no CAP_SYS_NICE or RLIMIT_RTPRIO)"
-elif [ "$(nproc)" -lt 2 ]; then
-    echo "SKIP (this part): 2 ranks bound to cores need 2 CPUs, this machine has $(nproc)"
+elif [ "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" -lt 2 ]; then
+    echo "SKIP (this part): 2 ranks bound to cores need 2 CPUs, this process may use $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 else
     args="--framework ddp-hpml --model lenet"
     for i in 1 2 3 4; do
