@@ -10,7 +10,8 @@
 # bound the machine sets for any synchronous 2-rank run). The runs alternate over --rounds rounds; per configuration the
 # median over the rounds of the "Total img/sec" line is printed in a Markdown table with
 # the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
-# (total img/s at 2 ranks / (2 x at 1 rank)).
+# (total img/s at 2 ranks / (2 x at 1 rank)). A run that has not ended after --limit seconds
+# is stopped with its ranks (scripts/run-limited.sh) and counted as stopped in the table.
 #   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"] [--limit SECONDS]
 # Env: BUILD (default build/openmpi). Installs PyTorch (scripts/install-deps.sh --torch).
 # Run it under `chrt -f 1` on a quiet machine.
