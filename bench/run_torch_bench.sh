@@ -13,16 +13,24 @@
 # (total img/s at 2 ranks / (2 x at 1 rank)). A run that has not ended after --limit seconds
 # is stopped with its ranks (scripts/run-limited.sh) and counted as stopped in the table.
 #   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"] [--limit SECONDS]
+#                            [--until HH:MM]
+# --until: start no round after that time of day (date's clock), so that a measurement
+# window's rounds end complete and the table is printed in time.
 # Env: BUILD (default build/openmpi). Installs PyTorch (scripts/install-deps.sh --torch).
 # Run it under `chrt -f 1` on a quiet machine.
 set -eu
-rounds=5 iters=10 models="mlp lenet" limit=120
+rounds=5 iters=10 models="mlp lenet" limit=120 until=
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
+    --until)
+        until=$(date -d "$2" +%s 2>/dev/null) ||
+            { echo "run_torch_bench: --until: not a time of day: '$2'" >&2; exit 2; }
+        shift 2
+        ;;
     *) echo "run_torch_bench: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +59,10 @@ SCHED_FIFO | SCHED_RR)
     ;;
 esac
 for r in $(seq "$rounds"); do
+    if [ -n "$until" ] && [ "$(date +%s)" -ge "$until" ]; then
+        echo "round $r: not started (--until)" >&2
+        break
+    fi
     for c in "${configs[@]}"; do
         IFS='|' read -r np model fw extra <<<"$c"
         # shellcheck disable=SC2086
