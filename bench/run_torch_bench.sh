@@ -10,18 +10,27 @@
 # bound the machine sets for any synchronous 2-rank run). The runs alternate over --rounds rounds; per configuration the
 # median over the rounds of the "Total img/sec" line is printed in a Markdown table with
 # the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
-# (total img/s at 2 ranks / (2 x at 1 rank)).
+# (total img/s at 2 ranks / (2 x at 1 rank)). A run that has not ended after --limit seconds
+# is stopped with its ranks (scripts/run-limited.sh) and counted as stopped in the table.
 #   bench/run_torch_bench.sh [--rounds N] [--iters N] [--models "mlp lenet"] [--limit SECONDS]
+#                            [--until HH:MM]
+# --until: start no round after that time of day (date's clock), so that a measurement
+# window's rounds end complete and the table is printed in time.
 # Env: BUILD (default build/openmpi). Installs PyTorch (scripts/install-deps.sh --torch).
 # Run it under `chrt -f 1` on a quiet machine.
 set -eu
-rounds=5 iters=10 models="mlp lenet" limit=120
+rounds=5 iters=10 models="mlp lenet" limit=120 until=
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
+    --until)
+        until=$(date -d "$2" +%s 2>/dev/null) ||
+            { echo "run_torch_bench: --until: not a time of day: '$2'" >&2; exit 2; }
+        shift 2
+        ;;
     *) echo "run_torch_bench: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -37,39 +46,67 @@ for m in $models; do
     configs+=("2|$m|hpml|" "2|$m|hpml|--nonblocking" "2|$m|ddp-hpml|" "2|$m|ddp-gloo|")
 done
 configs+=("2|mlp|none|" "1|mlp|hpml|" "1|mlp|ddp-gloo|")
+# Under a real-time policy (chrt -f 1 bench/run_torch_bench.sh) the runs keep it and this
+# script moves one priority above them, so that scripts/run-limited.sh can stop a run
+# whose ranks spin on every core (a run that hangs would otherwise starve it and mpirun).
+rt=()
+read -r policy prio < <(chrt -p $$ | awk -F': ' 'NR==1{p=$2} NR==2{print p, $2}')
+case "$policy" in
+SCHED_FIFO | SCHED_RR)
+    flag=$([ "$policy" = SCHED_FIFO ] && echo -f || echo -r)
+    rt=(chrt "$flag" "$prio")
+    chrt "$flag" -p $((prio + 1)) $$ >/dev/null
+    ;;
+esac
 for r in $(seq "$rounds"); do
+    if [ -n "$until" ] && [ "$(date +%s)" -ge "$until" ]; then
+        echo "round $r: not started (--until)" >&2
+        break
+    fi
     for c in "${configs[@]}"; do
         IFS='|' read -r np model fw extra <<<"$c"
-        # A run that does not end within $limit seconds is stopped and recorded as such (a
-        # ddp-hpml LeNet run hung under chrt -f 1 with bound ranks, 2026-11-26 05:19).
         # shellcheck disable=SC2086
-        line=$(timeout "$limit" mpirun.openmpi --allow-run-as-root --bind-to core -np "$np" \
+        line=$("$repo/scripts/run-limited.sh" "$limit" "${rt[@]}" mpirun.openmpi \
+            --allow-run-as-root --bind-to core -np "$np" \
             /usr/bin/python3 -m hpml.torch.bench --model "$model" --framework "$fw" $extra \
             --batch-size 64 --num-iters "$iters" | grep '^Total img/sec') ||
-            { echo "round $r: $c: no result within ${limit}s (stopped)" >&2; continue; }
+            {
+                echo "$c|stopped" >>"$out/runs"
+                echo "round $r: $c: no result within ${limit}s (stopped)" >&2
+                continue
+            }
         echo "$c|$line" >>"$out/runs"
         echo "round $r: $np rank(s) $model $fw $extra: $line" >&2
     done
 done
+touch "$out/runs"
 /usr/bin/python3 - "$out/runs" <<'PY'
 import re, statistics, sys
-runs = {}
+runs, stopped = {}, {}
 for line in open(sys.argv[1]):
     np_, model, fw, extra, total = line.rstrip("\n").split("|", 4)
-    v = float(re.search(r": ([0-9.]+) \+-", total).group(1))
-    runs.setdefault((int(np_), model, fw + (" " + extra if extra else "")), []).append(v)
-med = {k: statistics.median(v) for k, v in runs.items()}
-print("| ranks | model | framework | total img/s (median of %d) | spread (min-max) | vs DDP-gloo | scaling 1->2 | vs none (no exchange) |"
-      % len(next(iter(runs.values()))))
-print("|---:|---|---|---:|---:|---:|---:|---:|")
-for (np_, model, fw), v in sorted(med.items(), key=lambda kv: (kv[0][1], -kv[0][0], kv[0][2])):
+    key = (int(np_), model, fw + (" " + extra if extra else ""))
+    runs.setdefault(key, [])
+    if total == "stopped":
+        stopped[key] = stopped.get(key, 0) + 1
+    else:
+        runs[key].append(float(re.search(r": ([0-9.]+) \+-", total).group(1)))
+med = {k: statistics.median(v) for k, v in runs.items() if v}
+print("| ranks | model | framework | total img/s (median) | runs (stopped) | spread (min-max) | vs DDP-gloo | scaling 1->2 | vs none (no exchange) |")
+print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+for key in sorted(runs, key=lambda k: (k[1], -k[0], k[2])):
+    np_, model, fw = key
+    n = "%d (%d)" % (len(runs[key]), stopped.get(key, 0))
+    if key not in med:
+        print("| %d | %s | %s | no result | %s | | | | |" % (np_, model, fw, n))
+        continue
+    v = med[key]
     base = med.get((np_, model, "ddp-gloo"))
-    one = med.get((1, model, fw))
-    one = one or med.get((1, model, "hpml"))
+    one = med.get((1, model, fw)) or med.get((1, model, "hpml"))
     scal = "%.0f%%" % (100 * v / (2 * one)) if np_ == 2 and one else ""
     alone = med.get((np_, model, "none"))
     vs_alone = "%.0f%%" % (100 * v / alone) if alone and np_ == 2 else ""
-    lo, hi = min(runs[(np_, model, fw)]), max(runs[(np_, model, fw)])
-    print("| %d | %s | %s | %.0f | %.0f-%.0f | %.2fx | %s | %s |"
-          % (np_, model, fw, v, lo, hi, v / base if base else float("nan"), scal, vs_alone))
+    print("| %d | %s | %s | %.0f | %s | %.0f-%.0f | %s | %s | %s |"
+          % (np_, model, fw, v, n, min(runs[key]), max(runs[key]),
+             "%.2fx" % (v / base) if base else "", scal, vs_alone))
 PY

@@ -52,4 +52,29 @@ awk '
     NR == 11 { ok = ok && $0 ~ /^Total img\/sec on 2 rank\(s\): [0-9]+\.[0-9] \+-[0-9]+\.[0-9]$/ }
     END { exit !(ok && NR == 11) }' "$out" || { echo "FAIL: bench $args:"; cat "$out"; exit 1; }
 echo "PASS bench $args: $(tail -1 "$out")"
+
+# DDP with hpml's hook under SCHED_FIFO, each rank bound to a core, as
+# bench/run_torch_bench.sh measures it: PyTorch's process-group teardown used to hang
+# there (a TCPStore thread busy-polling at real-time priority starved its rank's main
+# thread; hpml.torch's destroy_process_group). Before the fix one of the first 3 runs hung
+# in each of 4 tries (without checking mode, whose extra allgathers make it rarer); a hung
+# run spins on both cores until scripts/run-limited.sh, one priority above, kills its ranks.
+echo "== DDP teardown under chrt -f 1, ranks bound to cores (${SECONDS}s)"
+if ! chrt -f 2 true 2>/dev/null; then
+    echo "SKIP (this part): chrt -f is not permitted here (no CAP_SYS_NICE or RLIMIT_RTPRIO)"
+elif [ "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" -lt 2 ]; then
+    echo "SKIP (this part): 2 ranks bound to cores need 2 CPUs, this process may use $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+else
+    args="--framework ddp-hpml --model lenet"
+    for i in 1 2 3 4; do
+        # shellcheck disable=SC2086
+        HPML_CHECK=0 chrt -f 2 scripts/run-limited.sh 30 chrt -f 1 mpirun.openmpi \
+            --allow-run-as-root --bind-to core -np 2 "$py" -m hpml.torch.bench $args \
+            --batch-size 64 --num-warmup-batches 2 --num-batches-per-iter 5 --num-iters 2 >"$out" ||
+            { echo "FAIL: run $i of bench $args under chrt -f 1 (rc $?):"; cat "$out"; exit 1; }
+        grep -q '^Total img/sec on 2 rank(s): ' "$out" ||
+            { echo "FAIL: run $i of bench $args under chrt -f 1: no total:"; cat "$out"; exit 1; }
+    done
+    echo "PASS bench $args under chrt -f 1, 4 runs"
+fi
 echo "== done (${SECONDS}s)"

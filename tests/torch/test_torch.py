@@ -307,6 +307,37 @@ def test_ranks_disagreeing_on_order_get_one_error():
                                  named_parameters=[(names[id(p)], p) for p in params])
 
 
+def test_destroy_process_group_leaves_realtime_policies():
+    """destroy_process_group (and init's exit handler) put every thread that runs under
+    SCHED_FIFO back on SCHED_OTHER (the teardown hang, docs/torch.md); before the gloo fixture, so no process group yet: a thread of this
+    process made FIFO, blocked on an event, is SCHED_OTHER afterwards."""
+    import os
+    import threading
+    made, go, tid = threading.Event(), threading.Event(), []
+
+    def worker():
+        tid.append(threading.get_native_id())
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        except OSError:
+            tid.append(None)  # not permitted here
+        made.set()
+        go.wait()
+    t = threading.Thread(target=worker)
+    t.start()
+    made.wait()
+    try:
+        if tid[-1] is None:
+            pytest.skip("SCHED_FIFO is not permitted here (no CAP_SYS_NICE or RLIMIT_RTPRIO)")
+        assert os.sched_getscheduler(tid[0]) == os.SCHED_FIFO
+        hvd.destroy_process_group()  # no process group: only the policies change
+        assert os.sched_getscheduler(tid[0]) == os.SCHED_OTHER
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    finally:
+        go.set()
+        t.join()
+
+
 @pytest.fixture(scope="module")
 def gloo():
     """A gloo process group over loopback (what DDP needs), its port chosen by rank 0."""
@@ -321,7 +352,8 @@ def gloo():
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
                             rank=hvd.rank(), world_size=hvd.size())
     yield
-    dist.destroy_process_group()
+    hvd.destroy_process_group()
+    assert not dist.is_initialized()
 
 
 @pytest.mark.parametrize("hook", ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"])
@@ -347,4 +379,5 @@ def test_ddp_comm_hook(gloo, hook):
         bad = DDP(mlp(11))
         bad.register_comm_hook("nope", hvd.allreduce_hook)
         nn.functional.cross_entropy(bad(x), y).backward()
+
 

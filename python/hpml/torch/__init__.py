@@ -18,6 +18,7 @@ call every collective in the same order (as in Horovod); ranks whose models diff
 an error naming the parameter and the ranks. See docs/torch.md.
 """
 
+import atexit
 import hashlib
 import itertools
 
@@ -37,7 +38,7 @@ __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "synchronize", "poll",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "broadcast_object",
     "broadcast_parameters", "broadcast_optimizer_state", "DistributedOptimizer",
-    "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook",
+    "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "destroy_process_group",
 ]
 
 # Reduction ops: hpml's codes (hpml_op_t).
@@ -50,7 +51,7 @@ _DTYPES = {
     torch.int8: 4, torch.uint8: 5, torch.int32: 6, torch.int64: 7,
 }
 
-_state = {"comm": None}
+_state = {"comm": None, "atexit": False}
 
 
 # ---- initialisation and job facts ----------------------------------------------------
@@ -60,6 +61,11 @@ def init(comm=None):
     Calling it again while initialised does nothing."""
     if _state["comm"] is None:
         _state["comm"] = hpml.Comm(comm)
+    if not _state["atexit"]:
+        # PyTorch's process-group teardown at exit busy-waits in one thread for another:
+        # off real-time policies first (destroy_process_group in _ddp.py says why).
+        atexit.register(_ddp._leave_realtime)
+        _state["atexit"] = True
 
 
 def shutdown():
@@ -477,4 +483,6 @@ def _collect_shapes(obj, out):
 # ---- DistributedOptimizer -------------------------------------------------------------
 
 from ._optimizer import DistributedOptimizer  # noqa: E402
-from ._ddp import allreduce_hook, bf16_compress_hook, fp16_compress_hook  # noqa: E402
+from . import _ddp  # noqa: E402
+from ._ddp import (allreduce_hook, bf16_compress_hook, destroy_process_group,  # noqa: E402
+                   fp16_compress_hook)

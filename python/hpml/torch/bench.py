@@ -183,8 +183,7 @@ def main(argv=None):
     log("Img/sec per rank: %.1f +-%.1f" % (mean, conf))
     log("Total img/sec on %d rank(s): %.1f +-%.1f" % (n, n * mean, n * conf))
     if a.framework.startswith("ddp"):
-        import torch.distributed as dist
-        dist.destroy_process_group()
+        hvd.destroy_process_group()
 
 
 if __name__ == "__main__":
