@@ -134,7 +134,8 @@ static void forcing(void)
 
 /* The built-in allreduce table across (virtual) nodes: 2 nodes of 1 rank each run hier
  * from 4 KiB to 32 KiB - 1 and the library elsewhere; more nodes of 1 rank the library at
- * every size; nodes of 2 ranks the library below 1 MiB and hier from 1 MiB. */
+ * every size; 2 nodes, one of 2 ranks, the library below 1 MiB and hier from 1 MiB (at 4
+ * ranks and more, tests/cli/cluster.sh's `hpml info` shows the table on real nodes). */
 static void builtin_across_nodes(void)
 {
     const size_t sizes[] = {8, 4095, 4096, 32767, 32768, 1 << 20, 1 << 24};
