@@ -11,7 +11,8 @@
 #   - data-parallel MLP training (Fashion-MNIST, `dense 512 relu | dense 512 relu |
 #     dense 10`) on 2 nodes x 1 rank with shaped links: f32 gradients against bf16
 #     gradients, images/s and test accuracy.
-# Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes").
+# Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes"):
+# the allreduce medians per size, then per MPI a summary of the ratios side by side.
 #
 #   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
 #                    [--rounds N] [--ppn 2,1] [--parts comm,bytes,model,train]
@@ -186,7 +187,9 @@ def algo(n):
     return "?"
 want = {"mpi", "hpml", "hpml:hier"}
 sizes = sorted({n for rows in rounds for n in rows})
-med_out = open(medians, "w")  # "size mpi_us hpml_us hier_us", the medians, for the model
+# "size mpi_us hpml_us hier_us mpi/hpml mpi/hier algorithm rounds": the medians, for the
+# model and the summary
+med_out = open(medians, "w")
 if not sizes:
     print("| %s | %s | %s | (no result: the run failed or timed out) | | | | | |" % (mpi, layout, links))
 for n in sizes:
@@ -199,11 +202,49 @@ for n in sizes:
     print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %.2f | %.2f |" % (
         mpi, layout, links, size, med["mpi"], med["hpml"], algo(n), med["hpml:hier"],
         r_hpml, r_hier))
-    med_out.write("%d %r %r %r\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"]))
+    med_out.write("%d %r %r %r %.4f %.4f %s %d\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"],
+                                                  r_hpml, r_hier, algo(n), len(ok)))
 PY
         done
     done
 done
+# The summary: per MPI, the median ratios of every layout and link side by side.
+if want comm; then
+    /usr/bin/python3 - "$tmp" "$rate" "$mpis" "$ppns" <<'PY'
+import os, sys
+tmp, rate, mpis, ppns = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4].split(",")
+cols = [(p, sh) for p in ppns for sh in ("none", rate)]
+for m in mpis:
+    data, rounds = {}, set()
+    for p, sh in cols:
+        try:
+            for line in open(os.path.join(tmp, "%s-%s-%s.med" % (m, p, sh))):
+                f = line.split()
+                data[(p, sh, int(f[0]))] = (float(f[4]), float(f[5]), f[6])
+                rounds.add(int(f[7]))
+        except OSError:
+            pass
+    if not data:
+        continue
+    print()
+    print("%s: mpi / hpml, then mpi / hier; medians of the per-round ratios (%s rounds); "
+          "bold where hpml ran hier" % (m, "/".join(str(r) for r in sorted(rounds))))
+    print()
+    print("| size | " + " | ".join("2 × %s %s" % (p, "unshaped" if sh == "none" else sh)
+                                  for p, sh in cols) + " |")
+    print("|---:|" + "---:|" * len(cols))
+    for n in sorted({k[2] for k in data}):
+        cells = []
+        for p, sh in cols:
+            if (p, sh, n) not in data:
+                cells.append("")
+                continue
+            rh, rr, a = data[(p, sh, n)]
+            cells.append(("**%.2f**" if a == "hier" else "%.2f") % rh + " / %.2f" % rr)
+        size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
+        print("| %s | %s |" % (size, " | ".join(cells)))
+PY
+fi
 
 # Copies of the data per link and call (bench/link_copies.sh), on the shaped links: the
 # MPI's allreduce, hier, and Open MPI's tuned algorithms forced one by one, with each
