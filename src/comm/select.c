@@ -90,13 +90,12 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
  * Built-in table: on one node the shared-memory allreduce and bcast at every size (bcast
  * of private buffers >= 64 KiB only with Cross-Memory Attach: see hpml__select); on 2
  * nodes the hierarchical allreduce from HIER_MIN_BYTES where a node holds several ranks
- * (the network overlaps the node's work; measured), on more nodes the library (the cost
- * model with the library's Rabenseifner gives hier no lead there; docs/scaling.md), and
- * on 2 nodes of 1 rank each from
+ * (the network overlaps the node's work; measured), and with 1 rank on each from
  * PAIR_MIN_BYTES to PAIR_MAX_BYTES, where the libraries mostly run two exchanges of half
  * the vector (Open MPI's ring, MPICH's reduce-scatter + allgather) and hier one of the
- * whole (at 32 KiB MPICH's halves were faster); else the MPI library, as for the
- * collectives without a measured hpml win.
+ * whole (at 32 KiB MPICH's halves were faster); on more nodes the library (the cost model
+ * with the library's Rabenseifner gives hier no lead there: docs/scaling.md); else the
+ * MPI library, as for the collectives without a measured hpml win.
  * Why: docs/decisions/builtin-selection.md, docs/scaling.md.
  */
 #define HIER_MIN_BYTES (1024 * KB)
