@@ -156,8 +156,8 @@ static void builtin_across_nodes(void)
     HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &two, &c));
     for (size_t i = 0; c != NULL && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
-        hpml_algo_t want = size == 1   ? HPML_ALGO_MPI
-                           : size == 2 ? HPML_ALGO_SHM
+        hpml_algo_t want = size == 1        ? HPML_ALGO_MPI
+                           : size == 2      ? HPML_ALGO_SHM
                            : n >= (1 << 20) ? HPML_ALGO_HIER
                                             : HPML_ALGO_MPI;
         hpml_algo_t got = hpml_algo_selected(c, HPML_COLL_ALLREDUCE, n);
