@@ -14,9 +14,10 @@
 #
 # where SENT_PER_CALL is the difference between the two runs' bytes, averaged over the
 # nodes, divided by the difference of their timed calls: the start-up, the warm-up and the
-# validation call cancel; T is the second run's average time per call. Headers (Ethernet, IP, TCP) and retransmissions are included, so
-# one copy of the data reads 1.00-1.01 (segments of up to 64 KiB). IMPL is a `hpml bench --impl` name (mpi,
-# hpml, hpml:hier, ...); --mpi-args passes launcher options, e.g. Open MPI's
+# validation call cancel; T is the second run's average time per call. Headers (Ethernet,
+# IP, TCP) and retransmissions are included: one copy of the data reads 1.00-1.01. IMPL
+# is a `hpml bench --impl` name (mpi, hpml, hpml:hier, ...); --mpi-args passes launcher
+# options, e.g. Open MPI's
 # "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 6".
 # Exits 1 (with the reason on stderr) when a run fails.
 set -euo pipefail
