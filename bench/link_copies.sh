@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --ppn) ppn=${2:?--ppn needs a value}; shift 2 ;;
     --mpi-args) extra=${2?--mpi-args needs a value}; shift 2 ;;
     --limit) limit_s=${2:?--limit needs a value}; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "link_copies.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
