@@ -3,20 +3,27 @@
 #   - allreduce, f32, 4 KiB to 16 MiB: the MPI's MPI_Allreduce, hpml's default selection
 #     (`hpml`) and the hierarchical algorithm (`hpml:hier`), average µs, on
 #     2 nodes x 1 rank and 2 nodes x 2 ranks, links unshaped and shaped to RATE;
+#   - the bytes each node's link carries per allreduce call, as copies of the data
+#     (bench/link_copies.sh), for the MPI's allreduce, hier and, with Open MPI at 2 ranks
+#     per node, each of its tuned algorithms forced (3 recursive doubling, 4 ring,
+#     6 Rabenseifner), 1 MiB and 16 MiB on the shaped links: the speed-up over the MPI
+#     that sending fewer bytes can give at most is the ratio of the copies;
 #   - data-parallel MLP training (Fashion-MNIST, `dense 512 relu | dense 512 relu |
 #     dense 10`) on 2 nodes x 1 rank with shaped links: f32 gradients against bf16
 #     gradients, images/s and test accuracy.
-# Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes").
+# Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes"):
+# the allreduce medians per size, then per MPI a summary of the ratios side by side.
 #
 #   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
-#                    [--rounds N] [--ppn 2,1] [--parts comm,model,train]
+#                    [--rounds N] [--ppn 2,1] [--parts comm,bytes,model,train]
 #
 # --rounds N: run each allreduce sweep N times, the implementations' order rotated each
 # round (mpi,hpml,hier; hpml,hier,mpi; hier,mpi,hpml; ...), and report per size the
 # median time of each and the median of the per-round ratios. The order matters on shaped
 # links: the first implementation of a size starts with the token bucket full and rides
 # its burst (256 KiB), the next ones find it drained (default 1, the order above).
-# --ppn: ranks per node of the allreduce sweeps; --parts: which of the three parts to run.
+# --ppn: ranks per node of the allreduce sweeps and byte counts; --parts: which of the
+# four parts to run.
 # --limit: seconds one run (one launcher call) may take before it is stopped and reported
 # as failed (default 150; MPICH can hang in MPI_Finalize, docs/cluster.md).
 # Needs root (network namespaces). --quick: few sizes and iterations, to check the script
@@ -30,7 +37,7 @@ quick=0
 limit_s=
 rounds=1
 ppns=2,1
-parts=comm,model,train
+parts=comm,bytes,model,train
 while [ $# -gt 0 ]; do
     case "$1" in
     --mpi) mpis=${2:?--mpi needs a value}; shift 2 ;;
@@ -40,7 +47,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
     --ppn) ppns=${2:?--ppn needs a value}; shift 2 ;;
     --parts) parts=${2:?--parts needs a value}; shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -59,9 +66,11 @@ tmp=$(mktemp -d)
 trap '"$cluster" down --name $name >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 if [ $quick -eq 1 ]; then
     sizes=64K:1M iters=(-i 20 -x 2) epochs=1 limit=(--train-limit 4000 --test-limit 1000)
+    byte_sizes=1048576
     limit_s=${limit_s:-60}
 else
     sizes=4K:16M iters=(-i 100 -x 20) epochs=2 limit=(--train-limit 20000 --test-limit 10000)
+    byte_sizes="1048576 16777216"
     limit_s=${limit_s:-150}
 fi
 case $limit_s in '' | *[!0-9]* | 0) echo "cluster.sh: --limit must be a positive number of seconds (got '$limit_s')" >&2; exit 2 ;; esac
@@ -70,7 +79,7 @@ for p in ${ppns//,/ }; do
     case $p in 1 | 2) ;; *) echo "cluster.sh: --ppn: 1 or 2 ranks per node (got '$p')" >&2; exit 2 ;; esac
 done
 for part in ${parts//,/ }; do
-    case $part in comm | model | train) ;; *) echo "cluster.sh: --parts: comm, model or train (got '$part')" >&2; exit 2 ;; esac
+    case $part in comm | bytes | model | train) ;; *) echo "cluster.sh: --parts: comm, bytes, model or train (got '$part')" >&2; exit 2 ;; esac
 done
 want() { case ",$parts," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -86,6 +95,38 @@ crun() { # MPI PPN program args... (MPICH can hang in MPI_Finalize: docs/cluster
     local m=$1 p=$2
     shift 2
     timeout -k 5 "$limit_s" "$cluster" run --name $name --mpi "$m" --nodes 2 --ppn "$p" -- "$@"
+}
+# crun_out OUT SHAPE MPI PPN program args...: crun with its output in OUT, for a program
+# that prints all it prints at its end (hpml bench --csv, hpml info flush stdout before
+# MPI_Finalize). Once OUT has output and has not grown for 5 s while the run goes on, the
+# run is hung in MPI_Finalize (MPICH over UCX, docs/cluster.md): it is stopped, and the
+# cluster made again (links SHAPE), so that no rank of it spins on during the next run.
+crun_out() {
+    local out=$1 shape=$2 m=$3 p=$4 pid t=0 last=-1 still=0
+    shift 4
+    timeout -k 5 "$limit_s" "$cluster" run --name $name --mpi "$m" --nodes 2 --ppn "$p" -- "$@" \
+        >"$out" 2>"$tmp/crun.err" &
+    pid=$!
+    while kill -0 $pid 2>/dev/null; do
+        sleep 1
+        t=$((t + 1))
+        if [ -s "$out" ] && [ "$(stat -c %s "$out")" -eq "$last" ]; then
+            still=$((still + 1))
+        else
+            still=0
+        fi
+        last=$(stat -c %s "$out")
+        if [ $still -ge 5 ] && kill -0 $pid 2>/dev/null; then
+            echo "# note: $m 2 x $p: $(basename "$1") $2 printed its results, then had not ended" \
+                "$t s after the start: stopped (MPI_Finalize hang, docs/cluster.md)" >&2
+            kill $pid 2>/dev/null || true
+            wait $pid 2>/dev/null || true
+            up "$shape"
+            return 0
+        fi
+    done
+    wait $pid 2>/dev/null || { tail -3 "$tmp/crun.err" >&2; up "$shape"; }
+    return 0
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo" rev-parse --short HEAD)," \
@@ -109,11 +150,11 @@ for shape in "$rate" none; do
                 order=$(IFS=,; echo "${impls[*]:k},${impls[*]:0:k}")
                 order=${order%,}
                 out=$tmp/$m-$p-$shape-$r.csv
-                crun "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
-                    --impl "$order" -m "$sizes" "${iters[@]}" --csv >"$out" || true
+                crun_out "$out" "$shape" "$m" "$p" "$repo/build/$m/bin/hpml" bench allreduce -T f32 \
+                    --impl "$order" -m "$sizes" "${iters[@]}" --csv
                 csvs+=("$out")
             done
-            crun "$m" "$p" "$repo/build/$m/bin/hpml" info >"$tmp/info" 2>/dev/null || true
+            crun_out "$tmp/info" "$shape" "$m" "$p" "$repo/build/$m/bin/hpml" info
             /usr/bin/python3 - "$m" "2 x $p" "${shape/none/unshaped}" "$tmp/info" \
                 "$tmp/$m-$p-$shape.med" "${csvs[@]}" <<'PY'
 import csv, re, statistics, sys
@@ -146,7 +187,9 @@ def algo(n):
     return "?"
 want = {"mpi", "hpml", "hpml:hier"}
 sizes = sorted({n for rows in rounds for n in rows})
-med_out = open(medians, "w")  # "size mpi_us hpml_us hier_us", the medians, for the model
+# "size mpi_us hpml_us hier_us mpi/hpml mpi/hier algorithm rounds": the medians, for the
+# model and the summary
+med_out = open(medians, "w")
 if not sizes:
     print("| %s | %s | %s | (no result: the run failed or timed out) | | | | | |" % (mpi, layout, links))
 for n in sizes:
@@ -159,11 +202,83 @@ for n in sizes:
     print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %.2f | %.2f |" % (
         mpi, layout, links, size, med["mpi"], med["hpml"], algo(n), med["hpml:hier"],
         r_hpml, r_hier))
-    med_out.write("%d %r %r %r\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"]))
+    med_out.write("%d %r %r %r %.4f %.4f %s %d\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"],
+                                                  r_hpml, r_hier, algo(n), len(ok)))
 PY
         done
     done
 done
+# The summary: per MPI, the median ratios of every layout and link side by side.
+if want comm; then
+    /usr/bin/python3 - "$tmp" "$rate" "$mpis" "$ppns" <<'PY'
+import os, sys
+tmp, rate, mpis, ppns = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4].split(",")
+cols = [(p, sh) for p in ppns for sh in ("none", rate)]
+for m in mpis:
+    data, rounds = {}, set()
+    for p, sh in cols:
+        try:
+            for line in open(os.path.join(tmp, "%s-%s-%s.med" % (m, p, sh))):
+                f = line.split()
+                data[(p, sh, int(f[0]))] = (float(f[4]), float(f[5]), f[6])
+                rounds.add(int(f[7]))
+        except OSError:
+            pass
+    if not data:
+        continue
+    print()
+    print("%s: mpi / hpml, then mpi / hier; medians of the per-round ratios (%s rounds); "
+          "bold where hpml ran hier" % (m, "/".join(str(r) for r in sorted(rounds))))
+    print()
+    print("| size | " + " | ".join("2 × %s %s" % (p, "unshaped" if sh == "none" else sh)
+                                  for p, sh in cols) + " |")
+    print("|---:|" + "---:|" * len(cols))
+    for n in sorted({k[2] for k in data}):
+        cells = []
+        for p, sh in cols:
+            if (p, sh, n) not in data:
+                cells.append("")
+                continue
+            rh, rr, a = data[(p, sh, n)]
+            cells.append(("**%.2f**" if a == "hier" else "%.2f") % rh + " / %.2f" % rr)
+        size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
+        print("| %s | %s |" % (size, " | ".join(cells)))
+PY
+fi
+
+# Copies of the data per link and call (bench/link_copies.sh), on the shaped links: the
+# MPI's allreduce, hier, and Open MPI's tuned algorithms forced one by one, with each
+# one's average time (30 calls, one run: not a median).
+if want bytes; then
+up "$rate"
+echo
+echo "| MPI | layout | size | implementation | copies per link and call | µs per call | bound on mpi / hier from the copies |"
+echo "|---|---|---:|---|---:|---:|---:|"
+for m in ${mpis//,/ }; do
+    for p in ${ppns//,/ }; do
+        for n in $byte_sizes; do
+            runs=("mpi|mpi|" "hier|hpml:hier|")
+            if [ "$m" = openmpi ] && [ "$p" -gt 1 ]; then
+                for a in "3 recursive doubling" "4 ring" "6 Rabenseifner"; do
+                    runs+=("mpi forced: ${a#* } (${a%% *})|mpi|--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm ${a%% *}")
+                done
+            fi
+            c_mpi=''
+            for r in "${runs[@]}"; do
+                IFS='|' read -r label impl margs <<<"$r"
+                res=$("$repo/bench/link_copies.sh" --name $name --mpi "$m" --ppn "$p" --impl "$impl" \
+                    --size "$n" --limit "$limit_s" --mpi-args "$margs") || res=''
+                c=$(awk '{ print $2 }' <<<"$res") us=$(awk '{ print $8 }' <<<"$res")
+                [ "$label" = mpi ] && c_mpi=$c
+                bound=''
+                [ "$label" != hier ] || [ -z "$c_mpi" ] || [ -z "$c" ] ||
+                    bound=$(awk -v a="$c_mpi" -v b="$c" 'BEGIN { printf "%.2f", a / b }')
+                echo "| $m | 2 x $p | $((n >> 20)) MiB | $label | ${c:-(run failed)} | $us | $bound |"
+            done
+        done
+    done
+done
+fi
 
 # The cost model (bench/scaling_model.py, docs/scaling.md) against the shaped 2 x 2 rows,
 # with its parameters measured here: the network's latency (half the round trip of 8

@@ -13,9 +13,13 @@ B bytes/s each way; the node's ranks share that link.
                                                           edge crosses each link
   flat rec. dbl.  log2(P) alpha_n + log2(N) L n / B       log2 N steps leave the node, with
                                                           all L ranks sending n at once
+  flat Rabenseifner  2 log2(P) alpha_n + 2 (N-1)/N n / B + 3 (L-1)/L n / beta_s
+                  (recursive halving, then doubling; ranks in node order, P a power of 2:
+                  the steps that leave the node carry 2 (N-1)/N n per node, as hier, and
+                  the node's steps do not overlap them)
 
-P = N L ranks. The MPI library picks its own algorithm; the model takes the better flat
-one as its stand-in. Usage:
+P = N L ranks. The MPI library picks its own algorithm; the model takes the best flat
+one as its stand-in (Open MPI 4.1 runs Rabenseifner at 4 ranks from 8 KiB). Usage:
 
   bench/scaling_model.py --alpha-us A --link-mbit R --shm-gbs S [--ppn L] [--bytes N]
       [--measured FILE]
@@ -38,11 +42,12 @@ def hier(n, N, L, a, B, bs):
     return 2 * (N - 1) * a + 2 * (N - 1) / N * n / B + fill
 
 
-def flat(n, N, L, a, B):
+def flat(n, N, L, a, B, bs):
     P = N * L
     ring = 2 * (P - 1) * a + 2 * (P - 1) / P * n / B
     rd = math.log2(P) * a + math.log2(N) * L * n / B
-    return min(ring, rd)
+    rab = 2 * math.log2(P) * a + 2 * (N - 1) / N * n / B + 3 * (L - 1) / L * n / bs
+    return min(ring, rd, rab)
 
 
 def main():
@@ -63,7 +68,7 @@ def main():
     print("|---|---:|---:|---:|---|")
     for n in sizes:
         for N in [2 ** k for k in range(1, 11)]:
-            f, h = flat(n, N, o.ppn, a, B) * 1e3, hier(n, N, o.ppn, a, B, bs) * 1e3
+            f, h = flat(n, N, o.ppn, a, B, bs) * 1e3, hier(n, N, o.ppn, a, B, bs) * 1e3
             print("| %d x %d | %s | %.1f | %.1f | %s |" % (
                 N, o.ppn, "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10),
                 f, h, "hier" if h < f else "mpi"))
@@ -76,7 +81,7 @@ def main():
             N, L, n = int(N), int(L), int(n)
             print("| %d x %d | %s | %.1f | %.1f | %.1f | %.1f |" % (
                 N, L, "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10),
-                float(m_us) / 1e3, flat(n, N, L, a, B) * 1e3, float(h_us) / 1e3,
+                float(m_us) / 1e3, flat(n, N, L, a, B, bs) * 1e3, float(h_us) / 1e3,
                 hier(n, N, L, a, B, bs) * 1e3))
 
 

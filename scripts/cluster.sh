@@ -8,6 +8,7 @@
 #                          [--mpi-args "ARGS"] -- PROGRAM [ARGS...]
 #   scripts/cluster.sh down [--name NAME]
 #   scripts/cluster.sh status [--name NAME]
+#   scripts/cluster.sh counters [--name NAME]
 #
 # up     makes the nodes NAME-n0 .. NAME-n<N-1> (addresses A.B.C.1 .. A.B.C.N on a bridge
 #        with no address of its own; NAME is hpmlc, A.B.C is 10.213.0 unless given) and
@@ -22,6 +23,8 @@
 # down   ends every process left in the nodes and removes the namespaces, links and the
 #        state folder /run/hpml-cluster/NAME. Safe to run twice.
 # status prints the nodes and their addresses, or exits 1 when NAME is not up.
+# counters prints, per node, the bytes its link has carried since `up`: "NODE SENT
+#        RECEIVED" (the node's side of its veth pair, headers included).
 #
 # Traffic goes only between the addresses of the namespaces this script made: the bridge
 # has no address, so nothing in a node can reach the host or any other network.
@@ -161,6 +164,20 @@ cmd_status() {
     sed 1d "$dir/hosts"
 }
 
+cmd_counters() {
+    name_only counters "$@"
+    local dir i=0 node st
+    dir=$(statedir)
+    [ -f "$dir/nodes" ] || { echo "cluster $name: not up" >&2; exit 1; }
+    # The host's end of node i's link is $name-v<i>: what it receives the node sent.
+    while read -r node; do
+        st=/sys/class/net/$name-v$i/statistics
+        [ -r "$st/rx_bytes" ] || die "counters: no link $name-v$i for node $node"
+        echo "$node $(cat "$st/rx_bytes") $(cat "$st/tx_bytes")"
+        i=$((i + 1))
+    done <"$dir/nodes"
+}
+
 # in_node NODE COMMAND...: run COMMAND inside NODE as on its own host: its network
 # namespace, a host name of its own, and /etc/hosts naming the cluster's nodes.
 in_node() {
@@ -249,10 +266,11 @@ up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
 run) shift; cmd_run "$@" ;;
 status) shift; cmd_status "$@" ;;
+counters) shift; cmd_counters "$@" ;;
 agent) shift; cmd_agent "$@" ;;
--h | --help) sed -n '2,27p' "$me" | sed 's/^# \{0,1\}//' ;;
+-h | --help) sed -n '2,30p' "$me" | sed 's/^# \{0,1\}//' ;;
 *)
-    echo "usage: scripts/cluster.sh up N [--rate RATE] | run --mpi MPI [--nodes K] [--ppn P] -- PROGRAM | down | status   (--help)" >&2
+    echo "usage: scripts/cluster.sh up N [--rate RATE] | run --mpi MPI [--nodes K] [--ppn P] -- PROGRAM | down | status | counters   (--help)" >&2
     exit 2
     ;;
 esac

@@ -88,18 +88,28 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
 
 /*
  * Built-in table: on one node the shared-memory allreduce and bcast at every size (bcast
- * of private buffers >= 64 KiB only with Cross-Memory Attach: see hpml__select); across
+ * of private buffers >= 64 KiB only with Cross-Memory Attach: see hpml__select); on 2
  * nodes the hierarchical allreduce from HIER_MIN_BYTES where a node holds several ranks
- * (one copy of the data crosses each link, where a flat algorithm sends 1.5-2 copies),
- * else the MPI library, as for the collectives without a measured hpml win.
+ * (the network overlaps the node's work; measured), and with 1 rank on each from
+ * PAIR_MIN_BYTES to PAIR_MAX_BYTES, where the libraries mostly run two exchanges of half
+ * the vector (Open MPI's ring, MPICH's reduce-scatter + allgather) and hier one of the
+ * whole (at 32 KiB MPICH's halves were faster); on more nodes the library (the cost model
+ * with the library's Rabenseifner gives hier no lead there: docs/scaling.md); else the
+ * MPI library, as for the collectives without a measured hpml win.
  * Why: docs/decisions/builtin-selection.md, docs/scaling.md.
  */
 #define HIER_MIN_BYTES (1024 * KB)
+#define PAIR_MIN_BYTES (4 * KB)
+#define PAIR_MAX_BYTES (32 * KB - 1)
 static const rule_t builtin[] = {
     {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM},
-    {HPML_COLL_ALLREDUCE, ANY, ANY, HIER_MIN_BYTES - 1, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_HIER},
+    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
+    {HPML_COLL_ALLREDUCE, ANY, 2, HIER_MIN_BYTES - 1, HPML_ALGO_MPI},
+    {HPML_COLL_ALLREDUCE, ANY, 2, INF, HPML_ALGO_HIER},
+    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MIN_BYTES - 1, HPML_ALGO_MPI},
+    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MAX_BYTES, HPML_ALGO_HIER},
+    {HPML_COLL_ALLREDUCE, 2, 2, INF, HPML_ALGO_MPI},
     {HPML_COLL_BCAST, ANY, 1, INF, HPML_ALGO_SHM},
     {HPML_COLL_BCAST, ANY, ANY, INF, HPML_ALGO_MPI},
     {HPML_COLL_REDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
@@ -478,9 +488,10 @@ hpml_algo_t hpml__select(hpml_comm_t *comm, hpml_coll_t coll, size_t bytes)
     if (coll == HPML_COLL_BCAST && builtin[i].algo == HPML_ALGO_SHM && comm->shm != NULL &&
         !comm->shm->cma && bytes >= ((size_t)64 << 10))
         return HPML_ALGO_MPI;
-    /* With one rank per node the hierarchical allreduce is the MPI's allreduce in chunks
-     * plus copies: the library's own is as good. max_local_size is the same on every rank. */
-    if (builtin[i].algo == HPML_ALGO_HIER && comm->max_local_size < 2)
+    /* With one rank per node the hierarchical allreduce has no node work to overlap: the
+     * library's own is kept, except where the 2 x 1 rules (which name their ranks) choose
+     * it. max_local_size is the same on every rank. */
+    if (builtin[i].algo == HPML_ALGO_HIER && comm->max_local_size < 2 && builtin[i].ranks == ANY)
         return HPML_ALGO_MPI;
     return builtin[i].algo;
 }

@@ -6,6 +6,8 @@
 #    or with 2 ranks per node, its UCX transport can hang in MPI_Finalize after the
 #    test's last check, see docs/cluster.md);
 #  - `hpml info` names the nodes and their ranks;
+#  - the bytes on the nodes' links (Open MPI, 2 x 2): one copy of the data per hier call
+#    (Open MPI's ring, 1.5 copies, checks the count);
 #  - hpml kmeans and hpml train (data-parallel and hybrid) on 2 nodes x 1 rank give the
 #    same bits as 2 ranks on one node;
 #  - a rank killed on one node ends the whole job within seconds.
@@ -32,10 +34,15 @@ up() { # nodes
     "$cluster" down --name $name >/dev/null
     "$cluster" up "$1" --name $name --subnet 10.213.251
 }
-crun() { # nodes ppn program args...
-    local k=$1 p=$2
+crun() { # nodes ppn program args...: a run stopped by its time limit says so
+    local k=$1 p=$2 rc=0
     shift 2
-    timeout -k 5 240 "$cluster" run --name $name --mpi "$MPI" --nodes "$k" --ppn "$p" -- "$@"
+    timeout -k 5 240 "$cluster" run --name $name --mpi "$MPI" --nodes "$k" --ppn "$p" -- "$@" || rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "TIMEOUT: '$(basename "$1")' on $k nodes x $p ranks ($MPI) did not end in 240 s and was" \
+            "stopped$([ "$MPI" = mpich ] && echo "; MPICH 4.0.2 over UCX can hang in MPI_Finalize (docs/cluster.md)")" >&2
+    fi
+    return $rc
 }
 
 # Collectives, every algorithm against MPI.
@@ -70,6 +77,24 @@ grep -qE '^  nodes: +2$' "$tmp/info.txt" || { echo "info does not report 2 nodes
 for n in 0 1; do
     grep -qE "^    $name-n$n +2 ranks$" "$tmp/info.txt" || { echo "info does not list $name-n$n with 2 ranks"; exit 1; }
 done
+
+# Bytes on the links (bench/link_copies.sh, `scripts/cluster.sh counters`): hier puts one
+# copy of the data on each node's link per call; the reference is Open MPI's ring forced
+# (2 (P-1)/P = 1.5 copies at 4 ranks). Open MPI only: an MPICH run here can hang in
+# MPI_Finalize after its results (docs/cluster.md) and cost the whole time limit.
+if [ "$MPI" = openmpi ]; then
+    copies() { # impl [mpi-args]: the copies per link and call, 2 x 2, 1 MiB
+        "$repo/bench/link_copies.sh" --name $name --mpi "$MPI" --ppn 2 --impl "$1" \
+            --size 1048576 --limit 60 --mpi-args "${2:-}" | awk '{ print $2 }'
+    }
+    in_range() { awk -v c="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(c >= lo && c <= hi) }'; }
+    c=$(copies hpml:hier)
+    echo "hier, 2 x 2, 1 MiB: $c copies per link and call"
+    in_range "$c" 0.99 1.10 || { echo "hier: expected one copy per link (0.99-1.10), got '$c'"; exit 1; }
+    c=$(copies mpi "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4")
+    echo "Open MPI ring, 2 x 2, 1 MiB: $c copies per link and call"
+    in_range "$c" 1.49 1.60 || { echo "ring: expected 1.5 copies per link (1.49-1.60), got '$c'"; exit 1; }
+fi
 
 # The same bits on 2 nodes as on one node.
 /usr/bin/python3 - "$tmp/X.npy" <<'PY'

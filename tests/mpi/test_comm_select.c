@@ -1,7 +1,8 @@
 /*
  * The communicator and the selection table: accessors and virtual nodes, barrier,
- * algorithm names, HPML_ALGO_<COLL> forcing, tuning files (valid ones change the choice,
- * malformed ones fail hpml_comm_create with HPML_ERR_FORMAT naming the file and line),
+ * algorithm names, HPML_ALGO_<COLL> forcing, the built-in allreduce table across virtual
+ * nodes, tuning files (valid ones change the choice, malformed ones fail hpml_comm_create
+ * with HPML_ERR_FORMAT naming the file and line),
  * hpml_select_describe, create/destroy with a registered buffer still allocated, and
  * ranks whose settings disagree (every rank fails hpml_comm_create with one message
  * naming the setting and two ranks, instead of hanging in a later collective).
@@ -129,6 +130,42 @@ static void forcing(void)
     HPMLT_CHECK(rc == HPML_ERR_INVAL, "HPML_ALGO_ALLREDUCE=fastest: rc=%d", rc);
     unsetenv("HPML_ALGO_ALLREDUCE");
     unsetenv("HPML_ALGO_BCAST");
+}
+
+/* The built-in allreduce table across (virtual) nodes: 2 nodes of 1 rank each run hier
+ * from 4 KiB to 32 KiB - 1 and the library elsewhere; more nodes of 1 rank the library at
+ * every size; 2 nodes, one of 2 ranks, the library below 1 MiB and hier from 1 MiB (at 4
+ * ranks and more, tests/cli/cluster.sh's `hpml info` shows the table on real nodes). */
+static void builtin_across_nodes(void)
+{
+    const size_t sizes[] = {8, 4095, 4096, 32767, 32768, 1 << 20, 1 << 24};
+    hpml_comm_config_t one = {0, 1}, two = {0, 2};
+    hpml_comm_t *c = NULL;
+
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &one, &c));
+    for (size_t i = 0; c != NULL && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        hpml_algo_t want = size == 2 && n >= 4096 && n < 32768 ? HPML_ALGO_HIER : HPML_ALGO_MPI;
+        hpml_algo_t got = hpml_algo_selected(c, HPML_COLL_ALLREDUCE, n);
+
+        HPMLT_CHECK(got == want, "%d nodes of 1 rank, %zu bytes: %s, expected %s", size, n,
+                    hpml_algo_name(got), hpml_algo_name(want));
+    }
+    hpml_comm_destroy(c);
+    c = NULL;
+    HPMLT_CALL(hpml_comm_create(MPI_COMM_WORLD, &two, &c));
+    for (size_t i = 0; c != NULL && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        hpml_algo_t want = size == 1        ? HPML_ALGO_MPI
+                           : size == 2      ? HPML_ALGO_SHM
+                           : n >= (1 << 20) ? HPML_ALGO_HIER
+                                            : HPML_ALGO_MPI;
+        hpml_algo_t got = hpml_algo_selected(c, HPML_COLL_ALLREDUCE, n);
+
+        HPMLT_CHECK(got == want, "%d ranks in nodes of 2, %zu bytes: %s, expected %s", size, n,
+                    hpml_algo_name(got), hpml_algo_name(want));
+    }
+    hpml_comm_destroy(c);
 }
 
 static void tuning_files(void)
@@ -305,6 +342,7 @@ int main(int argc, char **argv)
     basics();
     names();
     forcing();
+    builtin_across_nodes();
     tuning_files();
     disagreement();
     if (rank == 0)
