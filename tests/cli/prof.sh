@@ -8,7 +8,9 @@
 #   ring and to the call sites in allreduce_ring.c;
 # - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
-# - POSIX/stdio I/O per file, MPI_Pcontrol(0) pausing counts;
+# - POSIX/stdio I/O per file, also through descriptors made by dup/dup2/dup3/fcntl and
+#   files opened by openat and creat (a C program; hpml kmeans on a gzip file, which zlib
+#   reads through a dup'd descriptor), MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
 #   leave every rank's file and a report from `hpml prof merge`, marked incomplete; a rank
 #   killed with SIGKILL (no periodic snapshots) has its counts recovered from its mapping;
@@ -212,6 +214,41 @@ for rank in (0, 1):
 print('; '.join(e))")
     [ -z "$out" ] && ok "I/O: calls, bytes and sizes per file exact" || fail "io: $out"
 fi
+
+# --- descriptors made from a followed one, and files opened by openat and creat ----------------
+# Exact per file (prof_prog.c, dups): without the dup wrappers the bytes through the
+# duplicates went nowhere, and those after dup2 to the file the descriptor had before.
+mkdir -p "$tmp/dupdata"
+prof "$tmp/dup" -np 2 "$prog" dup "$tmp/dupdata"
+out=$(check "$tmp/dup" "
+e = []
+want = {'$tmp/dupdata/dup-%d.dat': {'open': (4, 0), 'dup': (6, 0), 'write': (2, 1500), 'read': (5, 380),
+                                    'pread': (1, 300), 'close': (10, 0)},
+        '$tmp/dupdata/creat-%d.dat': {'open': (2, 0), 'write': (1, 7), 'close': (2, 0)}}
+io = {f['path']: {c['name']: (c['count'], c['bytes']) for c in f['calls']} for f in r['io']}
+for rank in (0, 1):
+    for p, w in want.items():
+        if io.get(p % rank) != w: e.append('%s: %s' % (p % rank, io.get(p % rank)))
+if io.get('$tmp/dupdata') != {'open': (2, 0), 'close': (2, 0)}: e.append('dir: %s' % io.get('$tmp/dupdata'))
+print('; '.join(e))" 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "I/O through dup, dup2, dup3, fcntl, openat, creat: exact per file" ||
+    fail "dup: exit $rc: $out"
+
+# hpml reads a gzip file through a dup'd descriptor (zlib's gzdopen): each rank reads the
+# whole (small) file through it, so the file's read bytes are twice its size.
+/usr/bin/python3 -c "
+import gzip, struct, numpy as np
+x = np.random.default_rng(0).random((2000, 8), dtype=np.float32).astype('>f4')
+open('$tmp/x.gz', 'wb').write(gzip.compress(bytes([0, 0, 0x0D, 2]) + struct.pack('>II', 2000, 8) + x.tobytes()))"
+prof "$tmp/gz" -np 2 "$HPML" kmeans --data "$tmp/x.gz" -k 3 --max-iter 3
+out=$(check "$tmp/gz" "
+import os
+f = {c['name']: (c['count'], c['bytes']) for x in r['io'] if x['path'] == '$tmp/x.gz' for c in x['calls']}
+size = os.path.getsize('$tmp/x.gz')
+if f.get('read', (0, 0))[1] != 2 * size or f.get('dup', (0, 0))[0] != 2:
+    print('x.gz (%d B): %s' % (size, f))" 2>&1)
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "hpml kmeans on .gz: the reads through zlib's dup'd descriptor counted, 2 x file size" ||
+    fail "gz: exit $rc: $out"
 
 # --- MPI_Pcontrol(0) pauses counting -----------------------------------------------------------
 prof "$tmp/pc" -np 2 "$prog" pcontrol
