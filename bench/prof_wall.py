@@ -26,11 +26,12 @@ Runs are short (--run, 0.45 s: the iterations are scaled to it first, from plain
 at two sizes; Open MPI's launcher takes 0.35 s of it), so that >= 100 pairs of each of
 the 8 configurations (2 MPIs x 2 commands x 2 modes) fit ten minutes (--budget counts
 the blocks, not that scaling). Fixed costs weigh more in a short run than in a long
-one: the profiler's start and last snapshot, and the loading of the library with its MPI
-library's dependencies (UCX, hwloc) into the launcher's own processes, which inherit
-LD_PRELOAD as they do under `hpml prof`. The "ms" column, the median paired difference
-in milliseconds, shows a cost that does not grow with the run. --quick: tiny sizes and 2
-blocks, no scaling, to check the script (not a measurement).
+one: the profiler's start and last snapshot, and the loading of the library (the runs
+give it to the ranks as `hpml prof` does, by the launcher's option: Hydra's -genv, Open
+MPI's -x, so that the launcher's own processes do not load it). The "ms" column, the
+median paired difference in milliseconds, shows a cost that does not grow with the
+run. --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
+measurement).
 Times are timed around the launcher with time.perf_counter; the report (`hpml prof
 merge`) is not part of them, as `hpml prof` writes it after the run.
 """
@@ -150,14 +151,22 @@ def main():
         base = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         pdir = f"{tmp}/p"
 
-        def env_of(m, mode):
+        def env_of(mode):
             if mode == "plain":
                 return base
-            e = dict(base, LD_PRELOAD=f"{repo}/build/{m}/lib/libhpml-prof.so",
-                     HPML_PROF_DIR=pdir, HPML_PROF_PERIOD="5", HPML_PROF_SELF="1")
+            e = dict(base, HPML_PROF_DIR=pdir, HPML_PROF_PERIOD="5", HPML_PROF_SELF="1")
             if mode == "trace":
                 e["HPML_PROF_TRACE"] = "1"
             return e
+
+        def launch(m, mode):
+            """The launcher's command: as `hpml prof` runs it, the library given to the
+            ranks by the launcher's option (Hydra's -genv, Open MPI's -x)."""
+            if mode == "plain":
+                return LAUNCH[m]
+            lib = f"{repo}/build/{m}/lib/libhpml-prof.so"
+            opt = ["-genv", "LD_PRELOAD", lib] if m == "mpich" else ["-x", f"LD_PRELOAD={lib}"]
+            return LAUNCH[m][:1] + opt + LAUNCH[m][1:]
 
         work = [(m, c) for m in mpis for c in ("train", "kmeans")]
 
@@ -191,8 +200,8 @@ def main():
                 blk = []
                 for mode in order:
                     shutil.rmtree(pdir, ignore_errors=True)
-                    wall, cpu = run(LAUNCH[m] + [f"{repo}/build/{m}/bin/hpml"] + command(m, c),
-                                    env_of(m, mode), f"{tmp}/err")
+                    wall, cpu = run(launch(m, mode) + [f"{repo}/build/{m}/bin/hpml"] + command(m, c),
+                                    env_of(mode), f"{tmp}/err")
                     blk.append((mode, wall, cpu, own_time(pdir) if mode != "plain" else None))
                 res[(m, c)].append(blk)
             last_round = time.perf_counter() - t_round

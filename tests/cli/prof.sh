@@ -19,7 +19,8 @@
 #   nest and "B"/"E" pairs; flows "s"/"f" pairing by id, each inside a slice, from each
 #   send to the receive that matched it, for MPI_Irecv to the MPI_Wait*/MPI_Test* that
 #   completed it), respects its event cap within 1%, keeps only the steps asked;
-# - usage and file errors.
+# - the library is given to Hydra's and Open MPI's ranks by their launcher's option, not
+#   preloaded into the launcher; usage and file errors.
 # Env (from tests/run.sh): HPML, MPIRUN, MPI, BUILD.
 # hpml-test: timeout=200
 set -u
@@ -554,6 +555,23 @@ n1 = sum(1 for x in X if x['pid'] == 1 and x['name'] == 'MPI_Send')
 if n1 != s1 or sum(1 for i in s if s[i]['pid'] == 1) != n1: e.append('rank 1: %d MPI_Send counted, %d events, flows %d' % (s1, n1, len(s)))" 2>&1)
     [ -z "$out" ] && ok "trace of the rank killed by SIGKILL: one event and one flow per counted send" ||
         fail "trace after kill -KILL: $out"
+fi
+
+# --- the library reaches the ranks only, not Hydra's or Open MPI's own processes --------
+# A launcher named mpiexec.hydra (or orterun) gets the library through its option for the
+# ranks' environment and none in its own; another command gets it in its environment.
+# (Stand-in launchers that write what they got; no rank runs, so no report.)
+mkdir -p "$tmp/fake"
+for l in mpiexec.hydra orterun other; do
+    printf '#!/bin/sh\necho "env=$LD_PRELOAD args=$*" >"%s/%s.got"\n' "$tmp/fake" "$l" >"$tmp/fake/$l"
+    chmod +x "$tmp/fake/$l"
+    LD_PRELOAD= "$HPML" prof -q -o "$tmp/fake/out" -- "$tmp/fake/$l" -np 2 prog >/dev/null 2>&1
+done
+lib=$(sed -n 's/^env= args=-genv LD_PRELOAD \(.*libhpml-prof.so\) -np 2 prog$/\1/p' "$tmp/fake/mpiexec.hydra.got")
+if [ -z "$lib" ] || [ "$(cat "$tmp/fake/orterun.got")" != "env= args=-x LD_PRELOAD=$lib -np 2 prog" ] ||
+    [ "$(cat "$tmp/fake/other.got")" != "env=$lib args=-np 2 prog" ]; then
+    fail "launcher's preload: $(cat "$tmp"/fake/*.got)"
+else ok "LD_PRELOAD: -genv for Hydra, -x for Open MPI, the environment for other launchers"
 fi
 
 # --- usage and file errors ---------------------------------------------------------------------
