@@ -6,9 +6,9 @@
  * terminal, and the profiler's own file, are not counted. A descriptor made from a
  * followed one (dup, dup2, dup3, fcntl F_DUPFD and F_DUPFD_CLOEXEC) is the same file:
  * zlib's gzdopen on a dup'd descriptor, for one, reads it through read(). Every call
- * that opens a file by name is wrapped (open, openat, creat, glibc's fortified __open_2
- * and __openat_2, their 64-bit twins, fopen): fdopen needs no wrapper, since the FILE's
- * descriptor is followed already. The real functions come from dlsym(RTLD_NEXT),
+ * that opens a file by name is wrapped (open, openat, creat, mkstemp, mkostemp, glibc's
+ * fortified __open_2 and __openat_2, their 64-bit twins, fopen): fdopen needs no wrapper,
+ * since the FILE's descriptor is followed already. The real functions come from dlsym(RTLD_NEXT),
  * resolved when the library is loaded or at their first use.
  */
 #include <dlfcn.h>
@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -32,6 +33,8 @@ typedef int (*open2_fn)(const char *, int);
 typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*openat2_fn)(int, const char *, int);
 typedef int (*creat_fn)(const char *, mode_t);
+typedef int (*mkstemp_fn)(char *);
+typedef int (*mkostemp_fn)(char *, int);
 typedef ssize_t (*rw_fn)(int, void *, size_t);
 typedef ssize_t (*wr_fn)(int, const void *, size_t);
 typedef ssize_t (*prw_fn)(int, void *, size_t, off_t);
@@ -50,6 +53,8 @@ static open2_fn real_open_2, real_open64_2;
 static openat_fn real_openat, real_openat64;
 static openat2_fn real_openat_2, real_openat64_2;
 static creat_fn real_creat, real_creat64;
+static mkstemp_fn real_mkstemp, real_mkstemp64;
+static mkostemp_fn real_mkostemp, real_mkostemp64;
 static rw_fn real_read;
 static wr_fn real_write;
 static prw_fn real_pread, real_pread64;
@@ -81,6 +86,10 @@ __attribute__((constructor)) static void resolve(void)
     RESOLVE(real_openat64_2, "__openat64_2");
     RESOLVE(real_creat, "creat");
     RESOLVE(real_creat64, "creat64");
+    RESOLVE(real_mkstemp, "mkstemp");
+    RESOLVE(real_mkstemp64, "mkstemp64");
+    RESOLVE(real_mkostemp, "mkostemp");
+    RESOLVE(real_mkostemp64, "mkostemp64");
     RESOLVE(real_read, "read");
     RESOLVE(real_write, "write");
     RESOLVE(real_pread, "pread");
@@ -239,6 +248,28 @@ int creat(const char *path, mode_t mode)
 int creat64(const char *path, mode_t mode)
 {
     IO_OPEN(real_creat64, AT_FDCWD, path, (path, mode));
+}
+
+/* A file made from a name template (hpml writes its outputs so, then renames them): the
+ * name it got. */
+int mkstemp(char *tmpl)
+{
+    IO_OPEN(real_mkstemp, AT_FDCWD, tmpl, (tmpl));
+}
+
+int mkstemp64(char *tmpl)
+{
+    IO_OPEN(real_mkstemp64, AT_FDCWD, tmpl, (tmpl));
+}
+
+int mkostemp(char *tmpl, int flags)
+{
+    IO_OPEN(real_mkostemp, AT_FDCWD, tmpl, (tmpl, flags));
+}
+
+int mkostemp64(char *tmpl, int flags)
+{
+    IO_OPEN(real_mkostemp64, AT_FDCWD, tmpl, (tmpl, flags));
 }
 
 /* newfd, returned by a call (started at t0 when fi >= 0) that duplicated fd: the same

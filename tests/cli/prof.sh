@@ -9,7 +9,7 @@
 # - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, also through descriptors made by dup/dup2/dup3/fcntl and
-#   files opened by openat and creat (a C program; hpml kmeans on a gzip file, which zlib
+#   files opened by openat, creat and mkstemp (a C program; hpml kmeans on a gzip file, which zlib
 #   reads through a dup'd descriptor), MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
 #   leave every rank's file and a report from `hpml prof merge`, marked incomplete; a rank
@@ -231,8 +231,11 @@ for rank in (0, 1):
     for p, w in want.items():
         if io.get(p % rank) != w: e.append('%s: %s' % (p % rank, io.get(p % rank)))
 if io.get('$tmp/dupdata') != {'open': (2, 0), 'close': (2, 0)}: e.append('dir: %s' % io.get('$tmp/dupdata'))
+for rank in (0, 1):
+    t = [v for p, v in io.items() if p.startswith('$tmp/dupdata/tmp-%d-' % rank) and len(p) == len('$tmp/dupdata/tmp-0-XXXXXX')]
+    if t != [{'open': (1, 0), 'write': (1, 3), 'close': (1, 0)}]: e.append('mkstemp of rank %d: %s' % (rank, t))
 print('; '.join(e))" 2>&1)
-[ $rc -eq 0 ] && [ -z "$out" ] && ok "I/O through dup, dup2, dup3, fcntl, openat, creat: exact per file" ||
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "I/O through dup, dup2, dup3, fcntl, openat, creat, mkstemp: exact per file" ||
     fail "dup: exit $rc: $out"
 
 # hpml reads a gzip file through a dup'd descriptor (zlib's gzdopen): each rank reads the

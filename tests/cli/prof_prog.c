@@ -10,7 +10,8 @@
  *                         through descriptors made by dup, dup2, dup3, fcntl F_DUPFD and
  *                         F_DUPFD_CLOEXEC and openat (relative to DIR's descriptor), some
  *                         after the original was closed, and makes DIR/creat-<rank>.dat
- *                         with creat (7 B), whose second descriptor dup2 replaces
+ *                         with creat (7 B), whose second descriptor dup2 replaces, and
+ *                         DIR/tmp-<rank>-XXXXXX with mkstemp (3 B)
  *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
  *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(102) after each), step s a region
  *                         "step" (MPI_Pcontrol(100, "step") ... MPI_Pcontrol(101)) of s + 1
@@ -110,7 +111,8 @@ static int io(int rank, const char *dir)
 
 /* Per rank, DIR/dup-<rank>.dat: 4 opens (one by openat), 6 duplicates, 10 closes; 2 writes
  * of 1,500 B; 5 reads of 380 B and 1 pread of 300 B. DIR/creat-<rank>.dat: 2 opens (one by
- * creat), 1 write of 7 B, 2 closes (one by dup2). DIR: 1 open, 1 close. */
+ * creat), 1 write of 7 B, 2 closes (one by dup2). DIR: 1 open, 1 close. A file made by
+ * mkstemp from DIR/tmp-<rank>-XXXXXX: 1 open, 1 write of 3 B, 1 close. */
 static int dups(int rank, const char *dir)
 {
     char path[4096], cpath[4096], buf[1000] = {0};
@@ -139,6 +141,10 @@ static int dups(int rank, const char *dir)
     if ((a = open(path, O_RDONLY)) < 0 || (b = open(cpath, O_RDONLY)) < 0 || dup2(a, b) != b)
         return 1;
     bad |= read(b, buf, 20) != 20 || close(a) != 0 || close(b) != 0;
+    snprintf(path, sizeof(path), "%s/tmp-%d-XXXXXX", dir, rank);
+    if ((fd = mkstemp(path)) < 0)
+        return 1;
+    bad |= write(fd, buf, 3) != 3 || close(fd) != 0;
     return bad;
 }
 
