@@ -171,14 +171,15 @@ def main():
         work = [(m, c) for m in mpis for c in ("train", "kmeans")]
 
         def calibrate(m, c):
-            """Iterations for a plain run of a.run seconds: the faster of two plain runs at
-            n and at 2n iterations give the time per iteration and the fixed part."""
+            """Iterations for a plain run of a.run seconds (n/4 to 20n): the faster of two
+            plain runs at n and at 2n iterations give the time per iteration and the
+            fixed part."""
             n = iters[m][c]
             t = [min(run(LAUNCH[m] + [f"{repo}/build/{m}/bin/hpml"] + command(m, c, k), base,
                          f"{tmp}/err")[0] for _ in range(2)) for k in (n, 2 * n)]
             per = (t[1] - t[0]) / n
             if per > 0:
-                iters[m][c] = max(3, min(20 * n, round((a.run - (t[0] - per * n)) / per)))
+                iters[m][c] = max(max(3, n // 4), min(20 * n, round((a.run - (t[0] - per * n)) / per)))
             print(f"{m} {c}: {n} iterations {t[0]:.3f} s, {2 * n} {t[1]:.3f} s: "
                   f"{iters[m][c]} iterations", file=sys.stderr)
 
