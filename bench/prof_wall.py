@@ -179,7 +179,8 @@ def main():
                          f"{tmp}/err")[0] for _ in range(2)) for k in (n, 2 * n)]
             per = (t[1] - t[0]) / n
             if per > 0:
-                iters[m][c] = max(max(3, n // 4), min(20 * n, round((a.run - (t[0] - per * n)) / per)))
+                want = round((a.run - (t[0] - per * n)) / per)
+                iters[m][c] = max(max(3, n // 4), min(20 * n, want))
             print(f"{m} {c}: {n} iterations {t[0]:.3f} s, {2 * n} {t[1]:.3f} s: "
                   f"{iters[m][c]} iterations", file=sys.stderr)
 
@@ -201,8 +202,8 @@ def main():
                 blk = []
                 for mode in order:
                     shutil.rmtree(pdir, ignore_errors=True)
-                    wall, cpu = run(launch(m, mode) + [f"{repo}/build/{m}/bin/hpml"] + command(m, c),
-                                    env_of(mode), f"{tmp}/err")
+                    argv = launch(m, mode) + [f"{repo}/build/{m}/bin/hpml"] + command(m, c)
+                    wall, cpu = run(argv, env_of(mode), f"{tmp}/err")
                     blk.append((mode, wall, cpu, own_time(pdir) if mode != "plain" else None))
                 res[(m, c)].append(blk)
             last_round = time.perf_counter() - t_round
@@ -226,9 +227,10 @@ def main():
     print(f"# hpml prof wall-time overhead, {nb} blocks per workload ({2 * nb} pairs per mode), "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, build {commit}, {cpu}, "
           f"{platform.node()}")
-    print(f"# iterations: {iters}; kmeans {rows} x 32 f32, "
-          f"k 16; 2 ranks bound one per core; {sched} priority {prio}; load {' '.join(load0)} at the "
-          f"start, {' '.join(open('/proc/loadavg').read().split()[:3])} at the end; {elapsed:.0f} s")
+    load1 = " ".join(open("/proc/loadavg").read().split()[:3])
+    print(f"# iterations: {iters}; kmeans {rows} x 32 f32, k 16; 2 ranks bound one per core; "
+          f"{sched} priority {prio}; load {' '.join(load0)} at the start, {load1} at the end; "
+          f"{elapsed:.0f} s")
     print(f"{'MPI':<8} {'command':<7} {'mode':<6} {'pairs':>5} {'plain s':>8} {'mode s':>8} "
           f"{'wall %':>7} {'ms':>6} {'95% CI':>16} {'target':>6}  {'verdict':<13} {'blocks %':>8} "
           f"{'95% CI':>16} {'CPU %':>6} {'95% CI':>16} {'own % med':>9} {'max':>6}")

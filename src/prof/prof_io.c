@@ -282,7 +282,8 @@ static int dup_done(int fd, int newfd, int fi, uint64_t t0, int closed)
     if (newfd < FD_MAX)
         fd_file[newfd] = fd >= 0 && fd < FD_MAX ? fd_file[fd] : 0;
     if (closed >= 0)
-        hpml__prof_io_record(closed, PROF_IO_close, t0 ? t0 : hpml__prof_now(), hpml__prof_now(), 0);
+        hpml__prof_io_record(closed, PROF_IO_close, t0 ? t0 : hpml__prof_now(), hpml__prof_now(),
+                             0);
     if (fi >= 0)
         hpml__prof_io_record(fi, PROF_IO_dup, t0, hpml__prof_now(), 0);
     return newfd;
@@ -319,7 +320,8 @@ int dup3(int fd, int newfd, int flags)
     int fi;
 
     DUP_START(fd, fi, t0);
-    return dup_done(fd, REAL(real_dup3)(fd, newfd, flags), fi, t0, newfd != fd ? followed(newfd) : -1);
+    return dup_done(fd, REAL(real_dup3)(fd, newfd, flags), fi, t0,
+                    newfd != fd ? followed(newfd) : -1);
 }
 
 /* fcntl's third argument, when there is one, is an int or a pointer: taken as a pointer
