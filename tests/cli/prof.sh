@@ -426,7 +426,6 @@ ev = d["traceEvents"]
 e = []
 # The Trace Event Format: every event has name, ph, pid, tid and (but metadata) ts; "X"
 # has dur; pid is the world rank everywhere.
-if d.get("displayTimeUnit") not in ("ms", "ns"): e.append("displayTimeUnit")
 for x in ev:
     if not all(k in x for k in ("name", "ph", "pid", "tid")) or x["ph"] not in "MXBEsf":
         e.append("malformed %s" % x); break
@@ -441,7 +440,8 @@ for x in ev:
     if x["ph"] in "sf" and (not isinstance(x.get("id"), int) or x.get("cat") != "flow" or x["name"] != "message"
                             or ("bp" in x) != (x["ph"] == "f") or x.get("bp", "e") != "e"):
         e.append("flow %s" % x); break
-if set(d) != {"traceEvents", "displayTimeUnit", "otherData"}: e.append("top-level keys %s" % sorted(d))
+# No displayTimeUnit: older Perfetto trace processors took it for the unit of ts and dur.
+if set(d) != {"traceEvents", "otherData"}: e.append("top-level keys %s" % sorted(d))
 X = [x for x in ev if x["ph"] == "X"]
 # Per thread (pid, tid), in the file's order: slices start in time order and nest or
 # follow one another (never overlap in part); every "B" has its "E", innermost first.
