@@ -7,7 +7,7 @@
  * followed one (dup, dup2, dup3, fcntl F_DUPFD and F_DUPFD_CLOEXEC) is the same file:
  * zlib's gzdopen on a dup'd descriptor, for one, reads it through read(). Every call
  * that opens a file by name is wrapped (open, openat, creat, mkstemp, mkostemp, glibc's
- * fortified __open_2 and __openat_2, their 64-bit twins, fopen): fdopen needs no wrapper,
+ * fortified __open_2 and __openat_2, their 64-bit twins, fopen, freopen): fdopen needs no wrapper,
  * since the FILE's descriptor is followed already. The real functions come from dlsym(RTLD_NEXT),
  * resolved when the library is loaded or at their first use.
  */
@@ -44,6 +44,7 @@ typedef int (*dup2_fn)(int, int);
 typedef int (*dup3_fn)(int, int, int);
 typedef int (*fcntl_fn)(int, int, ...);
 typedef FILE *(*fopen_fn)(const char *, const char *);
+typedef FILE *(*freopen_fn)(const char *, const char *, FILE *);
 typedef size_t (*fread_fn)(void *, size_t, size_t, FILE *);
 typedef size_t (*fwrite_fn)(const void *, size_t, size_t, FILE *);
 typedef int (*fclose_fn)(FILE *);
@@ -64,6 +65,7 @@ static dup2_fn real_dup2;
 static dup3_fn real_dup3;
 static fcntl_fn real_fcntl, real_fcntl64;
 static fopen_fn real_fopen, real_fopen64;
+static freopen_fn real_freopen, real_freopen64;
 static fread_fn real_fread;
 static fwrite_fn real_fwrite;
 static fclose_fn real_fclose;
@@ -105,6 +107,8 @@ __attribute__((constructor)) static void resolve(void)
     RESOLVE(real_fcntl64, "fcntl64");
     RESOLVE(real_fopen, "fopen");
     RESOLVE(real_fopen64, "fopen64");
+    RESOLVE(real_freopen, "freopen");
+    RESOLVE(real_freopen64, "freopen64");
     RESOLVE(real_fread, "fread");
     RESOLVE(real_fwrite, "fwrite");
     RESOLVE(real_fclose, "fclose");
@@ -480,6 +484,41 @@ FILE *fopen(const char *path, const char *mode)
 FILE *fopen64(const char *path, const char *mode)
 {
     return fopen_common(real_fopen64, 1, path, mode);
+}
+
+/* freopen closes the stream's file and opens path (or, path NULL, the same file again) in
+ * it: the old file gets an fclose, the new one an fopen. */
+static FILE *freopen_common(freopen_fn fn, const char *path, const char *mode, FILE *f)
+{
+    int fd = f != NULL ? fileno(f) : -1, old = followed(fd);
+    uint64_t t0 = hpml__prof_on && !hpml__prof_in_io ? hpml__prof_now() : 0;
+    FILE *r;
+
+    if (fn == NULL) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    r = fn(path, mode, f);
+    if (old >= 0)
+        hpml__prof_io_record(old, PROF_IO_fclose, t0, hpml__prof_now(), 0);
+    if (fd >= 0 && fd < FD_MAX)
+        fd_file[fd] = 0;
+    if (r != NULL && fileno(r) >= 0 && fileno(r) < FD_MAX) {
+        fd_file[fileno(r)] = path == NULL && old >= 0 ? old + 1 : 0;
+        if (t0 && path != NULL)
+            follow(fileno(r), AT_FDCWD, path, PROF_IO_fopen, t0);
+    }
+    return r;
+}
+
+FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+    return freopen_common(REAL(real_freopen), path, mode, f);
+}
+
+FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+    return freopen_common(REAL(real_freopen64), path, mode, f);
 }
 
 /* stdio: bytes are the items moved times their size. */

@@ -9,7 +9,7 @@
 # - MPI_IN_PLACE passes through: an in-place allreduce gives the closed form's result, the
 #   same with and without the profiler (C, and python3 with mpi4py on Open MPI);
 # - POSIX/stdio I/O per file, also through descriptors made by dup/dup2/dup3/fcntl and
-#   files opened by openat, creat and mkstemp (a C program; hpml kmeans on a gzip file, which zlib
+#   files opened by openat, creat, mkstemp and freopen (a C program; hpml kmeans on a gzip file, which zlib
 #   reads through a dup'd descriptor), MPI_Pcontrol(0) pausing counts;
 # - MPI_Abort on one rank, exit without MPI_Finalize and kill -TERM of one rank still
 #   leave every rank's file and a report from `hpml prof merge`, marked incomplete; a rank
@@ -225,7 +225,8 @@ out=$(check "$tmp/dup" "
 e = []
 want = {'$tmp/dupdata/dup-%d.dat': {'open': (4, 0), 'dup': (6, 0), 'write': (2, 1500), 'read': (5, 380),
                                     'pread': (1, 300), 'close': (10, 0)},
-        '$tmp/dupdata/creat-%d.dat': {'open': (2, 0), 'write': (1, 7), 'close': (2, 0)}}
+        '$tmp/dupdata/creat-%d.dat': {'open': (2, 0), 'write': (1, 7), 'close': (2, 0),
+                                      'fopen': (1, 0), 'fwrite': (1, 5), 'fclose': (1, 0)}}
 io = {f['path']: {c['name']: (c['count'], c['bytes']) for c in f['calls']} for f in r['io']}
 for rank in (0, 1):
     for p, w in want.items():
@@ -233,9 +234,10 @@ for rank in (0, 1):
 if io.get('$tmp/dupdata') != {'open': (2, 0), 'close': (2, 0)}: e.append('dir: %s' % io.get('$tmp/dupdata'))
 for rank in (0, 1):
     t = [v for p, v in io.items() if p.startswith('$tmp/dupdata/tmp-%d-' % rank) and len(p) == len('$tmp/dupdata/tmp-0-XXXXXX')]
-    if t != [{'open': (1, 0), 'write': (1, 3), 'close': (1, 0)}]: e.append('mkstemp of rank %d: %s' % (rank, t))
+    if t != [{'open': (1, 0), 'write': (1, 3), 'close': (1, 0), 'fopen': (1, 0), 'fclose': (1, 0)}]:
+        e.append('mkstemp of rank %d: %s' % (rank, t))
 print('; '.join(e))" 2>&1)
-[ $rc -eq 0 ] && [ -z "$out" ] && ok "I/O through dup, dup2, dup3, fcntl, openat, creat, mkstemp: exact per file" ||
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "I/O through dup, dup2, dup3, fcntl, openat, creat, mkstemp, freopen: exact per file" ||
     fail "dup: exit $rc: $out"
 
 # hpml reads a gzip file through a dup'd descriptor (zlib's gzdopen): each rank reads the

@@ -11,7 +11,8 @@
  *                         F_DUPFD_CLOEXEC and openat (relative to DIR's descriptor), some
  *                         after the original was closed, and makes DIR/creat-<rank>.dat
  *                         with creat (7 B), whose second descriptor dup2 replaces, and
- *                         DIR/tmp-<rank>-XXXXXX with mkstemp (3 B)
+ *                         DIR/tmp-<rank>-XXXXXX with mkstemp (3 B), which a stream
+ *                         fopens and freopens as DIR/creat-<rank>.dat (5 B)
  *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
  *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(102) after each), step s a region
  *                         "step" (MPI_Pcontrol(100, "step") ... MPI_Pcontrol(101)) of s + 1
@@ -112,11 +113,14 @@ static int io(int rank, const char *dir)
 /* Per rank, DIR/dup-<rank>.dat: 4 opens (one by openat), 6 duplicates, 10 closes; 2 writes
  * of 1,500 B; 5 reads of 380 B and 1 pread of 300 B. DIR/creat-<rank>.dat: 2 opens (one by
  * creat), 1 write of 7 B, 2 closes (one by dup2). DIR: 1 open, 1 close. A file made by
- * mkstemp from DIR/tmp-<rank>-XXXXXX: 1 open, 1 write of 3 B, 1 close. */
+ * mkstemp from DIR/tmp-<rank>-XXXXXX: 1 open, 1 write of 3 B, 1 close; then fopen'd and
+ * freopen'd as DIR/creat-<rank>.dat: 1 fopen and 1 fclose each, and 1 fwrite of 5 B into
+ * the latter. */
 static int dups(int rank, const char *dir)
 {
     char path[4096], cpath[4096], buf[1000] = {0};
     int fd, fd2, fd3, dfd, a, b, bad = 0;
+    FILE *f;
 
     snprintf(path, sizeof(path), "%s/dup-%d.dat", dir, rank);
     snprintf(cpath, sizeof(cpath), "%s/creat-%d.dat", dir, rank);
@@ -145,6 +149,9 @@ static int dups(int rank, const char *dir)
     if ((fd = mkstemp(path)) < 0)
         return 1;
     bad |= write(fd, buf, 3) != 3 || close(fd) != 0;
+    if ((f = fopen(path, "w")) == NULL || (f = freopen(cpath, "w", f)) == NULL)
+        return 1;
+    bad |= fwrite(buf, 1, 5, f) != 5 || fclose(f) != 0;
     return bad;
 }
 
