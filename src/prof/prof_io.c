@@ -7,9 +7,9 @@
  * followed one (dup, dup2, dup3, fcntl F_DUPFD and F_DUPFD_CLOEXEC) is the same file:
  * zlib's gzdopen on a dup'd descriptor, for one, reads it through read(). Every call
  * that opens a file by name is wrapped (open, openat, creat, mkstemp, mkostemp, glibc's
- * fortified __open_2 and __openat_2, their 64-bit twins, fopen, freopen): fdopen needs no wrapper,
- * since the FILE's descriptor is followed already. The real functions come from dlsym(RTLD_NEXT),
- * resolved when the library is loaded or at their first use.
+ * fortified __open_2 and __openat_2, their 64-bit twins, fopen, freopen): fdopen needs
+ * no wrapper, since the FILE's descriptor is followed already. The real functions come
+ * from dlsym(RTLD_NEXT), resolved when the library is loaded or at their first use.
  */
 #include <dlfcn.h>
 #include <errno.h>
