@@ -564,19 +564,23 @@ fi
 
 # --- the library reaches the ranks only, not Hydra's or Open MPI's own processes --------
 # A launcher named mpiexec.hydra (or orterun) gets the library through its option for the
-# ranks' environment and none in its own; another command gets it in its environment.
+# ranks' environment and none in its own (Open MPI also -x for each profiler setting,
+# which its remote ranks would not get otherwise); another command gets it in its
+# environment.
 # (Stand-in launchers that write what they got; no rank runs, so no report.)
 mkdir -p "$tmp/fake"
 for l in mpiexec.hydra orterun other; do
     printf '#!/bin/sh\necho "env=$LD_PRELOAD args=$*" >"%s/%s.got"\n' "$tmp/fake" "$l" >"$tmp/fake/$l"
     chmod +x "$tmp/fake/$l"
-    LD_PRELOAD= "$HPML" prof -q -o "$tmp/fake/out" -- "$tmp/fake/$l" -np 2 prog >/dev/null 2>&1
+    env -u HPML_PROF_SELF -u HPML_PROF_CALLSITES -u HPML_PROF_LIVE LD_PRELOAD= \
+        "$HPML" prof -q --trace -o "$tmp/fake/out" -- "$tmp/fake/$l" -np 2 prog >/dev/null 2>&1
 done
 lib=$(sed -n 's/^env= args=-genv LD_PRELOAD \(.*libhpml-prof.so\) -np 2 prog$/\1/p' "$tmp/fake/mpiexec.hydra.got")
-if [ -z "$lib" ] || [ "$(cat "$tmp/fake/orterun.got")" != "env= args=-x LD_PRELOAD=$lib -np 2 prog" ] ||
+x="-x LD_PRELOAD=$lib -x HPML_PROF_DIR -x HPML_PROF_PERIOD -x HPML_PROF_TRACE -x HPML_PROF_TRACE_MAX"
+if [ -z "$lib" ] || [ "$(cat "$tmp/fake/orterun.got")" != "env= args=$x -np 2 prog" ] ||
     [ "$(cat "$tmp/fake/other.got")" != "env=$lib args=-np 2 prog" ]; then
     fail "launcher's preload: $(cat "$tmp"/fake/*.got)"
-else ok "LD_PRELOAD: -genv for Hydra, -x for Open MPI, the environment for other launchers"
+else ok "LD_PRELOAD: -genv for Hydra, -x for Open MPI (and its settings), the environment for other launchers"
 fi
 
 # --- usage and file errors ---------------------------------------------------------------------

@@ -553,13 +553,22 @@ static int launcher_kind(const char *prog)
     return 0;
 }
 
+/* The profiler's settings, passed on by name to Open MPI's ranks when set: its launcher
+ * gives remote ranks only the variables named with -x. */
+static const char *const prof_vars[] = {
+    "HPML_PROF_DIR",       "HPML_PROF_PERIOD",       "HPML_PROF_TRACE",
+    "HPML_PROF_TRACE_MAX", "HPML_PROF_TRACE_WINDOW", "HPML_PROF_TRACE_STEPS",
+    "HPML_PROF_SELF",      "HPML_PROF_CALLSITES",    "HPML_PROF_LIVE"};
+#define NPROF_VARS (sizeof(prof_vars) / sizeof(prof_vars[0]))
+
 /* The launcher command to run: cmd itself, or, for a launcher whose option gives the
  * ranks an environment variable (-genv NAME VALUE for Hydra, -x NAME=VALUE for Open
- * MPI), cmd with that option for LD_PRELOAD=pl after its name (*rank_only set). Then
- * the launcher's own processes (Hydra's mpiexec and proxies, Open MPI's mpirun) do not
- * load the library and with it the MPI library's dependencies (UCX, hwloc): about 5 ms
- * per process under MPICH. NULL when out of memory. */
-static char **launch_argv(char **cmd, const char *pl, int *rank_only, char **xopt)
+ * MPI), cmd with that option for LD_PRELOAD=pl after its name (*rank_only set); for Open
+ * MPI also -x NAME for each profiler setting set in env (Hydra passes the whole
+ * environment on). Then the launcher's own processes (Hydra's mpiexec and proxies, Open
+ * MPI's mpirun) do not load the library and with it the MPI library's dependencies (UCX,
+ * hwloc): about 5 ms per process under MPICH. NULL when out of memory. */
+static char **launch_argv(char **cmd, const char *pl, char **env, int *rank_only, char **xopt)
 {
     int kind = launcher_kind(cmd[0]), n = 0, k = 0;
     char **v;
@@ -568,7 +577,7 @@ static char **launch_argv(char **cmd, const char *pl, int *rank_only, char **xop
     *xopt = NULL;
     while (cmd[n] != NULL)
         n++;
-    if ((v = calloc((size_t)n + 4, sizeof(*v))) == NULL)
+    if ((v = calloc((size_t)n + 4 + 2 * NPROF_VARS, sizeof(*v))) == NULL)
         return NULL;
     v[k++] = cmd[0];
     if (kind == 'h') {
@@ -583,6 +592,11 @@ static char **launch_argv(char **cmd, const char *pl, int *rank_only, char **xop
         sprintf(*xopt, "LD_PRELOAD=%s", pl);
         v[k++] = "-x";
         v[k++] = *xopt;
+        for (size_t i = 0; i < NPROF_VARS; i++)
+            if (env_get(env, prof_vars[i]) != NULL) {
+                v[k++] = "-x";
+                v[k++] = (char *)prof_vars[i];
+            }
     }
     *rank_only = kind != 0;
     for (int i = 1; i < n; i++)
@@ -659,13 +673,7 @@ int cmd_prof(int argc, char **argv)
         goto out;
     }
     sprintf(pl, "%s%s%s", lib, preload && *preload ? ":" : "", preload ? preload : "");
-    if ((launch = launch_argv(argv + dd + 1, pl, &rank_only, &xopt)) == NULL) {
-        status = CLI_EXIT_FAIL;
-        goto out;
-    }
-    rc = rank_only ? 0 : env_set(env, "LD_PRELOAD", pl);
-    if (rc != 0 || env_set(env, "HPML_PROF_DIR", dir) != 0 ||
-        env_set(env, "HPML_PROF_PERIOD", period) != 0) {
+    if (env_set(env, "HPML_PROF_DIR", dir) != 0 || env_set(env, "HPML_PROF_PERIOD", period) != 0) {
         status = CLI_EXIT_FAIL;
         goto out;
     }
@@ -682,6 +690,11 @@ int cmd_prof(int argc, char **argv)
     } else if (o.trace_max > 0 || o.window != NULL || o.steps != NULL) {
         status = cli_usage_error("prof", "--trace-max, --trace-window and --trace-steps need "
                                          "--trace");
+        goto out;
+    }
+    if ((launch = launch_argv(argv + dd + 1, pl, env, &rank_only, &xopt)) == NULL ||
+        (!rank_only && env_set(env, "LD_PRELOAD", pl) != 0)) {
+        status = CLI_EXIT_FAIL;
         goto out;
     }
     status = run_child(launch, env);
