@@ -107,9 +107,10 @@ def verdict(ci, bound):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mpi", default="openmpi,mpich")
-    ap.add_argument("--budget", type=float, default=570, help="seconds (default 570)")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--mpi", default="openmpi,mpich", help="openmpi, mpich or both (default)")
+    ap.add_argument("--budget", type=float, default=570,
+                    help="seconds of blocks, the scaling before them not counted (default 570)")
     ap.add_argument("--blocks", type=int, default=1000, help="at most N blocks per workload")
     ap.add_argument("--run", type=float, default=0.45,
                     help="seconds of a plain run, sizes scaled to it (default 0.45)")
