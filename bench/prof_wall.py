@@ -22,7 +22,7 @@ launcher and the ranks, from wait4), which depends less on the host's speed stat
 the profiler's own time (HPML_PROF_SELF=1, set in every profiled run; the largest rank,
 as % of the paired plain wall time): the mechanism, next to the wall time, the target.
 
-Runs are short (--run, 0.45 s: the iterations are scaled to it first, from plain runs
+Runs are short (--run, 0.42 s: the iterations are scaled to it first, from plain runs
 at two sizes; Open MPI's launcher takes 0.35 s of it), so that >= 100 pairs of each of
 the 8 configurations (2 MPIs x 2 commands x 2 modes) fit ten minutes (--budget counts
 the blocks, not that scaling). Fixed costs weigh more in a short run than in a long
@@ -112,8 +112,8 @@ def main():
     ap.add_argument("--budget", type=float, default=570,
                     help="seconds of blocks, the scaling before them not counted (default 570)")
     ap.add_argument("--blocks", type=int, default=1000, help="at most N blocks per workload")
-    ap.add_argument("--run", type=float, default=0.45,
-                    help="seconds of a plain run, sizes scaled to it (default 0.45)")
+    ap.add_argument("--run", type=float, default=0.42,
+                    help="seconds of a plain run, sizes scaled to it (default 0.42)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 blocks: a check")
     a = ap.parse_args()
     mpis = a.mpi.split(",")
