@@ -126,8 +126,8 @@ static inline int followed(int fd)
     return fd_file[fd] - 1;
 }
 
-/* fd was opened at t0 by name: path, relative to the directory of dirfd unless it is
- * absolute or dirfd is AT_FDCWD (then named by the directory's /proc/self/fd link). */
+/* fd was opened at t0 by name: path, or, for a relative path opened in a directory
+ * descriptor dirfd (not AT_FDCWD), path joined to that directory's /proc/self/fd link. */
 static void follow(int fd, int dirfd, const char *path, int op, uint64_t t0)
 {
     char full[8192];
