@@ -2,14 +2,14 @@
 """The wall-time overhead of libhpml-prof.so on `hpml train` and `hpml kmeans` (targets:
 statistics mode <= +1%, trace mode <= +5%), by many short runs in paired blocks.
 
-    chrt -f 1 bench/prof_wall.py [--mpi openmpi,mpich] [--budget SECONDS] [--blocks N]
-                                 [--run SECONDS] [--quick]
+    chrt -f 1 bench/prof_wall.py [--mpi openmpi,mpich] [--modes stats,trace]
+                                 [--budget SECONDS] [--blocks N] [--run SECONDS] [--quick]
 
 Each workload (MPI x command, 2 ranks bound one per core) runs in blocks of six in the
 order plain, stats, trace, trace, stats, plain (every other block stats and trace
-swap): each profiled mode gets two pairs per block, one with plain first and one with
-plain last (ABBA), so that a linear drift of the machine's speed and the place in the
-pair cancel. Blocks go round-robin over the workloads (the drift is shared alike) until
+swap; with --modes stats alone: plain, stats, stats, plain): each profiled mode gets two
+pairs per block, one with plain first and one with plain last (ABBA), so that a linear
+drift of the machine's speed and the place in the pair cancel. Blocks go round-robin over the workloads (the drift is shared alike) until
 --blocks per workload or until the next round would end after --budget seconds.
 
 Per workload and mode it prints the median of the pairs' ratios (mode / plain - 1, %)
@@ -114,9 +114,14 @@ def main():
     ap.add_argument("--blocks", type=int, default=1000, help="at most N blocks per workload")
     ap.add_argument("--run", type=float, default=0.42,
                     help="seconds of a plain run, sizes scaled to it (default 0.42)")
+    ap.add_argument("--modes", default="stats,trace",
+                    help="profiler modes to pair with plain runs: stats, trace or both (default)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 blocks: a check")
     a = ap.parse_args()
     mpis = a.mpi.split(",")
+    modes = a.modes.split(",")
+    if not modes or any(m not in TARGET for m in modes) or len(set(modes)) != len(modes):
+        sys.exit(f"prof_wall.py: --modes takes stats and/or trace (got '{a.modes}')")
     for m in mpis:
         if m not in LAUNCH:
             sys.exit(f"prof_wall.py: --mpi takes openmpi and/or mpich (got '{m}')")
@@ -196,9 +201,8 @@ def main():
             if b and time.perf_counter() - t_start + last_round > a.budget:
                 break
             t_round = time.perf_counter()
-            order = ["plain", "stats", "trace", "trace", "stats", "plain"]
-            if b % 2:
-                order = ["plain", "trace", "stats", "stats", "trace", "plain"]
+            ms = modes if b % 2 == 0 else modes[::-1]
+            order = ["plain"] + ms + ms[::-1] + ["plain"]
             for m, c in work:
                 blk = []
                 for mode in order:
@@ -236,13 +240,13 @@ def main():
           f"{'wall %':>7} {'ms':>6} {'95% CI':>16} {'target':>6}  {'verdict':<13} {'blocks %':>8} "
           f"{'95% CI':>16} {'CPU %':>6} {'95% CI':>16} {'own % med':>9} {'max':>6}")
     for (m, c), blocks in res.items():
-        for mode in ("stats", "trace"):
+        for mode in modes:
             d, dms, dcpu, dblk, own, pl, pm = [], [], [], [], [], [], []
             for blk in blocks:
                 plains = [x for x in blk if x[0] == "plain"]
-                modes = [x for x in blk if x[0] == mode]
+                runs = [x for x in blk if x[0] == mode]
                 # pairs: the first plain with the first mode run, the second with the second
-                for p, q in zip(plains, modes):
+                for p, q in zip(plains, runs):
                     d.append(100 * (q[1] / p[1] - 1))
                     dms.append(1000 * (q[1] - p[1]))
                     dcpu.append(100 * (q[2] / p[2] - 1))
@@ -250,7 +254,7 @@ def main():
                     pm.append(q[1])
                     if q[3] is not None:
                         own.append(100 * q[3] / p[1])
-                dblk.append(100 * (sum(x[1] for x in modes) / sum(x[1] for x in plains) - 1))
+                dblk.append(100 * (sum(x[1] for x in runs) / sum(x[1] for x in plains) - 1))
             ci, cis = fmt_ci(d)
             _, bcis = fmt_ci(dblk)
             _, ccis = fmt_ci(dcpu)
