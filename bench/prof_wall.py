@@ -6,11 +6,12 @@ statistics mode <= +1%, trace mode <= +5%), by many short runs in paired blocks.
                                  [--budget SECONDS] [--blocks N] [--run SECONDS] [--quick]
 
 Each workload (MPI x command, 2 ranks bound one per core) runs in blocks of six in the
-order plain, stats, trace, trace, stats, plain (every other block stats and trace
-swap; with --modes stats alone: plain, stats, stats, plain): each profiled mode gets two
+order plain, stats, trace, trace, stats, plain (every other block stats and trace swap;
+with --modes stats alone: plain, stats, stats, plain): each profiled mode gets two
 pairs per block, one with plain first and one with plain last (ABBA), so that a linear
-drift of the machine's speed and the place in the pair cancel. Blocks go round-robin over the workloads (the drift is shared alike) until
---blocks per workload or until the next round would end after --budget seconds.
+drift of the machine's speed and the place in the pair cancel. Blocks go round-robin
+over the workloads (the drift is shared alike) until --blocks per workload or until the
+next round would end after --budget seconds.
 
 Per workload and mode it prints the median of the pairs' ratios (mode / plain - 1, %)
 with a distribution-free 95% interval of that median (order statistics of the sign
