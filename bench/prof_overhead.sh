@@ -60,8 +60,8 @@ hpml=$b/bin/hpml
 lib=$b/lib/libhpml-prof.so
 [ -x "$hpml" ] && [ -f "$lib" ] || { echo "prof_overhead.sh: build first: make MPI=$mpi" >&2; exit 2; }
 case $mpi in
-openmpi) run=(mpirun.openmpi --allow-run-as-root --bind-to core -np 2) ;;
-mpich) run=(mpirun.mpich -bind-to core -np 2) ;;
+openmpi) run=(mpirun.openmpi --allow-run-as-root --bind-to core -np 2) pre=(-x "LD_PRELOAD=$lib") ;;
+mpich) run=(mpirun.mpich -bind-to core -np 2) pre=(-genv LD_PRELOAD "$lib") ;;
 esac
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
@@ -78,12 +78,13 @@ import numpy as np
 np.save('$tmp/x.npy', np.random.default_rng(1).random(($rows, 32), dtype=np.float32))"
 fi
 
-# mode_env MODE: the environment of one mode (plain, stats, trace).
+# mode_env MODE: the environment of one mode (plain, stats, trace); the library goes to the
+# ranks by the launcher's option ($pre), as `hpml prof` gives it.
 mode_env() {
     case $1 in
     plain) echo ;;
-    stats) echo "LD_PRELOAD=$lib HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5$self" ;;
-    trace) echo "LD_PRELOAD=$lib HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5 HPML_PROF_TRACE=1$self" ;;
+    stats) echo "HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5$self" ;;
+    trace) echo "HPML_PROF_DIR=$tmp/p HPML_PROF_PERIOD=5 HPML_PROF_TRACE=1$self" ;;
     esac
 }
 # self_s: the profiler's own time in the last run (HPML_PROF_SELF=1: the last 'p' line of
@@ -101,12 +102,13 @@ self_s() {
 # wall MODE CMD...: seconds of CMD's run in MODE, its output in $tmp/out; a run that fails
 # says so on stderr, prints nothing and returns 1 (its round's pair is left out).
 wall() {
-    local m=$1 t0 t1
+    local m=$1 t0 t1 l
     shift
     rm -rf "$tmp/p"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046 # the mode's assignments are words
-    env $(mode_env "$m") "${run[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
+    if [ "$m" = plain ]; then l=("${run[@]}"); else l=("${run[0]}" "${pre[@]}" "${run[@]:1}"); fi
+    env $(mode_env "$m") "${l[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
         echo "prof_overhead.sh: failed ($m): $*" >&2; tail -5 "$tmp/err" >&2; return 1; }
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }'

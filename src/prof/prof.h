@@ -72,9 +72,10 @@ enum {
         PROF_NCALLS
 };
 
-/* POSIX and stdio calls counted per file. */
+/* POSIX and stdio calls counted per file (dup: dup, dup2, dup3, fcntl F_DUPFD*). */
 #define PROF_IO_CALLS(X)                                                                           \
     X(open)                                                                                        \
+    X(dup)                                                                                         \
     X(read)                                                                                        \
     X(write)                                                                                       \
     X(pread)                                                                                       \

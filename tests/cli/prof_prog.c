@@ -6,6 +6,13 @@
  *   prof_prog exit        a barrier, then rank 1 calls exit(4) without MPI_Finalize
  *   prof_prog spin        ranks 0 and 1 ping-pong 8 bytes every millisecond until killed
  *   prof_prog io DIR      each rank writes and reads DIR/io-<rank>.dat with known sizes
+ *   prof_prog dup DIR     each rank writes DIR/dup-<rank>.dat (1,500 B) and reads it (680 B)
+ *                         through descriptors made by dup, dup2, dup3, fcntl F_DUPFD and
+ *                         F_DUPFD_CLOEXEC and openat (relative to DIR's descriptor), some
+ *                         after the original was closed, and makes DIR/creat-<rank>.dat
+ *                         with creat (7 B), whose second descriptor dup2 replaces, and
+ *                         DIR/tmp-<rank>-XXXXXX with mkstemp (3 B), which a stream
+ *                         fopens and freopens as DIR/creat-<rank>.dat (5 B)
  *   prof_prog pcontrol    5 sends from rank 0 to 1 with MPI_Pcontrol(0), then 3 with 1
  *   prof_prog steps       steps 0, 1, 2 (MPI_Pcontrol(102) after each), step s a region
  *                         "step" (MPI_Pcontrol(100, "step") ... MPI_Pcontrol(101)) of s + 1
@@ -20,7 +27,7 @@
  *                         sends 48 B (tag 2, MPI_Isend + MPI_Wait) to rank 0's MPI_Irecv,
  *                         completed by MPI_Wait with a status
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* dup3 */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -103,6 +110,51 @@ static int io(int rank, const char *dir)
     return 0;
 }
 
+/* Per rank, DIR/dup-<rank>.dat: 4 opens (one by openat), 6 duplicates, 10 closes; 2 writes
+ * of 1,500 B; 5 reads of 380 B and 1 pread of 300 B. DIR/creat-<rank>.dat: 2 opens (one by
+ * creat), 1 write of 7 B, 2 closes (one by dup2). DIR: 1 open, 1 close. A file made by
+ * mkstemp from DIR/tmp-<rank>-XXXXXX: 1 open, 1 write of 3 B, 1 close; then fopen'd and
+ * freopen'd as DIR/creat-<rank>.dat: 1 fopen and 1 fclose each, and 1 fwrite of 5 B into
+ * the latter. */
+static int dups(int rank, const char *dir)
+{
+    char path[4096], cpath[4096], buf[1000] = {0};
+    int fd, fd2, fd3, dfd, a, b, bad = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/dup-%d.dat", dir, rank);
+    snprintf(cpath, sizeof(cpath), "%s/creat-%d.dat", dir, rank);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 || (fd2 = dup(fd)) < 0)
+        return 1;
+    bad |= write(fd2, buf, 1000) != 1000 || close(fd) != 0; /* the duplicate outlives fd */
+    bad |= write(fd2, buf, 500) != 500 || close(fd2) != 0;
+    if ((fd = open(path, O_RDONLY)) < 0 || (fd2 = fcntl(fd, F_DUPFD, 100)) < 100 ||
+        (fd3 = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 || dup3(fd, 200, O_CLOEXEC) != 200 ||
+        dup2(fd, 201) != 201)
+        return 1;
+    bad |= close(fd) != 0 || read(fd2, buf, 100) != 100 || read(fd3, buf, 200) != 200;
+    bad |= pread(200, buf, 300, 0) != 300 || read(201, buf, 50) != 50;
+    bad |= close(fd2) != 0 || close(fd3) != 0 || close(200) != 0 || close(201) != 0;
+    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) < 0 ||
+        (fd = openat(dfd, strrchr(path, '/') + 1, O_RDONLY)) < 0)
+        return 1;
+    bad |= read(fd, buf, 10) != 10 || close(fd) != 0 || close(dfd) != 0;
+    if ((fd = creat(cpath, 0644)) < 0)
+        return 1;
+    bad |= write(fd, buf, 7) != 7 || close(fd) != 0;
+    if ((a = open(path, O_RDONLY)) < 0 || (b = open(cpath, O_RDONLY)) < 0 || dup2(a, b) != b)
+        return 1;
+    bad |= read(b, buf, 20) != 20 || close(a) != 0 || close(b) != 0;
+    snprintf(path, sizeof(path), "%s/tmp-%d-XXXXXX", dir, rank);
+    if ((fd = mkstemp(path)) < 0)
+        return 1;
+    bad |= write(fd, buf, 3) != 3 || close(fd) != 0;
+    if ((f = fopen(path, "w")) == NULL || (f = freopen(cpath, "w", f)) == NULL)
+        return 1;
+    bad |= fwrite(buf, 1, 5, f) != 5 || fclose(f) != 0;
+    return bad;
+}
+
 /* MPI_STATUSES_IGNORE on purpose (the profiler must give such calls statuses of its own);
  * with MPICH's headers GCC takes the constant for an array of size 0. */
 #pragma GCC diagnostic push
@@ -183,6 +235,8 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(mode, "io") == 0 && argc > 2) {
         rc = io(rank, argv[2]);
+    } else if (strcmp(mode, "dup") == 0 && argc > 2) {
+        rc = dups(rank, argv[2]);
     } else if (strcmp(mode, "pcontrol") == 0) {
         MPI_Pcontrol(0);
         ping(rank, 5);
@@ -200,8 +254,8 @@ int main(int argc, char **argv)
         rc = irecv(rank);
     } else {
         if (rank == 0)
-            fprintf(stderr, "usage: prof_prog inplace N | abort | exit | spin | io DIR | pcontrol "
-                            "| steps | irecv\n");
+            fprintf(stderr, "usage: prof_prog inplace N | abort | exit | spin | io DIR | dup DIR "
+                            "| pcontrol | steps | irecv\n");
         rc = 2;
     }
     MPI_Finalize();

@@ -1,8 +1,8 @@
 /*
  * `hpml prof`: run a program under libhpml-prof.so and report, or report on a folder a
  * run left (`hpml prof merge DIR`). Runs as one process, not under mpirun: it starts the
- * launcher itself, with the environment it was started with plus LD_PRELOAD and the
- * profiler's settings (docs/prof.md).
+ * launcher itself, with the environment it was started with plus the profiler's settings,
+ * and the library preloaded into the ranks (launch_argv; docs/prof.md).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -521,6 +521,89 @@ static int run_child(char **argv, char **env)
     return WEXITSTATUS(status);
 }
 
+/* The launcher prog names, resolved through PATH and symbolic links: 'h' for MPICH's
+ * Hydra (mpiexec.hydra, which mpirun.mpich links to), 'o' for Open MPI's (orterun,
+ * prterun), 0 for anything else. */
+static int launcher_kind(const char *prog)
+{
+    char path[PATH_MAX], real[PATH_MAX];
+    const char *base, *p = getenv("PATH");
+
+    if (strchr(prog, '/') != NULL) {
+        snprintf(path, sizeof(path), "%s", prog);
+    } else {
+        path[0] = '\0';
+        while (p != NULL && *p) {
+            size_t n = strcspn(p, ":");
+
+            snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, prog);
+            if (n > 0 && access(path, X_OK) == 0)
+                break;
+            path[0] = '\0';
+            p += n + (p[n] == ':');
+        }
+    }
+    if (path[0] == '\0' || realpath(path, real) == NULL)
+        return 0;
+    base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+    if (strcmp(base, "mpiexec.hydra") == 0)
+        return 'h';
+    if (strcmp(base, "orterun") == 0 || strcmp(base, "prterun") == 0)
+        return 'o';
+    return 0;
+}
+
+/* The profiler's settings, passed on by name to Open MPI's ranks when set: its launcher
+ * gives remote ranks only the variables named with -x. */
+static const char *const prof_vars[] = {
+    "HPML_PROF_DIR",       "HPML_PROF_PERIOD",       "HPML_PROF_TRACE",
+    "HPML_PROF_TRACE_MAX", "HPML_PROF_TRACE_WINDOW", "HPML_PROF_TRACE_STEPS",
+    "HPML_PROF_SELF",      "HPML_PROF_CALLSITES",    "HPML_PROF_LIVE"};
+#define NPROF_VARS (sizeof(prof_vars) / sizeof(prof_vars[0]))
+
+/* The launcher command to run: cmd itself, or, for a launcher whose option gives the
+ * ranks an environment variable (-genv NAME VALUE for Hydra, -x NAME=VALUE for Open
+ * MPI), cmd with that option for LD_PRELOAD=pl after its name (*rank_only set); for Open
+ * MPI also -x NAME for each profiler setting set in env (Hydra passes the whole
+ * environment on). Then the launcher's own processes (Hydra's mpiexec and proxies, Open
+ * MPI's mpirun) do not load the library and with it the MPI library's dependencies (UCX,
+ * hwloc): about 5 ms per process under MPICH. NULL when out of memory. */
+static char **launch_argv(char **cmd, const char *pl, char **env, int *rank_only, char **xopt)
+{
+    int kind = launcher_kind(cmd[0]), n = 0, k = 0;
+    char **v;
+
+    *rank_only = 0;
+    *xopt = NULL;
+    while (cmd[n] != NULL)
+        n++;
+    if ((v = calloc((size_t)n + 4 + 2 * NPROF_VARS, sizeof(*v))) == NULL)
+        return NULL;
+    v[k++] = cmd[0];
+    if (kind == 'h') {
+        v[k++] = "-genv";
+        v[k++] = "LD_PRELOAD";
+        v[k++] = (char *)pl;
+    } else if (kind == 'o') {
+        if ((*xopt = malloc(strlen(pl) + sizeof("LD_PRELOAD="))) == NULL) {
+            free(v);
+            return NULL;
+        }
+        sprintf(*xopt, "LD_PRELOAD=%s", pl);
+        v[k++] = "-x";
+        v[k++] = *xopt;
+        for (size_t i = 0; i < NPROF_VARS; i++)
+            if (env_get(env, prof_vars[i]) != NULL) {
+                v[k++] = "-x";
+                v[k++] = (char *)prof_vars[i];
+            }
+    }
+    *rank_only = kind != 0;
+    for (int i = 1; i < n; i++)
+        v[k++] = cmd[i];
+    return v;
+}
+
 static int cmd_prof_merge(int argc, char **argv)
 {
     opts_t o = {.top = 20};
@@ -540,8 +623,9 @@ int cmd_prof(int argc, char **argv)
     const opt_set_t set = {run_options, &o};
     size_t envlen = 0;
     char given[PATH_MAX], lib[PATH_MAX], dir[PATH_MAX], period[32], *envbuf = NULL, **env = NULL;
+    char *pl = NULL, *xopt = NULL, **launch = NULL;
     const char *preload;
-    int dd, operand, rc, status;
+    int dd, operand, rc, status, rank_only = 0;
     struct stat st;
 
     if (argc >= 2 && strcmp(argv[1], "merge") == 0)
@@ -584,19 +668,12 @@ int cmd_prof(int argc, char **argv)
     }
     snprintf(period, sizeof(period), "%g", o.period);
     preload = env_get(env, "LD_PRELOAD");
-    {
-        char *pl = malloc(strlen(lib) + (preload ? strlen(preload) : 0) + 2);
-
-        if (pl == NULL) {
-            status = CLI_EXIT_FAIL;
-            goto out;
-        }
-        sprintf(pl, "%s%s%s", lib, preload && *preload ? ":" : "", preload ? preload : "");
-        rc = env_set(env, "LD_PRELOAD", pl);
-        free(pl);
+    if ((pl = malloc(strlen(lib) + (preload ? strlen(preload) : 0) + 2)) == NULL) {
+        status = CLI_EXIT_FAIL;
+        goto out;
     }
-    if (rc != 0 || env_set(env, "HPML_PROF_DIR", dir) != 0 ||
-        env_set(env, "HPML_PROF_PERIOD", period) != 0) {
+    sprintf(pl, "%s%s%s", lib, preload && *preload ? ":" : "", preload ? preload : "");
+    if (env_set(env, "HPML_PROF_DIR", dir) != 0 || env_set(env, "HPML_PROF_PERIOD", period) != 0) {
         status = CLI_EXIT_FAIL;
         goto out;
     }
@@ -615,7 +692,12 @@ int cmd_prof(int argc, char **argv)
                                          "--trace");
         goto out;
     }
-    status = run_child(argv + dd + 1, env);
+    if ((launch = launch_argv(argv + dd + 1, pl, env, &rank_only, &xopt)) == NULL ||
+        (!rank_only && env_set(env, "LD_PRELOAD", pl) != 0)) {
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    status = run_child(launch, env);
     if (status < 0) {
         status = CLI_EXIT_FAIL;
         goto out;
@@ -624,6 +706,9 @@ int cmd_prof(int argc, char **argv)
     if (rc == CLI_EXIT_FAIL && status == 0)
         status = CLI_EXIT_FAIL;
 out:
+    free(launch);
+    free(xopt);
+    free(pl);
     /* The strings env_set made are the ones outside the environment's buffer. */
     for (size_t i = 0; env != NULL && env[i] != NULL; i++)
         if (env[i] < envbuf || env[i] >= envbuf + envlen)
