@@ -551,9 +551,11 @@ int hpml_io_read_block(const char *path, hpml_format_t fmt, hpml_dtype_t want, i
 
 /* ---- writing via a temporary file ---------------------------------------------- */
 
-/* When this process started (the library's load): a temporary older than that was left
- * by an earlier run. */
+/* When this process started (the library's load): a temporary older than that, by more
+ * than STALE_MARGIN seconds, was left by an earlier run. The margin keeps the rule clear of
+ * one-second file times and of clocks a little apart on hosts sharing a folder. */
 static time_t process_start;
+#define STALE_MARGIN 60
 
 __attribute__((constructor)) static void note_start(void)
 {
@@ -581,7 +583,8 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
-/* Is name "<base>.tmp.<pid>.XXXXXX" of a process that is gone and older than this run?
+/* Is name "<base>.tmp.<pid>.XXXXXX" of a process that is gone, and over STALE_MARGIN
+ * seconds older than this run?
  * A writer killed between writing and renaming leaves one; a live writer (this host) or a
  * fresh one (another host sharing the folder) is left alone. */
 static int stale_temp(const char *dir, const char *base, const char *name)
@@ -600,7 +603,7 @@ static int stale_temp(const char *dir, const char *base, const char *name)
     if (pid == (unsigned long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
         return 0;
     return (size_t)snprintf(full, sizeof(full), "%s/%s", dir, name) < sizeof(full) &&
-           lstat(full, &st) == 0 && st.st_mtime < process_start;
+           lstat(full, &st) == 0 && st.st_mtime < process_start - STALE_MARGIN;
 }
 
 /* Remove the stale temporaries of path's earlier writers (stale_temp). */

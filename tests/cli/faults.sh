@@ -123,7 +123,8 @@ expect 2 "hpml pca: --out OUT names a folder" 1 pca --data X.npy -k 2 --out OUT
 [ -z "$(ls -A OUT)" ] && [ ! -e x.txt ] && [ ! -e p.txt ] || fail "wrote $(ls -A OUT) x.txt p.txt"
 
 ## Temporaries of a run killed before its rename are removed by the next write of the
-## same path (their process gone, older than the run); a live writer's are left alone.
+## same path (their process gone, over a minute older than the run); a live writer's, and
+## one a few seconds old (file times have one-second steps), are left alone.
 (exit 0) &
 gone=$!
 wait
@@ -132,6 +133,7 @@ touch "k.centroids.npy.tmp.$gone.AbCdEf/out.npy" "k.labels.npy.tmp.$gone.XyZ123"
     "k.labels.npy.tmp.$$.LiVe12" "k.labels.npy.tmp.$gone.FrEsH1"
 touch -d '1 hour ago' "k.centroids.npy.tmp.$gone.AbCdEf" "k.labels.npy.tmp.$gone.XyZ123" \
     "k.labels.npy.tmp.$$.LiVe12"
+touch -d '5 seconds ago' "k.labels.npy.tmp.$gone.FrEsH1"
 "$HPML" kmeans --data X.npy -k 2 --out k >/dev/null 2>&1 || fail "kmeans --out k failed"
 [ -e "k.centroids.npy.tmp.$gone.AbCdEf" ] && fail "a stale temporary folder was kept"
 [ -e "k.labels.npy.tmp.$gone.XyZ123" ] && fail "a stale temporary file was kept"
