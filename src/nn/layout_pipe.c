@@ -754,7 +754,7 @@ static int write_trace(pipe_t *p)
     if (err == 0 && (err = hpml_io_file_open(p->cfg->trace, &w, &f)) != 0)
         w = NULL, f = NULL;
     if (f)
-        fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [");
+        fprintf(f, "{\"traceEvents\": [");
     for (int q = 0; q < P; q++) {
         int64_t cnt = p->nev;
         const double *e = p->ev;

@@ -153,6 +153,18 @@ static void live_prefill(int lfd)
     hpml__prof_in_io--;
 }
 
+/* Empty the file lfd (an earlier run's left behind). A new file is left alone: ext4 marks
+ * a file truncated to size 0 for a flush of its dirty pages when it is closed, which made
+ * the rank's exit wait for their write-back (see live_end). */
+static int live_empty(int lfd)
+{
+    struct stat st;
+
+    if (fstat(lfd, &st) != 0)
+        return -1;
+    return st.st_size == 0 ? 0 : ftruncate(lfd, 0);
+}
+
 /* Map DIR/rank-<r>.live (unless HPML_PROF_LIVE=0); on any failure the tables stay in
  * live_static and the heap. */
 static void live_start(const char *dir)
@@ -178,7 +190,7 @@ static void live_start(const char *dir)
         live_path[0] = '\0';
         return;
     }
-    if (live_fd < 0 || ftruncate(live_fd, 0) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
+    if (live_fd < 0 || live_empty(live_fd) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
         (live_prefill(live_fd), 0) ||
         (m = mmap(LIVE_ADDR, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0)) ==
             MAP_FAILED) {
@@ -204,11 +216,25 @@ static void live_start(const char *dir)
 }
 
 /* The rank has ended through a snapshot: its file says everything, the mapping is not
- * needed (async-signal-safe). */
+ * needed (async-signal-safe). The file is removed, then its pages are dropped while it is
+ * still mapped, by punching a hole over the part in use: an unlinked ext4 file that still
+ * had dirty pages when the process exited (and had been truncated: live_empty) was freed
+ * at exit, which waited for the pages' write-back, 1-8 ms on a machine with other I/O. The mapping stays, so
+ * a thread still inside a wrapper faults in a zero page (its count is lost: the last
+ * snapshot is taken) instead of a SIGBUS. Where holes cannot be punched the pages go at
+ * exit, as before. */
 static void live_end(void)
 {
-    if (live_path[0] != '\0')
+    if (live_path[0] != '\0') {
+        uint64_t used = L != &live_static ? L->used : 0;
+        off_t len = used < (uint64_t)LIVE_PREFILL ? LIVE_PREFILL
+                    : used < LIVE_SIZE            ? (off_t)((used + 4095) & ~(uint64_t)4095)
+                                                  : (off_t)LIVE_SIZE;
+
         unlink(live_path);
+        if (live_fd >= 0)
+            (void)fallocate(live_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, len);
+    }
     live_path[0] = '\0';
 }
 
@@ -960,6 +986,9 @@ void hpml__prof_flush(const char *state, int sig)
         hpml__prof_next_flush = hpml__prof_now() + period_ns;
     else {
         ended = 1; /* final, abort, exit or signal: the last word */
+        /* Nothing is counted after it (no snapshot would report it), and nothing writes to
+         * the mapping that live_end releases. */
+        hpml__prof_on = 0;
         live_end();
     }
     __atomic_store_n(&flushing, 0, __ATOMIC_RELEASE);

@@ -85,8 +85,11 @@ fi
 # micro-batch after stage 0's has ended.
 /usr/bin/python3 - "$d/trace.json" <<'PY' || fail=1
 import json, sys
-ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+doc = json.load(open(sys.argv[1]))
+ev = [e for e in doc["traceEvents"] if e["ph"] == "X"]
 bad = 0
+if sorted(doc) != ["traceEvents"]:  # no displayTimeUnit: the spec's default, a hint only
+    print(f"FAIL: trace keys {sorted(doc)}, want traceEvents alone"); bad = 1
 by = {t: [e for e in ev if e["tid"] == t] for t in (0, 1)}
 if [len(by[0]), len(by[1])] != [72, 72]:
     print(f"FAIL: trace events per stage {[len(by[0]), len(by[1])]}, want 72 each"); bad = 1
