@@ -26,11 +26,11 @@
 # so neither always runs on the warmer or the quieter side.
 # --omb-preload adds a third program to each round, osu_allreduce with LD_PRELOAD=LIB...
 # (e.g. build/openmpi/lib/libhpml.so.0, which loads hpml's libraries: OpenBLAS, LAPACKE,
-# gfortran), and a second table, that program against osu_allreduce: what loading the
-# libraries alone does to OMB's own rows. The three run in turns, each first in every
-# third round.
+# gfortran), and two more tables: that program against osu_allreduce (what loading the
+# libraries alone does to OMB's own rows) and hpml against that program. The three run
+# in turns, each first in every third round.
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage (the
-# --omb-preload table does not count).
+# --omb-preload tables do not count).
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
 # bound to cores (BIND=none to unbind); OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1.
 set -eu
@@ -112,6 +112,9 @@ status=0
 if [ -n "$preload" ]; then
     echo "## osu_allreduce with LD_PRELOAD=$preload (pre) against osu_allreduce (omb)"
     /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names omb,pre \
+        "${mdopt[@]}" || [ $? -eq 1 ] || status=2
+    echo "## hpml bench (hpml) against osu_allreduce with LD_PRELOAD=$preload (pre)"
+    /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names pre,hpml \
         "${mdopt[@]}" || [ $? -eq 1 ] || status=2
 fi
 exit $status
