@@ -91,6 +91,24 @@ for args in "" "--omb-dir $tmp/none" "--omb-dir $tmp --rounds 0" "--omb-dir $tmp
         fail "omb_compare.sh $args: exit $rc, '$err'"
     fi
 done
+# --omb-preload names files that exist (checked before any run: a stand-in osu_allreduce).
+mkdir "$tmp/fake"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/fake/osu_allreduce"
+chmod +x "$tmp/fake/osu_allreduce"
+for args in "--omb-preload $tmp/none.so" "--omb-preload $tmp/none.so:$tmp/fake/osu_allreduce" \
+    "--omb-preload"; do
+    # shellcheck disable=SC2086
+    err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" $args 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: --omb-preload" <<<"$err"; then
+        fail "omb_compare.sh $args: exit $rc, '$err'"
+    fi
+done
+err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" --omb-preload '' 2>&1 >/dev/null)
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q "^omb_compare: --omb-preload: no library named$" <<<"$err"; then
+    fail "omb_compare.sh --omb-preload '': exit $rc, '$err'"
+fi
 # bench/omb_factors.sh shares the option parsing (bench/omb_common.sh) and its refusals.
 for args in "--bogus" "--rounds 0" "--rounds" "--mpi lam" "--np 1"; do
     # shellcheck disable=SC2086
