@@ -180,8 +180,7 @@ static int reduce_range(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
         if (out != input_of(e, 0, c, lo))
             memmove(out, input_of(e, 0, c, lo), n * e->es);
     } else {
-        rc = hpml_reduce_local3(out, input_of(e, 0, c, lo), input_of(e, 1, c, lo), n, e->dt,
-                                e->op);
+        rc = hpml_reduce_local3(out, input_of(e, 0, c, lo), input_of(e, 1, c, lo), n, e->dt, e->op);
         for (int k = 2; k < e->L && rc == 0; k++)
             rc = hpml_reduce_local(out, input_of(e, k, c, lo), n, e->dt, e->op);
     }
