@@ -313,7 +313,7 @@ int hpml_reduce_local(void *dst, const void *src, size_t n, hpml_dtype_t dt, hpm
  * multiply by a rounded 1/P). When P is a power of two, 1/P is exact and x * (1/P) rounds
  * the same real number as x / P, so the multiply gives the same bits (subnormals, zeros,
  * infinities and NaNs included) at the speed of memory, where the division is bound by
- * the divider (docs/performance.md, "torch: hpml.torch"). fp16/bf16 divide in f32 and
+ * the divider (docs/decisions/torch-exchange.md). fp16/bf16 divide in f32 and
  * round once more: f32 carries more than 2p+2 bits of either format, so the double
  * rounding gives the correctly rounded quotient. Integers use C division, truncating
  * toward zero. */
