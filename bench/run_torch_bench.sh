@@ -5,9 +5,9 @@
 # MLP (784-512-256-10) and LeNet, for: hpml.torch's DistributedOptimizer (its default
 # choice, which on 2 cores is the blocking allreduce inside backward; --nonblocking:
 # iallreduce started during backward), DDP with hpml's comm hook, and DDP over gloo; and
-# the MLP on 1 rank (hpml.torch and DDP-gloo) for the scaling efficiency, and on 2 ranks
-# with no gradient exchange (--framework none: two independent trainings at once, the
-# bound the machine sets for any synchronous 2-rank run). The runs alternate over --rounds rounds; per configuration the
+# each model on 2 ranks with no gradient exchange (--framework none: two independent
+# trainings at once, the bound the machine sets for any synchronous 2-rank run), and the
+# MLP on 1 rank (hpml.torch and DDP-gloo) for the scaling efficiency. The runs alternate over --rounds rounds; per configuration the
 # median over the rounds of the "Total img/sec" line is printed in a Markdown table with
 # the ratio to DDP-gloo at the same model and rank count, and the scaling 1 -> 2 ranks
 # (total img/s at 2 ranks / (2 x at 1 rank)). A run that has not ended after --limit seconds
@@ -43,9 +43,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 configs=()
 for m in $models; do
-    configs+=("2|$m|hpml|" "2|$m|hpml|--nonblocking" "2|$m|ddp-hpml|" "2|$m|ddp-gloo|")
+    configs+=("2|$m|hpml|" "2|$m|hpml|--nonblocking" "2|$m|ddp-hpml|" "2|$m|ddp-gloo|" "2|$m|none|")
 done
-configs+=("2|mlp|none|" "1|mlp|hpml|" "1|mlp|ddp-gloo|")
+configs+=("1|mlp|hpml|" "1|mlp|ddp-gloo|")
 # Under a real-time policy (chrt -f 1 bench/run_torch_bench.sh) the runs keep it and this
 # script moves one priority above them, so that scripts/run-limited.sh can stop a run
 # whose ranks spin on every core (a run that hangs would otherwise starve it and mpirun).
@@ -71,27 +71,43 @@ for r in $(seq "$rounds"); do
             /usr/bin/python3 -m hpml.torch.bench --model "$model" --framework "$fw" $extra \
             --batch-size 64 --num-iters "$iters" | grep '^Total img/sec') ||
             {
-                echo "$c|stopped" >>"$out/runs"
+                echo "$r|$c|stopped" >>"$out/runs"
                 echo "round $r: $c: no result within ${limit}s (stopped)" >&2
                 continue
             }
-        echo "$c|$line" >>"$out/runs"
+        echo "$r|$c|$line" >>"$out/runs"
         echo "round $r: $np rank(s) $model $fw $extra: $line" >&2
     done
 done
 touch "$out/runs"
 /usr/bin/python3 - "$out/runs" <<'PY'
 import re, statistics, sys
-runs, stopped = {}, {}
+runs, stopped, by_round = {}, {}, {}
 for line in open(sys.argv[1]):
-    np_, model, fw, extra, total = line.rstrip("\n").split("|", 4)
+    rnd, np_, model, fw, extra, total = line.rstrip("\n").split("|", 5)
     key = (int(np_), model, fw + (" " + extra if extra else ""))
     runs.setdefault(key, [])
     if total == "stopped":
         stopped[key] = stopped.get(key, 0) + 1
     else:
-        runs[key].append(float(re.search(r": ([0-9.]+) \+-", total).group(1)))
+        v = float(re.search(r": ([0-9.]+) \+-", total).group(1))
+        runs[key].append(v)
+        by_round.setdefault(int(rnd), {})[key] = v
 med = {k: statistics.median(v) for k, v in runs.items() if v}
+
+
+def ratio(key, ref, scale=1.0):
+    """Median of the ratios, with their quartiles, over the rounds that ran both."""
+    rs = sorted(r[key] / (scale * r[ref]) for r in by_round.values() if key in r and ref in r)
+    if not rs:
+        return ""
+    if len(rs) < 4:
+        return "%.2f" % statistics.median(rs)
+    q = statistics.quantiles(rs, n=4)
+    return "%.2f [%.2f-%.2f]" % (statistics.median(rs), q[0], q[2])
+
+
+print("Ratios: median over the rounds [quartiles] of the ratio within each round.")
 print("| ranks | model | framework | total img/s (median) | runs (stopped) | spread (min-max) | vs DDP-gloo | scaling 1->2 | vs none (no exchange) |")
 print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
 for key in sorted(runs, key=lambda k: (k[1], -k[0], k[2])):
@@ -100,13 +116,10 @@ for key in sorted(runs, key=lambda k: (k[1], -k[0], k[2])):
     if key not in med:
         print("| %d | %s | %s | no result | %s | | | | |" % (np_, model, fw, n))
         continue
-    v = med[key]
-    base = med.get((np_, model, "ddp-gloo"))
-    one = med.get((1, model, fw)) or med.get((1, model, "hpml"))
-    scal = "%.0f%%" % (100 * v / (2 * one)) if np_ == 2 and one else ""
-    alone = med.get((np_, model, "none"))
-    vs_alone = "%.0f%%" % (100 * v / alone) if alone and np_ == 2 else ""
+    one = (1, model, fw) if (1, model, fw) in med else (1, model, "hpml")
+    scal = ratio(key, one, 2.0) if np_ == 2 else ""
+    vs_none = ratio(key, (np_, model, "none")) if np_ == 2 else ""
     print("| %d | %s | %s | %.0f | %s | %.0f-%.0f | %s | %s | %s |"
-          % (np_, model, fw, v, n, min(runs[key]), max(runs[key]),
-             "%.2fx" % (v / base) if base else "", scal, vs_alone))
+          % (np_, model, fw, med[key], n, min(runs[key]), max(runs[key]),
+             ratio(key, (np_, model, "ddp-gloo")), scal, vs_none))
 PY

@@ -1,6 +1,7 @@
 /*
  * hpml_allreduce: argument checks, algorithm choice, chunking of counts too large for
- * one algorithm call (MPI counts are int), and AVG as SUM followed by one division.
+ * one algorithm call (MPI counts are int), and AVG as SUM followed by one division (the
+ * shared-memory algorithm divides as it reduces).
  * hpml_allreduce_apply: the shared-memory engine (hierarchical across nodes) with the
  * caller's function applied by each slice's owner.
  */
@@ -39,7 +40,7 @@ int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
                         hpml_dtype_t dtype, hpml_op_t op, hpml_comm_t *comm)
 {
     hpml__allreduce_fn fn;
-    hpml_op_t rop = op == HPML_AVG ? HPML_SUM : op;
+    hpml_op_t rop = op;
     size_t es, maxc, off, n;
     int rc = 0;
 
@@ -63,6 +64,10 @@ int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
                               "hpml_allreduce: algorithm '%s' does not "
                               "implement allreduce",
                               hpml_algo_name(algo));
+    /* The shared-memory algorithm divides each slice as its owner reduces it; the others
+     * reduce SUM and the whole output is divided once afterwards. */
+    if (op == HPML_AVG && algo != HPML_ALGO_SHM)
+        rop = HPML_SUM;
     maxc = hpml__max_chunk_elems(dtype, comm);
     hpml__prof_enter(HPML_COLL_ALLREDUCE, algo, count * es);
     for (off = 0; off < count && rc == 0; off += n) {
@@ -73,7 +78,7 @@ int hpml_allreduce_algo(hpml_algo_t algo, const void *sendbuf, void *recvbuf, si
     hpml__prof_leave();
     if (rc != 0)
         return rc;
-    if (op == HPML_AVG)
+    if (rop != op)
         rc = hpml_reduce_finish(recvbuf, count, dtype, op, comm->size);
     return rc;
 }

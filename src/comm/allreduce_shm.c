@@ -50,6 +50,7 @@ typedef struct {
     int L, lr, S;   /* local ranks, mine, slices per step */
     uint64_t step0; /* step number of chunk 0 */
     int reg;        /* this rank's input is registered (no copy in) */
+    int avg;        /* AVG on one node: each reduced range is divided by this at once */
     int nbuf;
     int own_buf; /* small path: every input, mine too, is in the pipeline buffers */
     int direct;  /* my slices are reduced straight into my output */
@@ -166,22 +167,25 @@ static void copy_in(eng_t *e, size_t c, int all)
     atomic_store_explicit(&me->arrived, g + 1, memory_order_release);
 }
 
-/* out = x_0 op x_1 op ... op x_{L-1} over elements [lo, hi) of chunk c, fixed order. */
+/* out = x_0 op x_1 op ... op x_{L-1} over elements [lo, hi) of chunk c, fixed order;
+ * for AVG (e->avg) divided at once, while the range is still in the cache. */
 static int reduce_range(eng_t *e, size_t c, size_t lo, size_t hi, char *out)
 {
     size_t n = hi - lo;
-    int rc;
+    int rc = 0;
 
     if (n == 0)
         return 0;
     if (e->L == 1) {
         if (out != input_of(e, 0, c, lo))
             memmove(out, input_of(e, 0, c, lo), n * e->es);
-        return 0;
+    } else {
+        rc = hpml_reduce_local3(out, input_of(e, 0, c, lo), input_of(e, 1, c, lo), n, e->dt, e->op);
+        for (int k = 2; k < e->L && rc == 0; k++)
+            rc = hpml_reduce_local(out, input_of(e, k, c, lo), n, e->dt, e->op);
     }
-    rc = hpml_reduce_local3(out, input_of(e, 0, c, lo), input_of(e, 1, c, lo), n, e->dt, e->op);
-    for (int k = 2; k < e->L && rc == 0; k++)
-        rc = hpml_reduce_local(out, input_of(e, k, c, lo), n, e->dt, e->op);
+    if (rc == 0 && e->avg)
+        rc = hpml_reduce_finish(out, n, e->dt, HPML_AVG, e->avg);
     return rc;
 }
 
@@ -652,7 +656,12 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     e.comm = comm;
     e.count = count;
     e.dt = dtype;
-    e.op = op;
+    /* AVG is SUM, divided: on one node by the owner of each slice as it reduces it (the
+     * result is published divided, so no rank passes over its whole output again); across
+     * nodes, where reduce_range gives the node's partial sums, once at the end. Apply's
+     * function gets AVG through ap->op. */
+    e.op = op == HPML_AVG ? HPML_SUM : op;
+    e.avg = op == HPML_AVG && !inter_node ? comm->size : 0;
     e.L = comm->local_size;
     e.lr = comm->local_rank;
     e.S = inter_node ? comm->max_local_size : e.L;
@@ -695,8 +704,12 @@ int hpml__allreduce_shm_engine(const void *sendbuf, void *recvbuf, size_t count,
     me->src_win = e.reg ? win : -1;
     me->src_off = e.reg ? (int64_t)off : 0;
     nch = (count + e.chunk - 1) / e.chunk;
-    if (inter_node)
-        return nch ? hier_run(&e, nch) : 0;
+    if (inter_node) {
+        rc = nch ? hier_run(&e, nch) : 0;
+        if (rc == 0 && op == HPML_AVG)
+            rc = hpml_reduce_finish(e.dst, count, dtype, op, comm->size);
+        return rc;
+    }
     /* Software pipeline: publish chunk c+1 before copying chunk c out. The store modes
      * are timed from the moment every rank has arrived, so that a late peer does not
      * count against them; the hierarchical algorithm, whose time is mostly the

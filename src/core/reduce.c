@@ -310,9 +310,28 @@ int hpml_reduce_local(void *dst, const void *src, size_t n, hpml_dtype_t dt, hpm
 
 /* ---- AVG finish ------------------------------------------------------------------------
  * Floats divide by P (correctly rounded, hence deterministic and never worse than a
- * multiply by a rounded 1/P). fp16/bf16 divide in f32 and round once more: f32 carries
- * more than 2p+2 bits of either format, so the double rounding gives the correctly
- * rounded quotient. Integers use C division, truncating toward zero. */
+ * multiply by a rounded 1/P). When P is a power of two, 1/P is exact and x * (1/P) rounds
+ * the same real number as x / P, so the multiply gives the same bits (subnormals, zeros,
+ * infinities and NaNs included) at the speed of memory, where the division is bound by
+ * the divider (docs/decisions/torch-exchange.md). fp16/bf16 divide in f32 and
+ * round once more: f32 carries more than 2p+2 bits of either format, so the double
+ * rounding gives the correctly rounded quotient. Integers use C division, truncating
+ * toward zero. */
+
+#define DEF_DIVF(NAME, T, W)                                                                       \
+    static void NAME(void *bv, size_t n, int p)                                                    \
+    {                                                                                              \
+        T *d = bv;                                                                                 \
+        if ((p & (p - 1)) == 0) {                                                                  \
+            const W r = (W)1 / (W)p;                                                               \
+            for (size_t i = 0; i < n; i++)                                                         \
+                d[i] = d[i] * r;                                                                   \
+        } else {                                                                                   \
+            const W q = (W)p;                                                                      \
+            for (size_t i = 0; i < n; i++)                                                         \
+                d[i] = d[i] / q;                                                                   \
+        }                                                                                          \
+    }
 
 #define DEF_DIV(NAME, T, W)                                                                        \
     static void NAME(void *bv, size_t n, W p)                                                      \
@@ -322,8 +341,8 @@ int hpml_reduce_local(void *dst, const void *src, size_t n, hpml_dtype_t dt, hpm
             d[i] = d[i] / p;                                                                       \
     }
 
-DEF_DIV(div_f32, f32_ua, float)
-DEF_DIV(div_f64, f64_ua, double)
+DEF_DIVF(div_f32, f32_ua, float)
+DEF_DIVF(div_f64, f64_ua, double)
 DEF_DIV(div_i8, i8_ua, int)
 DEF_DIV(div_u8, u8_ua, int)
 DEF_DIV(div_i32, i32_ua, int32_t)
@@ -340,7 +359,7 @@ static void div_half(void *bv, size_t n, int p, int bf16)
             hpml_bf16_to_f32_array(f, h, m);
         else
             hpml_f16_to_f32_array(f, h, m);
-        div_f32(f, m, (float)p);
+        div_f32(f, m, p);
         if (bf16)
             hpml_f32_to_bf16_array(h, f, m);
         else
@@ -363,8 +382,8 @@ int hpml_reduce_finish(void *buf, size_t n, hpml_dtype_t dt, hpml_op_t op, int c
     if (!buf)
         return hpml_set_error(HPML_ERR_INVAL, "reduce_finish: NULL buffer");
     switch (dt) {
-    case HPML_F32: div_f32(buf, n, (float)contributions); break;
-    case HPML_F64: div_f64(buf, n, (double)contributions); break;
+    case HPML_F32: div_f32(buf, n, contributions); break;
+    case HPML_F64: div_f64(buf, n, contributions); break;
     case HPML_F16: div_half(buf, n, contributions, 0); break;
     case HPML_BF16: div_half(buf, n, contributions, 1); break;
     case HPML_I8: div_i8(buf, n, contributions); break;

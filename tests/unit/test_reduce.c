@@ -4,6 +4,7 @@
  * in place (dst == a, dst == b, all three equal); integer wraparound; fp16/bf16 against
  * the f32 result rounded once; AVG through hpml_reduce_finish; argument errors.
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -547,6 +548,52 @@ static void test_avg(void **state)
     assert_int_equal(hpml_simd_select(HPML_SIMD_AUTO), 0);
 }
 
+/* AVG over a power of two of contributions is a multiply by the exact reciprocal: the
+ * same bits as the division, over the whole range (random bit patterns, subnormals whose
+ * halving rounds, zeros, infinities, the largest values); NaNs stay NaNs. Three
+ * contributions keep the division. */
+static void test_avg_pow2(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static float f[N], fw[N];
+    static double d[N], dw[N];
+    static const int ps[] = {2, 4, 8, 1024, 3};
+    hpml_rng_t rng;
+
+    hpml_rng_init(&rng, 7, 0);
+    for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+        volatile float pf = (float)ps[k];
+        volatile double pd = (double)ps[k];
+        for (int i = 0; i < N; i++) {
+            uint64_t bits = hpml_rng_u64(&rng);
+            uint32_t b32 = (uint32_t)bits;
+            if (i < 8) /* odd multiples of the smallest subnormal: halving them rounds */
+                b32 = (uint32_t)(2 * i + 1);
+            memcpy(&f[i], &b32, 4);
+            memcpy(&d[i], &bits, 8);
+        }
+        f[8] = -0.0f, f[9] = INFINITY, f[10] = -INFINITY, f[11] = FLT_MAX, f[12] = FLT_MIN;
+        d[8] = -0.0, d[9] = INFINITY, d[10] = DBL_MIN, d[11] = DBL_MAX, d[12] = 5e-324;
+        for (int i = 0; i < N; i++) {
+            fw[i] = f[i] / pf;
+            dw[i] = d[i] / pd;
+        }
+        assert_int_equal(hpml_reduce_finish(f, N, HPML_F32, HPML_AVG, ps[k]), 0);
+        assert_int_equal(hpml_reduce_finish(d, N, HPML_F64, HPML_AVG, ps[k]), 0);
+        for (int i = 0; i < N; i++) {
+            if (isnan(fw[i]))
+                assert_true(isnan(f[i]));
+            else
+                assert_memory_equal(&f[i], &fw[i], 4);
+            if (isnan(dw[i]))
+                assert_true(isnan(d[i]));
+            else
+                assert_memory_equal(&d[i], &dw[i], 8);
+        }
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -577,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_float_minmax_semantics),
         cmocka_unit_test(test_half_rounded_once),
         cmocka_unit_test(test_avg),
+        cmocka_unit_test(test_avg_pow2),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
