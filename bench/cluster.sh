@@ -276,7 +276,7 @@ for m in mpis:
             low = min(own)
             line += "hpml's own algorithm at %d size%s, lowest mpi / hpml %.2f (%s): %s" % (
                 len(own), "" if len(own) == 1 else "s", low[0], size_name(low[1]),
-                ">= 0.95 at every size" if low[0] >= 0.95 else "below 0.95")
+                ">= 0.95 at every size" if round(low[0], 2) >= 0.95 else "below 0.95")
         else:
             line += "the library's own call at every size"
         if same:
