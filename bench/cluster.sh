@@ -12,16 +12,24 @@
 #     dense 10`) on 2 nodes x 1 rank with shaped links: f32 gradients against bf16
 #     gradients, images/s and test accuracy.
 # Prints markdown tables (the ones of docs/performance.md, "comm: allreduce across nodes"):
-# the allreduce medians per size, then per MPI a summary of the ratios side by side.
+# the allreduce medians per size, then per MPI a summary of the ratios side by side. Where
+# the selection runs the library's own call (`hpml` is MPI_Allreduce), the mpi / hpml cell
+# reads "= mpi" (in the per-size table with the measured ratio of the identical calls in
+# brackets, the measurement's noise); the summary's last lines give, per layout and links,
+# the lowest mpi / hpml where hpml runs its own algorithm, and the spread of the identical
+# calls.
 #
 #   bench/cluster.sh [--mpi openmpi,mpich] [--rate 1gbit] [--limit SECONDS] [--quick]
-#                    [--rounds N] [--ppn 2,1] [--parts comm,bytes,model,train]
+#                    [--rounds N] [--iters N] [--ppn 2,1] [--parts comm,bytes,model,train]
 #
 # --rounds N: run each allreduce sweep N times, the implementations' order rotated each
 # round (mpi,hpml,hier; hpml,hier,mpi; hier,mpi,hpml; ...), and report per size the
 # median time of each and the median of the per-round ratios. The order matters on shaped
 # links: the first implementation of a size starts with the token bucket full and rides
-# its burst (256 KiB), the next ones find it drained (default 1, the order above).
+# its burst (256 KiB), the next ones find it drained (default 1, the order above; use a
+# multiple of 3 so that each implementation comes first equally often).
+# --iters N: timed calls per size and implementation up to 8 KiB, N/10 above (OMB's rule),
+# warm-up N/5 (default 100, --quick 20; more iterations steady the large sizes).
 # --ppn: ranks per node of the allreduce sweeps and byte counts; --parts: which of the
 # four parts to run.
 # --limit: seconds one run (one launcher call) may take before it is stopped and reported
@@ -36,6 +44,7 @@ rate=1gbit
 quick=0
 limit_s=
 rounds=1
+iters_n=
 ppns=2,1
 parts=comm,bytes,model,train
 while [ $# -gt 0 ]; do
@@ -45,9 +54,10 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --limit) limit_s=${2:?--limit needs a value}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
+    --iters) iters_n=${2:?--iters needs a value}; shift 2 ;;
     --ppn) ppns=${2:?--ppn needs a value}; shift 2 ;;
     --parts) parts=${2:?--parts needs a value}; shift 2 ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -64,15 +74,20 @@ done
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap '"$cluster" down --name $name >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+[ -z "$iters_n" ] || [[ $iters_n =~ ^[1-9][0-9]+$ ]] ||
+    { echo "cluster.sh: --iters must be a number of at least 10 (got '$iters_n')" >&2; exit 2; }
 if [ $quick -eq 1 ]; then
-    sizes=64K:1M iters=(-i 20 -x 2) epochs=1 limit=(--train-limit 4000 --test-limit 1000)
+    iters_n=${iters_n:-20}
+    sizes=64K:1M epochs=1 limit=(--train-limit 4000 --test-limit 1000)
     byte_sizes=1048576
     limit_s=${limit_s:-60}
 else
-    sizes=4K:16M iters=(-i 100 -x 20) epochs=2 limit=(--train-limit 20000 --test-limit 10000)
+    iters_n=${iters_n:-100}
+    sizes=4K:16M epochs=2 limit=(--train-limit 20000 --test-limit 10000)
     byte_sizes="1048576 16777216"
     limit_s=${limit_s:-150}
 fi
+iters=(-i "$iters_n" -x $((iters_n / 5)))
 case $limit_s in '' | *[!0-9]* | 0) echo "cluster.sh: --limit must be a positive number of seconds (got '$limit_s')" >&2; exit 2 ;; esac
 case $rounds in '' | *[!0-9]* | 0) echo "cluster.sh: --rounds must be a positive number (got '$rounds')" >&2; exit 2 ;; esac
 for p in ${ppns//,/ }; do
@@ -199,9 +214,11 @@ for n in sizes:
     r_hpml = statistics.median(r["mpi"] / r["hpml"] for r in ok)
     r_hier = statistics.median(r["mpi"] / r["hpml:hier"] for r in ok)
     size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
-    print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %.2f | %.2f |" % (
+    # where hpml's choice is the library's own call, the ratio is that of identical calls
+    c_hpml = ("= mpi (%.2f)" if algo(n) == "mpi" else "%.2f") % r_hpml
+    print("| %s | %s | %s | %s | %.0f | %.0f (%s) | %.0f | %s | %.2f |" % (
         mpi, layout, links, size, med["mpi"], med["hpml"], algo(n), med["hpml:hier"],
-        r_hpml, r_hier))
+        c_hpml, r_hier))
     med_out.write("%d %r %r %r %.4f %.4f %s %d\n" % (n, med["mpi"], med["hpml"], med["hpml:hier"],
                                                   r_hpml, r_hier, algo(n), len(ok)))
 PY
@@ -211,8 +228,10 @@ done
 # The summary: per MPI, the median ratios of every layout and link side by side.
 if want comm; then
     /usr/bin/python3 - "$tmp" "$rate" "$mpis" "$ppns" <<'PY'
-import os, sys
+import os, statistics, sys
 tmp, rate, mpis, ppns = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4].split(",")
+def size_name(n):
+    return "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
 cols = [(p, sh) for p in ppns for sh in ("none", rate)]
 for m in mpis:
     data, rounds = {}, set()
@@ -228,7 +247,8 @@ for m in mpis:
         continue
     print()
     print("%s: mpi / hpml, then mpi / hier; medians of the per-round ratios (%s rounds); "
-          "bold where hpml ran hier" % (m, "/".join(str(r) for r in sorted(rounds))))
+          "bold where hpml ran hier, \"= mpi\" where it ran the library's own call"
+          % (m, "/".join(str(r) for r in sorted(rounds))))
     print()
     print("| size | " + " | ".join("2 × %s %s" % (p, "unshaped" if sh == "none" else sh)
                                   for p, sh in cols) + " |")
@@ -240,9 +260,30 @@ for m in mpis:
                 cells.append("")
                 continue
             rh, rr, a = data[(p, sh, n)]
-            cells.append(("**%.2f**" if a == "hier" else "%.2f") % rh + " / %.2f" % rr)
-        size = "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
-        print("| %s | %s |" % (size, " | ".join(cells)))
+            c = "= mpi" if a == "mpi" else ("**%.2f**" if a == "hier" else "%.2f") % rh
+            cells.append(c + " / %.2f" % rr)
+        print("| %s | %s |" % (size_name(n), " | ".join(cells)))
+    # Per layout and links: the target's verdict (hpml >= 0.95x the MPI wherever it runs
+    # its own algorithm; elsewhere it is the library's call) and the identical calls' spread.
+    print()
+    for p, sh in cols:
+        own = [(data[k][0], k[2]) for k in sorted(data) if k[:2] == (p, sh) and data[k][2] != "mpi"]
+        same = sorted(data[k][0] for k in data if k[:2] == (p, sh) and data[k][2] == "mpi")
+        if not own and not same:
+            continue
+        line = "- %s 2 × %s %s: " % (m, p, "unshaped" if sh == "none" else sh)
+        if own:
+            low = min(own)
+            line += "hpml's own algorithm at %d size%s, lowest mpi / hpml %.2f (%s): %s" % (
+                len(own), "" if len(own) == 1 else "s", low[0], size_name(low[1]),
+                ">= 0.95 at every size" if round(low[0], 2) >= 0.95 else "below 0.95")
+        else:
+            line += "the library's own call at every size"
+        if same:
+            line += "; identical calls (= mpi) at %d size%s read %.2f-%.2f (median %.2f)" % (
+                len(same), "" if len(same) == 1 else "s", same[0], same[-1],
+                statistics.median(same))
+        print(line)
 PY
 fi
 

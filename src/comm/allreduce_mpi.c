@@ -15,30 +15,18 @@
 
 int hpml__mpi_op_ok(hpml_dtype_t dt, hpml_op_t op)
 {
-    /* 0: not probed, 1: Open MPI, 2: MPICH (or derived), 3: other. Benign race: every
-     * thread computes the same value. */
-    static int lib = 0;
+    int lib;
 
     if (hpml__mpi_dtype(dt) == MPI_DATATYPE_NULL)
         return 0;
-    if (lib == 0) {
-        char v[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-
-        lib = 3;
-        if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
-            if (strstr(v, "Open MPI"))
-                lib = 1;
-            else if (strstr(v, "MPICH"))
-                lib = 2;
-        }
-    }
+    lib = hpml__mpi_lib();
     /* Open MPI 4.1's AVX reduction component saturates 8-bit integer sums instead of
      * wrapping (127 + 1 = 127) on vectors of 64+ elements; hpml promises wrap-around. */
-    if (lib == 1 && (dt == HPML_I8 || dt == HPML_U8) && (op == HPML_SUM || op == HPML_AVG))
+    if (lib == HPML__LIB_OPENMPI && (dt == HPML_I8 || dt == HPML_U8) &&
+        (op == HPML_SUM || op == HPML_AVG))
         return 0;
     /* MPICH 4.0 compares MPI_UINT8_T as signed in MIN/MAX (min(248, 3) = 248). */
-    if (lib == 2 && dt == HPML_U8 && (op == HPML_MIN || op == HPML_MAX))
+    if (lib == HPML__LIB_MPICH && dt == HPML_U8 && (op == HPML_MIN || op == HPML_MAX))
         return 0;
     return 1;
 }

@@ -110,6 +110,13 @@ int hpml__mpi_error(int mpi_rc, const char *what);
 MPI_Datatype hpml__mpi_dtype(hpml_dtype_t dt);
 /* The MPI op for an hpml op (AVG maps to MPI_SUM). */
 MPI_Op hpml__mpi_op(hpml_op_t op);
+/* The MPI library the program runs on (select.c), from MPI_Get_library_version
+ * (callable before MPI_Init), probed once: HPML__LIB_OPENMPI, HPML__LIB_MPICH (or
+ * derived) or HPML__LIB_OTHER. The same on every rank of a job. */
+#define HPML__LIB_OPENMPI 1
+#define HPML__LIB_MPICH   2
+#define HPML__LIB_OTHER   3
+int hpml__mpi_lib(void);
 /* 1 when the MPI library's own reduction gives hpml's semantics for dtype/op: the dtype
  * has an MPI type and the library is not known to get it wrong (Open MPI 4.1's AVX op
  * component saturates 8-bit integer SUM instead of wrapping; MPICH 4.0 compares u8 as

@@ -31,6 +31,7 @@ typedef struct {
     int nodes;        /* 0: any */
     size_t max_bytes; /* SIZE_MAX: no limit */
     hpml_algo_t algo;
+    int lib; /* 0: any MPI library; else the one it holds for (hpml__mpi_lib) */
 } rule_t;
 
 struct hpml_select {
@@ -93,28 +94,35 @@ static const hpml_algo_t list_reduce_scatter[] = {HPML_ALGO_MPI, HPML_ALGO_RING}
  * (the network overlaps the node's work; measured), and with 1 rank on each from
  * PAIR_MIN_BYTES to PAIR_MAX_BYTES, where the libraries mostly run two exchanges of half
  * the vector (Open MPI's ring, MPICH's reduce-scatter + allgather) and hier one of the
- * whole (at 32 KiB MPICH's halves were faster); on more nodes the library (the cost model
- * with the library's Rabenseifner gives hier no lead there: docs/scaling.md); else the
- * MPI library, as for the collectives without a measured hpml win.
- * Why: docs/decisions/builtin-selection.md, docs/scaling.md.
+ * whole (at 32 KiB MPICH's halves were faster), but for Open MPI from OMPI_RD_MIN_BYTES
+ * to OMPI_RD_MAX_BYTES, where its fixed rules for 2 ranks run recursive doubling (one
+ * exchange, as hier: nothing to save; measured no faster); on more nodes the library
+ * (the cost model with the library's Rabenseifner gives hier no lead there:
+ * docs/scaling.md); else the MPI library, as for the collectives without a measured hpml
+ * win. Why: docs/decisions/builtin-selection.md, docs/scaling.md.
  */
-#define HIER_MIN_BYTES (1024 * KB)
-#define PAIR_MIN_BYTES (4 * KB)
-#define PAIR_MAX_BYTES (32 * KB - 1)
+#define HIER_MIN_BYTES    (1024 * KB)
+#define PAIR_MIN_BYTES    (4 * KB)
+#define PAIR_MAX_BYTES    (32 * KB - 1)
+#define OMPI_RD_MIN_BYTES (8 * KB)
+#define OMPI_RD_MAX_BYTES (16 * KB - 1)
+#define OMPI              HPML__LIB_OPENMPI
 static const rule_t builtin[] = {
-    {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM},
-    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, ANY, 2, HIER_MIN_BYTES - 1, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, ANY, 2, INF, HPML_ALGO_HIER},
-    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MIN_BYTES - 1, HPML_ALGO_MPI},
-    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MAX_BYTES, HPML_ALGO_HIER},
-    {HPML_COLL_ALLREDUCE, 2, 2, INF, HPML_ALGO_MPI},
-    {HPML_COLL_BCAST, ANY, 1, INF, HPML_ALGO_SHM},
-    {HPML_COLL_BCAST, ANY, ANY, INF, HPML_ALGO_MPI},
-    {HPML_COLL_REDUCE, ANY, ANY, INF, HPML_ALGO_MPI},
-    {HPML_COLL_ALLGATHER, ANY, ANY, INF, HPML_ALGO_MPI},
-    {HPML_COLL_REDUCE_SCATTER, ANY, ANY, INF, HPML_ALGO_MPI},
+    {HPML_COLL_ALLREDUCE, 1, ANY, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_ALLREDUCE, ANY, 1, INF, HPML_ALGO_SHM, ANY},
+    {HPML_COLL_ALLREDUCE, ANY, ANY, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_ALLREDUCE, ANY, 2, HIER_MIN_BYTES - 1, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_ALLREDUCE, ANY, 2, INF, HPML_ALGO_HIER, ANY},
+    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MIN_BYTES - 1, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_ALLREDUCE, 2, 2, OMPI_RD_MIN_BYTES - 1, HPML_ALGO_HIER, OMPI},
+    {HPML_COLL_ALLREDUCE, 2, 2, OMPI_RD_MAX_BYTES, HPML_ALGO_MPI, OMPI},
+    {HPML_COLL_ALLREDUCE, 2, 2, PAIR_MAX_BYTES, HPML_ALGO_HIER, ANY},
+    {HPML_COLL_ALLREDUCE, 2, 2, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_BCAST, ANY, 1, INF, HPML_ALGO_SHM, ANY},
+    {HPML_COLL_BCAST, ANY, ANY, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_REDUCE, ANY, ANY, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_ALLGATHER, ANY, ANY, INF, HPML_ALGO_MPI, ANY},
+    {HPML_COLL_REDUCE_SCATTER, ANY, ANY, INF, HPML_ALGO_MPI, ANY},
 };
 
 const char *hpml_algo_name(hpml_algo_t algo)
@@ -263,7 +271,7 @@ int hpml__select_load(struct hpml_select **out, const char *path)
     while (fgets(line, sizeof(line), f) != NULL) {
         char *tok[6], *save = NULL, *p;
         int nt = 0;
-        rule_t r;
+        rule_t r = {.lib = ANY};
 
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {
@@ -440,6 +448,26 @@ void hpml__select_destroy(hpml_comm_t *comm)
     comm->select = NULL;
 }
 
+int hpml__mpi_lib(void)
+{
+    /* 0: not probed. Benign race: every thread computes the same value. */
+    static int lib = 0;
+
+    if (lib == 0) {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0, l = HPML__LIB_OTHER;
+
+        if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
+            if (strstr(v, "Open MPI"))
+                l = HPML__LIB_OPENMPI;
+            else if (strstr(v, "MPICH"))
+                l = HPML__LIB_MPICH;
+        }
+        lib = l;
+    }
+    return lib;
+}
+
 /* Index of the best rule in r[0..n) for the communicator and size, or -1. */
 static long best_rule(const rule_t *r, size_t n, hpml_coll_t coll, int ranks, int nodes,
                       size_t bytes)
@@ -451,7 +479,8 @@ static long best_rule(const rule_t *r, size_t n, hpml_coll_t coll, int ranks, in
         int spec;
 
         if (r[i].coll != coll || (r[i].ranks != ANY && r[i].ranks != ranks) ||
-            (r[i].nodes != ANY && r[i].nodes != nodes) || bytes > r[i].max_bytes)
+            (r[i].nodes != ANY && r[i].nodes != nodes) || bytes > r[i].max_bytes ||
+            (r[i].lib != ANY && r[i].lib != hpml__mpi_lib()))
             continue;
         spec = (r[i].ranks != ANY) * 2 + (r[i].nodes != ANY);
         if (spec > best_spec || (spec == best_spec && r[i].max_bytes < r[best].max_bytes)) {
