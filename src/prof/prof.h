@@ -188,7 +188,7 @@ typedef struct prof_comm {
  * not a call to __tls_get_addr on every MPI call. */
 #define PROF_TLS __thread __attribute__((tls_model("initial-exec")))
 
-extern int hpml__prof_on; /* from MPI_Init (the file open) to the last snapshot */
+extern int hpml__prof_on;              /* from MPI_Init (the file open) to the last snapshot */
 extern uint64_t hpml__prof_next_flush; /* the periodic flush's due time (hpml__prof_now) */
 extern int hpml__prof_world_size;
 

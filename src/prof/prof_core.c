@@ -219,10 +219,10 @@ static void live_start(const char *dir)
  * needed (async-signal-safe). The file is removed, then its pages are dropped while it is
  * still mapped, by punching a hole over the part in use: an unlinked ext4 file that still
  * had dirty pages when the process exited (and had been truncated: live_empty) was freed
- * at exit, which waited for the pages' write-back, 1-8 ms on a machine with other I/O. The mapping stays, so
- * a thread still inside a wrapper faults in a zero page (its count is lost: the last
- * snapshot is taken) instead of a SIGBUS. Where holes cannot be punched the pages go at
- * exit, as before. */
+ * at exit, which waited for the pages' write-back, 1-8 ms on a machine with other I/O.
+ * The mapping stays, so a thread still inside a wrapper faults in a zero page (its count
+ * is lost: the last snapshot is taken) instead of a SIGBUS. Where holes cannot be
+ * punched the pages go at exit, as before. */
 static void live_end(void)
 {
     if (live_path[0] != '\0') {

@@ -618,14 +618,10 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_kernels),
-        cmocka_unit_test(test_paths_agree),
-        cmocka_unit_test(test_integer_wrap),
-        cmocka_unit_test(test_float_minmax_semantics),
-        cmocka_unit_test(test_half_rounded_once),
-        cmocka_unit_test(test_avg),
-        cmocka_unit_test(test_avg_pow2),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_all_kernels),       cmocka_unit_test(test_paths_agree),
+        cmocka_unit_test(test_integer_wrap),      cmocka_unit_test(test_float_minmax_semantics),
+        cmocka_unit_test(test_half_rounded_once), cmocka_unit_test(test_avg),
+        cmocka_unit_test(test_avg_pow2),          cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
