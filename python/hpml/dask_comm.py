@@ -485,6 +485,17 @@ def _parse(loc):
     return rank, ident
 
 
+def _retrieve_if_orphaned(task, fn):
+    """When task runs only fn's coroutine (a write that distributed's BatchedSend yields
+    from a tornado coroutine is wrapped in a task of its own), retrieve its exception when
+    it ends. At shutdown the coroutine that yielded it can be dropped with the event loop
+    before the task ends; a write on the closed comm then raises CommClosedError, as it
+    must, and asyncio logged "Task exception was never retrieved" with a traceback. A
+    caller that awaits the task still gets the exception."""
+    if task is not None and getattr(task.get_coro(), "cr_code", None) is fn.__code__:
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 class MPIComm(Comm):
     """One end of an mpi:// connection (see the module's text)."""
 
@@ -586,6 +597,7 @@ class MPIComm(Comm):
             raise CommClosedError("mpi:// comm: truncated message, aborted") from None
 
     async def write(self, msg, serializers=None, on_error="message"):
+        _retrieve_if_orphaned(asyncio.current_task(), MPIComm.write)
         if self.closed():
             raise CommClosedError("mpi:// comm %s is closed" % self._local_addr)
         frames = await to_frames(
