@@ -583,10 +583,10 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
-/* Is name "<base>.tmp.<pid>.XXXXXX" of a process that is gone, and over STALE_MARGIN
- * seconds older than this run?
- * A writer killed between writing and renaming leaves one; a live writer (this host) or a
- * fresh one (another host sharing the folder) is left alone. */
+/* Is name "<base>.tmp.<pid>.<mkstemp's 6 characters>" of a process that is gone, and
+ * over STALE_MARGIN seconds older than this run? A writer killed between writing and
+ * renaming leaves one; a live writer (this host) or a fresh one (another host sharing the
+ * folder) is left alone. */
 static int stale_temp(const char *dir, const char *base, const char *name)
 {
     size_t n = strlen(base);
