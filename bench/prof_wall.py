@@ -2,8 +2,9 @@
 """The wall-time overhead of libhpml-prof.so on `hpml train` and `hpml kmeans` (targets:
 statistics mode <= +1%, trace mode <= +5%), by many short runs in paired blocks.
 
-    chrt -f 1 bench/prof_wall.py [--mpi openmpi,mpich] [--modes stats,trace]
-                                 [--budget SECONDS] [--blocks N] [--run SECONDS] [--quick]
+    chrt -f 1 bench/prof_wall.py [--mpi openmpi,mpich] [--commands train,kmeans]
+                                 [--modes stats,trace] [--budget SECONDS] [--blocks N]
+                                 [--run SECONDS] [--quick]
 
 Each workload (MPI x command, 2 ranks bound one per core) runs in blocks of six in the
 order plain, stats, trace, trace, stats, plain (every other block stats and trace swap;
@@ -34,6 +35,11 @@ MPI's -x, so that the launcher's own processes do not load it). The "ms" column,
 median paired difference in milliseconds, shows a cost that does not grow with the
 run. --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
 measurement).
+Three more modes take a statistics-mode cost apart (each paired with plain runs as
+above, against the same 1%): nolive (statistics with HPML_PROF_LIVE=0: the counters in
+ordinary memory instead of the .live mapping), nosites (HPML_PROF_CALLSITES=0: no call
+sites) and preload (an empty shared library, built by the script with cc, given to the
+ranks the same way: what preloading any library through the launcher costs).
 Times are timed around the launcher with time.perf_counter; the report (`hpml prof
 merge`) is not part of them, as `hpml prof` writes it after the run.
 """
@@ -50,7 +56,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from prof_overhead_stats import median_ci  # noqa: E402
 
-TARGET = {"stats": 1.0, "trace": 5.0}  # % of the plain wall time
+TARGET = {"stats": 1.0, "trace": 5.0, "nolive": 1.0, "nosites": 1.0, "preload": 1.0}  # % of plain
 LAUNCH = {
     "openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--bind-to", "core", "-np", "2"],
     "mpich": ["mpirun.mpich", "-bind-to", "core", "-np", "2"],
@@ -116,14 +122,22 @@ def main():
     ap.add_argument("--blocks", type=int, default=1000, help="at most N blocks per workload")
     ap.add_argument("--run", type=float, default=0.42,
                     help="seconds of a plain run, sizes scaled to it (default 0.42)")
+    ap.add_argument("--commands", default="train,kmeans",
+                    help="train, kmeans or both (default)")
     ap.add_argument("--modes", default="stats,trace",
-                    help="profiler modes to pair with plain runs: stats, trace or both (default)")
+                    help="modes to pair with plain runs: stats, trace (default: both), "
+                         "nolive, nosites, preload")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 blocks: a check")
     a = ap.parse_args()
     mpis = a.mpi.split(",")
     modes = a.modes.split(",")
     if not modes or any(m not in TARGET for m in modes) or len(set(modes)) != len(modes):
-        sys.exit(f"prof_wall.py: --modes takes stats and/or trace (got '{a.modes}')")
+        sys.exit("prof_wall.py: --modes takes distinct stats, trace, nolive, nosites, preload "
+                 f"(got '{a.modes}')")
+    commands = a.commands.split(",")
+    if not commands or any(c not in ("train", "kmeans") for c in commands) \
+            or len(set(commands)) != len(commands):
+        sys.exit(f"prof_wall.py: --commands takes train and/or kmeans (got '{a.commands}')")
     for m in mpis:
         if m not in LAUNCH:
             sys.exit(f"prof_wall.py: --mpi takes openmpi and/or mpich (got '{m}')")
@@ -149,6 +163,12 @@ def main():
     try:
         import numpy as np
         np.save(f"{tmp}/x.npy", np.random.default_rng(1).random((rows, 32), dtype=np.float32))
+        empty_lib = f"{tmp}/empty.so"
+        if "preload" in modes:
+            with open(f"{tmp}/empty.c", "w") as f:
+                f.write("int prof_wall_empty_library;\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", empty_lib, f"{tmp}/empty.c"],
+                           check=True)
 
         def command(m, c, n=None):
             n = iters[m][c] if n is None else n
@@ -167,6 +187,10 @@ def main():
             e = dict(base, HPML_PROF_DIR=pdir, HPML_PROF_PERIOD="5", HPML_PROF_SELF="1")
             if mode == "trace":
                 e["HPML_PROF_TRACE"] = "1"
+            elif mode == "nolive":
+                e["HPML_PROF_LIVE"] = "0"
+            elif mode == "nosites":
+                e["HPML_PROF_CALLSITES"] = "0"
             return e
 
         def launch(m, mode):
@@ -174,11 +198,11 @@ def main():
             ranks by the launcher's option (Hydra's -genv, Open MPI's -x)."""
             if mode == "plain":
                 return LAUNCH[m]
-            lib = f"{repo}/build/{m}/lib/libhpml-prof.so"
+            lib = empty_lib if mode == "preload" else f"{repo}/build/{m}/lib/libhpml-prof.so"
             opt = ["-genv", "LD_PRELOAD", lib] if m == "mpich" else ["-x", f"LD_PRELOAD={lib}"]
             return LAUNCH[m][:1] + opt + LAUNCH[m][1:]
 
-        work = [(m, c) for m in mpis for c in ("train", "kmeans")]
+        work = [(m, c) for m in mpis for c in commands]
 
         def calibrate(m, c):
             """Iterations for a plain run of a.run seconds (n/4 to 20n): the faster of two
@@ -213,7 +237,7 @@ def main():
                     shutil.rmtree(pdir, ignore_errors=True)
                     argv = launch(m, mode) + [f"{repo}/build/{m}/bin/hpml"] + command(m, c)
                     wall, cpu = run(argv, env_of(mode), f"{tmp}/err")
-                    blk.append((mode, wall, cpu, own_time(pdir) if mode != "plain" else None))
+                    blk.append((mode, wall, cpu, own_time(pdir) if mode not in ("plain", "preload") else None))
                 res[(m, c)].append(blk)
             last_round = time.perf_counter() - t_round
             print(f"block {b + 1} done ({last_round:.1f} s)", file=sys.stderr)
@@ -240,7 +264,7 @@ def main():
     print(f"# iterations: {iters}; kmeans {rows} x 32 f32, k 16; 2 ranks bound one per core; "
           f"{sched} priority {prio}; load {' '.join(load0)} at the start, {load1} at the end; "
           f"{elapsed:.0f} s")
-    print(f"{'MPI':<8} {'command':<7} {'mode':<6} {'pairs':>5} {'plain s':>8} {'mode s':>8} "
+    print(f"{'MPI':<8} {'command':<7} {'mode':<7} {'pairs':>5} {'plain s':>8} {'mode s':>8} "
           f"{'wall %':>7} {'ms':>6} {'95% CI':>16} {'target':>6}  {'verdict':<13} {'blocks %':>8} "
           f"{'95% CI':>16} {'CPU %':>6} {'95% CI':>16} {'own % med':>9} {'max':>6}")
     for (m, c), blocks in res.items():
@@ -264,7 +288,7 @@ def main():
             _, ccis = fmt_ci(dcpu)
             ownm = f"{statistics.median(own):.3f}" if own else "-"
             ownx = f"{max(own):.3f}" if own else "-"
-            print(f"{m:<8} {c:<7} {mode:<6} {len(d):>5} {statistics.median(pl):>8.4f} "
+            print(f"{m:<8} {c:<7} {mode:<7} {len(d):>5} {statistics.median(pl):>8.4f} "
                   f"{statistics.median(pm):>8.4f} {statistics.median(d):>+7.2f} "
                   f"{statistics.median(dms):>+6.1f} {cis:>16} "
                   f"{TARGET[mode]:>5g}%  {verdict(ci, TARGET[mode]):<13} "
