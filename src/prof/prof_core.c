@@ -1309,9 +1309,9 @@ static void recover_trace(const char *dir, int rank)
 int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen);
 
 /* Append to DIR/rank-<rank>.prof the snapshot ("killed") of what DIR/rank-<rank>.live (or
- * the tmpfs file it links to) holds, then remove both. Called by `hpml prof merge` in its own process (the
- * library opened with dlopen, never preloaded there). Returns 0 when done, 1 when there is
- * nothing to do (no such file, or its rank still holds it: it runs), -1 with a message in
+ * the tmpfs file it links to) holds, then remove both. Called by `hpml prof merge` in its own
+ * process (the library opened with dlopen, never preloaded there). Returns 0 when done, 1 when
+ * there is nothing to do (no such file, or its rank still holds it: it runs), -1 with a message in
  * err when the file cannot be used. */
 int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
 {
@@ -1390,8 +1390,8 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
         for (prof_thread_t *t = L->threads; t != NULL; t = t->next)
             last = t->last_ns > last ? t->last_ns : last;
         fixed_elapsed = last > L->start_mono ? last - L->start_mono
-                        : mt > h.start_real ? mt - h.start_real
-                                            : 1;
+                        : mt > h.start_real  ? mt - h.start_real
+                                             : 1;
     }
     /* A snapshot cut off mid-line: start on a line of its own. */
     if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, head, 1, st.st_size - 1) == 1 &&
