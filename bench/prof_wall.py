@@ -37,8 +37,7 @@ run. --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
 measurement).
 Three more modes take a statistics-mode cost apart (each paired with plain runs as
 above, against the same 1%): nolive (statistics with HPML_PROF_LIVE=0: the counters in
-ordinary memory instead of the .live mapping), livedir (HPML_PROF_LIVE=dir: the mapping's
-file in the profile's folder instead of on tmpfs), nosites (HPML_PROF_CALLSITES=0: no call
+ordinary memory instead of the .live mapping), nosites (HPML_PROF_CALLSITES=0: no call
 sites) and preload (an empty shared library, built by the script with cc, given to the
 ranks the same way: what preloading any library through the launcher costs).
 Times are timed around the launcher with time.perf_counter; the report (`hpml prof
@@ -57,8 +56,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from prof_overhead_stats import median_ci  # noqa: E402
 
-TARGET = {"stats": 1.0, "trace": 5.0, "nolive": 1.0, "livedir": 1.0, "nosites": 1.0,
-          "preload": 1.0}  # % of plain
+TARGET = {"stats": 1.0, "trace": 5.0, "nolive": 1.0, "nosites": 1.0, "preload": 1.0}  # % of plain
 LAUNCH = {
     "openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--bind-to", "core", "-np", "2"],
     "mpich": ["mpirun.mpich", "-bind-to", "core", "-np", "2"],
@@ -128,14 +126,13 @@ def main():
                     help="train, kmeans or both (default)")
     ap.add_argument("--modes", default="stats,trace",
                     help="modes to pair with plain runs: stats, trace (default: both), "
-                         "nolive, livedir, nosites, preload")
+                         "nolive, nosites, preload")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 blocks: a check")
     a = ap.parse_args()
     mpis = a.mpi.split(",")
     modes = a.modes.split(",")
     if not modes or any(m not in TARGET for m in modes) or len(set(modes)) != len(modes):
-        sys.exit("prof_wall.py: --modes takes distinct stats, trace, nolive, livedir, nosites, "
-                 "preload "
+        sys.exit("prof_wall.py: --modes takes distinct stats, trace, nolive, nosites, preload "
                  f"(got '{a.modes}')")
     commands = a.commands.split(",")
     if not commands or any(c not in ("train", "kmeans") for c in commands) \
@@ -192,8 +189,6 @@ def main():
                 e["HPML_PROF_TRACE"] = "1"
             elif mode == "nolive":
                 e["HPML_PROF_LIVE"] = "0"
-            elif mode == "livedir":
-                e["HPML_PROF_LIVE"] = "dir"
             elif mode == "nosites":
                 e["HPML_PROF_CALLSITES"] = "0"
             return e

@@ -27,7 +27,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "prof/prof.h"
@@ -94,8 +93,7 @@ typedef struct {
 } live_t;
 
 static live_t live_static, *L = &live_static;
-static char live_path[PATH_MAX];   /* DIR/rank-<r>.live: the file, or a link to live_target */
-static char live_target[PATH_MAX]; /* the file on tmpfs, or "" */
+static char live_path[PATH_MAX];
 static int live_fd = -1;
 
 /* n zeroed bytes from the mapping (else from the heap, and the rank is not recoverable). */
@@ -168,71 +166,9 @@ static int live_empty(int lfd)
     return st.st_size == 0 ? 0 : ftruncate(lfd, 0);
 }
 
-#ifndef TMPFS_MAGIC
-#define TMPFS_MAGIC 0x01021994
-#endif
-
-/* The mapping's file on tmpfs (/dev/shm), named by the run: a page there is memory, so its
- * first write fault waits for no journal, and the file's creation and removal touch no
- * disk (with the file on ext4 the mapping cost Open MPI's `hpml train` about 1.5 ms a
- * run, docs/prof.md). Its first LIVE_PREFILL bytes are allocated now, so a full tmpfs
- * is found here, not by a SIGBUS in a wrapper. The descriptor, locked; -1 when there is
- * no usable tmpfs (the caller then uses DIR). */
-static int live_tmpfs(const char *run)
-{
-    struct statfs sf;
-    int lfd, n;
-
-    if (statfs("/dev/shm", &sf) != 0 || sf.f_type != TMPFS_MAGIC)
-        return -1;
-    n = snprintf(live_target, sizeof(live_target), "/dev/shm/hpml-prof-%s-rank-%d.live", run,
-                 world_rank);
-    if (n < 0 || (size_t)n >= sizeof(live_target) ||
-        (lfd = open(live_target, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-        live_target[0] = '\0';
-        return -1;
-    }
-    if (flock(lfd, LOCK_EX | LOCK_NB) != 0 || ftruncate(lfd, (off_t)LIVE_SIZE) != 0 ||
-        fallocate(lfd, 0, 0, LIVE_PREFILL) != 0) {
-        close(lfd);
-        unlink(live_target);
-        live_target[0] = '\0';
-        return -1;
-    }
-    return lfd;
-}
-
-/* DIR/rank-<r>.live left by an earlier run that is over (a killed rank's whose report was
- * never merged; a link's tmpfs file with it): removed. 0 when there is none (any more), -1
- * when a rank that still runs holds it (a second run in the same folder). */
-static int live_clear(void)
-{
-    char old[PATH_MAX];
-    ssize_t n = readlink(live_path, old, sizeof(old) - 1);
-    int ofd = open(live_path, O_RDWR | O_CLOEXEC);
-
-    if (ofd >= 0 && flock(ofd, LOCK_EX | LOCK_NB) != 0) {
-        close(ofd);
-        return -1;
-    }
-    if (n > 0) {
-        old[n] = '\0';
-        if (strncmp(old, "/dev/shm/hpml-prof-", 19) == 0)
-            unlink(old);
-    }
-    if (ofd >= 0)
-        close(ofd);
-    if (n > 0 || ofd >= 0)
-        unlink(live_path);
-    return 0;
-}
-
-/* Map the file of the live tables (unless HPML_PROF_LIVE=0): on tmpfs with DIR/rank-<r>.live
- * a symbolic link to it, so that `hpml prof merge DIR` finds it; in DIR itself with
- * HPML_PROF_LIVE=dir (a merge on another machine reads it there, through a shared file
- * system) or when there is no usable tmpfs. On any failure the tables stay in live_static
- * and the heap. */
-static void live_start(const char *dir, const char *run)
+/* Map DIR/rank-<r>.live (unless HPML_PROF_LIVE=0); on any failure the tables stay in
+ * live_static and the heap. */
+static void live_start(const char *dir)
 {
     const char *env = getenv("HPML_PROF_LIVE");
     void *m;
@@ -243,54 +179,31 @@ static void live_start(const char *dir, const char *run)
         return;
     }
     hpml__prof_in_io++;
-    if (env == NULL || strcmp(env, "dir") != 0) {
-        if (live_clear() != 0) {
-            live_fd = -2; /* held by a rank of another run */
-        } else if ((live_fd = live_tmpfs(run)) >= 0 && symlink(live_target, live_path) != 0) {
-            int e = errno;
-
-            close(live_fd);
-            unlink(live_target);
-            live_target[0] = '\0';
-            live_fd = e == EEXIST ? -2 : -1; /* made meanwhile by another run, or an error */
-        }
-    }
-    /* In DIR: asked for, or no usable tmpfs. Locked first: a file another live rank holds
-     * (a second run in the same folder) is neither emptied nor removed. */
-    if (live_fd == -1) {
-        live_fd = open(live_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (live_fd >= 0 && flock(live_fd, LOCK_EX | LOCK_NB) != 0) {
-            close(live_fd);
-            live_fd = -2;
-        }
-    }
+    live_fd = open(live_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     hpml__prof_in_io--;
-    if (live_fd == -2) {
+    /* Locked first: a file another live rank holds (a second run in the same folder) is
+     * neither emptied nor removed. Then emptied: no page of an earlier run is left. */
+    if (live_fd >= 0 && flock(live_fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "[hpml-prof r%d] %s is in use by another run; no mapping\n", world_rank,
                 live_path);
+        close(live_fd);
         live_fd = -1;
         live_path[0] = '\0';
         return;
     }
-    /* A file in DIR is emptied (no page of an earlier run is left) and its first pages
-     * written; the tmpfs file is new and allocated. */
-    if (live_fd < 0 ||
-        (live_target[0] == '\0' &&
-         (live_empty(live_fd) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
-          (live_prefill(live_fd), 0))) ||
+    if (live_fd < 0 || live_empty(live_fd) != 0 || ftruncate(live_fd, (off_t)LIVE_SIZE) != 0 ||
+        (live_prefill(live_fd), 0) ||
         (m = mmap(LIVE_ADDR, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, 0)) ==
             MAP_FAILED) {
         fprintf(stderr,
                 "[hpml-prof r%d] cannot map %s: %s; a SIGKILL loses the counts since "
                 "the last snapshot\n",
-                world_rank, live_target[0] ? live_target : live_path, strerror(errno));
+                world_rank, live_path, strerror(errno));
         if (live_fd >= 0)
             close(live_fd);
         unlink(live_path);
-        if (live_target[0] != '\0')
-            unlink(live_target);
         live_fd = -1;
-        live_path[0] = live_target[0] = '\0';
+        live_path[0] = '\0';
         return;
     }
     L = m;
@@ -304,8 +217,7 @@ static void live_start(const char *dir, const char *run)
 }
 
 /* The rank has ended through a snapshot: its file says everything, the mapping is not
- * needed (async-signal-safe). The file (and its link in DIR) is removed, then its pages are
- * dropped while it is
+ * needed (async-signal-safe). The file is removed, then its pages are dropped while it is
  * still mapped, by punching a hole over the part in use: an unlinked ext4 file that still
  * had dirty pages when the process exited (and had been truncated: live_empty) was freed
  * at exit, which waited for the pages' write-back, 1-8 ms on a machine with other I/O.
@@ -321,12 +233,10 @@ static void live_end(void)
                                                   : (off_t)LIVE_SIZE;
 
         unlink(live_path);
-        if (live_target[0] != '\0')
-            unlink(live_target);
         if (live_fd >= 0)
             (void)fallocate(live_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, len);
     }
-    live_path[0] = live_target[0] = '\0';
+    live_path[0] = '\0';
 }
 
 /* A process forked by a rank shares the mapping: it must not count into it. */
@@ -1226,7 +1136,7 @@ void hpml__prof_start(uint64_t t_init)
     gethostname(host, sizeof(host) - 1);
     period_ns = period_from_env();
     start_pid = getpid();
-    live_start(dir, run);
+    live_start(dir);
     {
         ssize_t len = readlink("/proc/self/exe", L->exe, sizeof(L->exe) - 1);
         struct timespec rt;
@@ -1308,15 +1218,14 @@ static void recover_trace(const char *dir, int rank)
 
 int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen);
 
-/* Append to DIR/rank-<rank>.prof the snapshot ("killed") of what DIR/rank-<rank>.live (or
- * the tmpfs file it links to) holds, then remove both. Called by `hpml prof merge` in its own
- * process (the library opened with dlopen, never preloaded there). Returns 0 when done, 1 when
- * there is nothing to do (no such file, or its rank still holds it: it runs), -1 with a message in
+/* Append to DIR/rank-<rank>.prof the snapshot ("killed") of what DIR/rank-<rank>.live
+ * holds, then remove the latter. Called by `hpml prof merge` in its own process (the
+ * library opened with dlopen, never preloaded there). Returns 0 when done, 1 when there is
+ * nothing to do (no such file, or its rank still holds it: it runs), -1 with a message in
  * err when the file cannot be used. */
 int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
 {
-    char path[PATH_MAX], ppath[PATH_MAX], head[512], want[96], target[PATH_MAX];
-    ssize_t tn;
+    char path[PATH_MAX], ppath[PATH_MAX], head[512], want[96];
     live_t h;
     struct stat st;
     void *m = MAP_FAILED;
@@ -1326,19 +1235,8 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
     if (snprintf(path, sizeof(path), "%s/rank-%d.live", dir, rank) >= (int)sizeof(path) ||
         snprintf(ppath, sizeof(ppath), "%s/rank-%d.prof", dir, rank) >= (int)sizeof(ppath))
         return snprintf(err, errlen, "%s: path too long", dir), -1;
-    tn = readlink(path, target, sizeof(target) - 1);
-    target[tn > 0 ? tn : 0] = '\0';
-    if ((lfd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
-        /* A link whose file is not here: the rank ran on another machine (its tmpfs), or
-         * the machine restarted. Left in place for a merge where the file is. */
-        if (tn > 0 && errno == ENOENT)
-            return snprintf(err, errlen,
-                            "%s links to %s, which is not on this machine (HPML_PROF_LIVE=dir "
-                            "keeps it in the folder); its last snapshot stands",
-                            path, target),
-                   -1;
+    if ((lfd = open(path, O_RDWR | O_CLOEXEC)) < 0)
         return 1;
-    }
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
         close(lfd);
         return 1;
@@ -1382,7 +1280,7 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
         hpml__prof_trace_state(L->trace);
     /* The time of its last count: the latest thread's last call, on the rank's own clock.
      * Without one (no call counted), the mapping's last write: the kernel updates the
-     * file's time at the first write to a page after each write-back, so this is early. */
+     * file's time at the first write to a page after each write-back, so that is early. */
     {
         uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec,
                  last = 0;
@@ -1400,8 +1298,6 @@ int hpml_prof_recover(const char *dir, int rank, char *err, size_t errlen)
     snapshot("killed", 0);
     recover_trace(dir, rank);
     unlink(path);
-    if (tn > 0 && strncmp(target, "/dev/shm/hpml-prof-", 19) == 0)
-        unlink(target);
     rc = 0;
 out:
     if (m != MAP_FAILED && m != NULL)

@@ -29,9 +29,7 @@ set -u
 # profiler's SIGTERM handler needs the default grace to write its data.
 export OMPI_MCA_odls_base_sigkill_timeout=1
 tmp=$(mktemp -d)
-# A mapping's tmpfs file goes with the link to it that a test left (docs/prof.md).
-trap 'find "$tmp" -name "rank-*.live" -type l -exec readlink {} \; 2>/dev/null |
-    grep "^/dev/shm/hpml-prof-" | xargs -r rm -f; rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"' EXIT
 fails=0
 prog=$BUILD/tests/cli/prof_prog
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -351,14 +349,6 @@ if [ -z "$pid1" ] || [ ! -f "$tmp/kill/rank-1.live" ]; then
     kill -TERM "$bg" 2>/dev/null
     wait "$bg"
 else
-    # On a tmpfs, rank-1.live is a link to the mapping's file there.
-    target=$(readlink "$tmp/kill/rank-1.live")
-    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
-        case "$target" in
-        /dev/shm/hpml-prof-*-rank-1.live) ok "the mapping is on tmpfs: rank-1.live -> $target" ;;
-        *) fail "rank-1.live is not a link to /dev/shm: '$target'" ;;
-        esac
-    fi
     kill -KILL "$pid1"
     wait "$bg"
     rc=$?
@@ -367,19 +357,21 @@ e = []
 if r["rank_info"][1]["state"] != "killed": e.append("rank 1 state %s" % r["rank_info"][1]["state"])
 s1, r0 = calls["MPI_Send"]["per_rank"]["count"][1], calls["MPI_Recv"]["per_rank"]["count"][0]
 if not (s1 >= 1 and s1 <= r0 <= s1 + 1 and M[1][0] == s1): e.append("rank 1 sent %d, rank 0 received %d, matrix %s" % (s1, r0, M))
+# its time is that of its last call: it ping-ponged for the 0.3 s spin waits after "ready"
+w0, w1 = r["rank_info"][0]["wall_s"], r["rank_info"][1]["wall_s"]
+if not (0.25 <= w1 <= w0 + 0.05): e.append("rank 1 time %.3f s, rank 0 %.3f s" % (w1, w0))
 print("; ".join(e))' 2>&1)
     [ $rc -ne 0 ] && [ -z "$out" ] && [ ! -e "$tmp/kill/rank-1.live" ] &&
-        { [ -z "$target" ] || [ ! -e "$target" ]; } &&
         grep -q "rank 1 was killed: its counts up to its last call come from rank-1.live" "$tmp/kill.err" &&
         ok "kill -KILL of rank 1: its counts recovered from its mapping ($(grep -o 'MPI_Send *[0-9]*' "$tmp/kill/report.txt" | head -1))" ||
         fail "kill -KILL: exit $rc: $out; $(tail -3 "$tmp/kill.err")"
 fi
 # A damaged mapping does not take the report down: rank 1's, its pointers overwritten,
 # is left alone (its last snapshot stands) and said so. Run without hpml prof, which would
-# have recovered it at once, and with the mapping's file in the folder (HPML_PROF_LIVE=dir).
+# have recovered it at once.
 mkdir -p "$tmp/bad"
 # shellcheck disable=SC2086
-LD_PRELOAD="$BUILD/lib/libhpml-prof.so" HPML_PROF_DIR="$tmp/bad/p" HPML_PROF_PERIOD=0 HPML_PROF_LIVE=dir \
+LD_PRELOAD="$BUILD/lib/libhpml-prof.so" HPML_PROF_DIR="$tmp/bad/p" HPML_PROF_PERIOD=0 \
     timeout 60 $MPIRUN -np 2 "$prog" spin >"$tmp/bad/out" 2>&1 &
 bg=$!
 for _ in $(seq 200); do
@@ -397,21 +389,9 @@ rc=$?
 [ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && grep -q "rank 1: recovering rank-1.live failed (signal" "$tmp/bad/err" &&
     ok "a damaged rank-1.live: merge still reports (exit 3), $(grep -o 'rank 1: last periodic snapshot' "$tmp/bad/err")" ||
     fail "damaged mapping: merge exit $rc: $(cat "$tmp/bad/err")"
-# A link whose tmpfs file is not on this machine (a rank of another node): said, not followed.
-rm -f "$tmp/bad/p/rank-1.live" "$tmp/bad/p/report.json"
-ln -s /dev/shm/hpml-prof-elsewhere-rank-1.live "$tmp/bad/p/rank-1.live"
-"$HPML" prof merge -q "$tmp/bad/p" >/dev/null 2>"$tmp/bad/err"
-rc=$?
-[ $rc -eq 3 ] && [ -f "$tmp/bad/p/report.json" ] && [ -L "$tmp/bad/p/rank-1.live" ] &&
-    grep -q "rank 1: .*rank-1.live links to /dev/shm/hpml-prof-elsewhere-rank-1.live, which is not on this machine" "$tmp/bad/err" &&
-    ok "a link to another machine's mapping: merge says so, reports (exit 3), keeps the link" ||
-    fail "link to a missing mapping: merge exit $rc: $(cat "$tmp/bad/err")"
-# A normal end leaves no mapping behind, in the folder or on tmpfs.
-runs=$(awk 'FNR == 2 { print $2 }' "$tmp"/lat/rank-*.prof "$tmp"/term/rank-*.prof | sort -u)
-left=$(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>/dev/null
-    for r in $runs; do ls /dev/shm/hpml-prof-"$r"-* 2>/dev/null; done)
-[ -n "$runs" ] && [ -z "$left" ] && ok "no rank-N.live nor tmpfs mapping after a run that ended" ||
-    fail "mapping left: '$left' (runs '$runs')"
+# A normal end leaves no mapping behind.
+[ -z "$(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>/dev/null)" ] && ok "no rank-N.live after a run that ended" ||
+    fail "rank-N.live left: $(ls "$tmp"/lat/*.live "$tmp"/term/*.live 2>&1)"
 
 # --- python3 with mpi4py (Debian's is built for Open MPI) ---------------------------------
 if [ "$MPI" = openmpi ] && /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
