@@ -237,7 +237,8 @@ def main():
                     shutil.rmtree(pdir, ignore_errors=True)
                     argv = launch(m, mode) + [f"{repo}/build/{m}/bin/hpml"] + command(m, c)
                     wall, cpu = run(argv, env_of(mode), f"{tmp}/err")
-                    blk.append((mode, wall, cpu, own_time(pdir) if mode not in ("plain", "preload") else None))
+                    own = own_time(pdir) if mode not in ("plain", "preload") else None
+                    blk.append((mode, wall, cpu, own))
                 res[(m, c)].append(blk)
             last_round = time.perf_counter() - t_round
             print(f"block {b + 1} done ({last_round:.1f} s)", file=sys.stderr)

@@ -171,7 +171,7 @@ typedef struct prof_thread {
     struct prof_pending *pending; /* trace mode: receives posted with MPI_Irecv, by request */
     int npending;
     uint64_t self_ns, self_calls; /* HPML_PROF_SELF=1: the bookkeeping's own time, its calls */
-    uint64_t last_ns;             /* hpml__prof_now() at the end of its last counted call */
+    uint64_t last_ns; /* hpml__prof_now() at the end of its last counted call or collective */
     struct prof_thread *next;
 } prof_thread_t;
 

@@ -523,6 +523,7 @@ void hpml_prof_coll_leave(void)
         h->st.max_ns = d;
     h->st.count++;
     h->st.total_ns += d;
+    t->last_ns = now;
     if (hpml__prof_self)
         self_add(t, now);
 }
