@@ -4,7 +4,7 @@ statistics mode <= +1%, trace mode <= +5%), by many short runs in paired blocks.
 
     chrt -f 1 bench/prof_wall.py [--mpi openmpi,mpich] [--commands train,kmeans]
                                  [--modes stats,trace] [--budget SECONDS] [--blocks N]
-                                 [--run SECONDS] [--quick]
+                                 [--run SPEC] [--quick]
 
 Each workload (MPI x command, 2 ranks bound one per core) runs in blocks of six in the
 order plain, stats, trace, trace, stats, plain (every other block stats and trace swap;
@@ -33,7 +33,10 @@ one: the profiler's start and last snapshot, and the loading of the library (the
 give it to the ranks as `hpml prof` does, by the launcher's option: Hydra's -genv, Open
 MPI's -x, so that the launcher's own processes do not load it). The "ms" column, the
 median paired difference in milliseconds, shows a cost that does not grow with the
-run. --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
+run. --run takes one length for all, or a comma-separated list of SECONDS (the default)
+and WORKLOAD=SECONDS, a workload being an MPI or MPI:command: `--run
+0.42,mpich:kmeans=1.26` gives MPICH's kmeans longer runs in the same round-robin (its
+runs at 0.42 s move more from run to run than the others). --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
 measurement).
 Three more modes take a statistics-mode cost apart (each paired with plain runs as
 above, against the same 1%): nolive (statistics with HPML_PROF_LIVE=0: the counters in
@@ -114,14 +117,44 @@ def verdict(ci, bound):
     return "not resolved"
 
 
+def parse_run(spec, work):
+    """--run: a comma-separated list of SECONDS (for every workload not named; 0.42
+    when not given) and WORKLOAD=SECONDS, WORKLOAD being MPI or MPI:COMMAND of --mpi and
+    --commands; the more specific wins. Returns {(mpi, command): seconds}."""
+    default, per_mpi, per_work = None, {}, {}
+    bad = f"prof_wall.py: --run takes SECONDS and MPI[:COMMAND]=SECONDS, seconds positive, " \
+          f"for the MPIs and commands asked (got '{spec}')"
+    for part in spec.split(","):
+        key, eq, val = part.rpartition("=")
+        try:
+            sec = float(val)
+        except ValueError:
+            sys.exit(bad)
+        if not 0 < sec < float("inf"):
+            sys.exit(bad)
+        if not eq:
+            if default is not None:
+                sys.exit(bad)
+            default = sec
+        elif key in {m for m, _ in work}:
+            per_mpi[key] = sec
+        elif tuple(key.split(":")) in work:
+            per_work[tuple(key.split(":"))] = sec
+        else:
+            sys.exit(bad)
+    default = 0.42 if default is None else default
+    return {w: per_work.get(w, per_mpi.get(w[0], default)) for w in work}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--mpi", default="openmpi,mpich", help="openmpi, mpich or both (default)")
     ap.add_argument("--budget", type=float, default=570,
                     help="seconds of blocks, the scaling before them not counted (default 570)")
     ap.add_argument("--blocks", type=int, default=1000, help="at most N blocks per workload")
-    ap.add_argument("--run", type=float, default=0.42,
-                    help="seconds of a plain run, sizes scaled to it (default 0.42)")
+    ap.add_argument("--run", default="0.42",
+                    help="seconds of a plain run, sizes scaled to it (default 0.42), or per "
+                         "workload: SECONDS,MPI=SECONDS,MPI:COMMAND=SECONDS,...")
     ap.add_argument("--commands", default="train,kmeans",
                     help="train, kmeans or both (default)")
     ap.add_argument("--modes", default="stats,trace",
@@ -141,8 +174,10 @@ def main():
     for m in mpis:
         if m not in LAUNCH:
             sys.exit(f"prof_wall.py: --mpi takes openmpi and/or mpich (got '{m}')")
-    if a.blocks < 1 or a.budget <= 0 or a.run <= 0:
-        sys.exit("prof_wall.py: --blocks, --budget and --run must be positive")
+    work = [(m, c) for m in mpis for c in commands]
+    runs = parse_run(a.run, work)
+    if a.blocks < 1 or a.budget <= 0:
+        sys.exit("prof_wall.py: --blocks and --budget must be positive")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for m in mpis:
         if not (os.access(f"{repo}/build/{m}/bin/hpml", os.X_OK)
@@ -154,7 +189,8 @@ def main():
     # blocks so that a plain run takes --run seconds (see calibrate).
     # kmeans stops when its labels stop changing (after about 600 iterations on 100,000
     # rows): longer runs take more rows, not more iterations.
-    rows = 5000 if a.quick else 100000 * max(1, round(a.run / 0.42))
+    rows = {m: 5000 if a.quick else 100000 * max(1, round(runs[(m, "kmeans")] / 0.42))
+            for m in mpis if (m, "kmeans") in runs}
     iters = {m: {"train": 25, "kmeans": 40} if m == "openmpi" else {"train": 80, "kmeans": 250}
              for m in mpis}
     if a.quick:
@@ -162,7 +198,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="prof_wall.")
     try:
         import numpy as np
-        np.save(f"{tmp}/x.npy", np.random.default_rng(1).random((rows, 32), dtype=np.float32))
+        for r in set(rows.values()):
+            np.save(f"{tmp}/x{r}.npy",
+                    np.random.default_rng(1).random((r, 32), dtype=np.float32))
         empty_lib = f"{tmp}/empty.so"
         if "preload" in modes:
             with open(f"{tmp}/empty.c", "w") as f:
@@ -175,7 +213,7 @@ def main():
             if c == "train":
                 return ["train", "--synthetic", "--model", "mlp", "--iters", str(n),
                         "--warmup-iters", "2", "--no-progress"]
-            return ["kmeans", "--data", f"{tmp}/x.npy", "-k", "16", "--init", "random",
+            return ["kmeans", "--data", f"{tmp}/x{rows[m]}.npy", "-k", "16", "--init", "random",
                     "--n-init", "1", "--max-iter", str(n), "--tol", "0"]
 
         base = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -202,10 +240,8 @@ def main():
             opt = ["-genv", "LD_PRELOAD", lib] if m == "mpich" else ["-x", f"LD_PRELOAD={lib}"]
             return LAUNCH[m][:1] + opt + LAUNCH[m][1:]
 
-        work = [(m, c) for m in mpis for c in commands]
-
         def calibrate(m, c):
-            """Iterations for a plain run of a.run seconds (n/4 to 20n): the faster of two
+            """Iterations for a plain run of runs[(m, c)] seconds (n/4 to 20n): the faster of two
             plain runs at n and at 2n iterations give the time per iteration and the
             fixed part."""
             n = iters[m][c]
@@ -213,7 +249,7 @@ def main():
                          f"{tmp}/err")[0] for _ in range(2)) for k in (n, 2 * n)]
             per = (t[1] - t[0]) / n
             if per > 0:
-                want = round((a.run - (t[0] - per * n)) / per)
+                want = round((runs[(m, c)] - (t[0] - per * n)) / per)
                 iters[m][c] = max(max(3, n // 4), min(20 * n, want))
             print(f"{m} {c}: {n} iterations {t[0]:.3f} s, {2 * n} {t[1]:.3f} s: "
                   f"{iters[m][c]} iterations", file=sys.stderr)
@@ -262,7 +298,9 @@ def main():
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, build {commit}, {cpu}, "
           f"{platform.node()}")
     load1 = " ".join(open("/proc/loadavg").read().split()[:3])
-    print(f"# iterations: {iters}; kmeans {rows} x 32 f32, k 16; 2 ranks bound one per core; "
+    asked = ", ".join(f"{m} {c} {t:g}" for (m, c), t in runs.items())
+    print(f"# plain run asked (s): {asked}; iterations: {iters}; kmeans rows {rows} x 32 f32, "
+          f"k 16; 2 ranks bound one per core; "
           f"{sched} priority {prio}; load {' '.join(load0)} at the start, {load1} at the end; "
           f"{elapsed:.0f} s")
     print(f"{'MPI':<8} {'command':<7} {'mode':<7} {'pairs':>5} {'plain s':>8} {'mode s':>8} "
