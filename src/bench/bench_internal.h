@@ -56,6 +56,10 @@ typedef struct bench_case {
     int (*reports)(const bench_ctx_t *c);
     /* One timed operation (blocking cases). Returns 0 or an HPML_ERR_*. */
     int (*run)(bench_ctx_t *c);
+    /* Optional: the whole blocking loop of the native implementation, as OMB writes it
+     * (the MPI call's arguments in locals, the call itself between the two MPI_Wtime,
+     * no call through a pointer there); t as time_blocking fills it. */
+    int (*native_loop)(bench_ctx_t *c, long iters, long skip, double *t);
     /* Nonblocking cases: start, test, wait. */
     int (*start)(bench_ctx_t *c);
     int (*test)(bench_ctx_t *c, int *done);
@@ -108,5 +112,34 @@ int hpml__bench_rank0(const bench_ctx_t *c);
 #define BENCH_SEND_HPML(c) ((c)->in_place ? HPML_IN_PLACE : (c)->sbuf)
 /* MPI return code to HPML_ERR_*. */
 #define BENCH_MPI(call) ((call) == MPI_SUCCESS ? 0 : HPML_ERR_MPI)
+
+/* A case's native_loop: OMB's blocking loop (a barrier; per iteration MPI_Wtime, CALL,
+ * MPI_Wtime, a barrier) with CALL written out and its arguments held in locals (sbuf =
+ * SEND, rbuf, count = COUNT, root, dt, op, comm), as osu_<case> calls the MPI: a call
+ * through the case's run pointer inside the timed region read 2-4% above it. */
+#define BENCH_NATIVE_LOOP(name, SEND, COUNT, CALL)                                                 \
+    static int name(bench_ctx_t *c, long iters, long skip, double *t)                              \
+    {                                                                                              \
+        void *sbuf = (SEND), *rbuf = c->rbuf;                                                      \
+        int count = (int)(COUNT), root = c->root;                                                  \
+        MPI_Datatype dt = c->mdt;                                                                  \
+        MPI_Op op = c->msum;                                                                       \
+        MPI_Comm comm = c->comm;                                                                   \
+                                                                                                   \
+        (void)sbuf, (void)root, (void)op;                                                          \
+        if (MPI_Barrier(comm) != MPI_SUCCESS)                                                      \
+            return HPML_ERR_MPI;                                                                   \
+        for (long i = 0; i < skip + iters; i++) {                                                  \
+            double t0 = MPI_Wtime();                                                               \
+            int rc = (CALL);                                                                       \
+            double t1 = MPI_Wtime();                                                               \
+                                                                                                   \
+            if (rc != MPI_SUCCESS || MPI_Barrier(comm) != MPI_SUCCESS)                             \
+                return HPML_ERR_MPI;                                                               \
+            if (i >= skip)                                                                         \
+                t[i - skip] = (t1 - t0) * 1e6;                                                     \
+        }                                                                                          \
+        return 0;                                                                                  \
+    }
 
 #endif

@@ -25,6 +25,9 @@ static int run(bench_ctx_t *c)
 }
 
 /* Every other block starts zeroed so that a block that never arrives is caught. */
+BENCH_NATIVE_LOOP(native_loop, BENCH_SEND_MPI(c), c->count,
+                  MPI_Allgather(sbuf, count, dt, rbuf, count, dt, comm))
+
 static void fill(bench_ctx_t *c)
 {
     size_t blk = c->count * c->esize;
@@ -58,6 +61,7 @@ const bench_case_t hpml__bench_allgather = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

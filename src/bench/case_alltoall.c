@@ -70,6 +70,9 @@ static int run(bench_ctx_t *c)
                           layout.displs, c->dtype, c->hcomm);
 }
 
+BENCH_NATIVE_LOOP(native_loop, BENCH_SEND_MPI(c), c->count,
+                  MPI_Alltoall(sbuf, count, dt, rbuf, count, dt, comm))
+
 /* Block d of rank r's input holds value(r, d*count + j): every block is distinct. */
 static void fill(bench_ctx_t *c)
 {
@@ -106,6 +109,7 @@ const bench_case_t hpml__bench_alltoall = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

@@ -21,6 +21,8 @@ static int run(bench_ctx_t *c)
 }
 
 /* Non-roots start from zeros so that a broadcast that does nothing is caught. */
+BENCH_NATIVE_LOOP(native_loop, NULL, c->count, MPI_Bcast(rbuf, count, dt, root, comm))
+
 static void fill(bench_ctx_t *c)
 {
     if (c->rank == c->root)
@@ -53,6 +55,7 @@ const bench_case_t hpml__bench_bcast = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

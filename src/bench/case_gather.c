@@ -21,6 +21,9 @@ static int run(bench_ctx_t *c)
                                 (int)c->count, c->mdt, c->root, c->comm));
 }
 
+BENCH_NATIVE_LOOP(native_loop, c->in_place && c->rank == c->root ? MPI_IN_PLACE : c->sbuf, c->count,
+                  MPI_Gather(sbuf, count, dt, rbuf, count, dt, root, comm))
+
 static void fill(bench_ctx_t *c)
 {
     size_t blk = c->count * c->esize;
@@ -58,6 +61,7 @@ const bench_case_t hpml__bench_gather = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

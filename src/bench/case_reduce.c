@@ -26,6 +26,9 @@ static int run(bench_ctx_t *c)
                             c->dtype, HPML_SUM, c->root, c->hcomm);
 }
 
+BENCH_NATIVE_LOOP(native_loop, c->in_place && c->rank == c->root ? MPI_IN_PLACE : c->sbuf, c->count,
+                  MPI_Reduce(sbuf, rbuf, count, dt, op, root, comm))
+
 static void fill(bench_ctx_t *c)
 {
     int ip = c->in_place && c->rank == c->root;
@@ -57,6 +60,7 @@ const bench_case_t hpml__bench_reduce = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

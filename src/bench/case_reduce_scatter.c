@@ -29,6 +29,9 @@ static int run(bench_ctx_t *c)
                                     HPML_SUM, c->hcomm);
 }
 
+BENCH_NATIVE_LOOP(native_loop, BENCH_SEND_MPI(c), block(c),
+                  MPI_Reduce_scatter_block(sbuf, rbuf, count, dt, op, comm))
+
 static void fill(bench_ctx_t *c)
 {
     hpml__bench_fill_rank(c, c->in_place ? c->rbuf : c->sbuf, c->rank, 0,
@@ -58,6 +61,7 @@ const bench_case_t hpml__bench_reduce_scatter = {
     .buffers = buffers,
     .reports = hpml__bench_everyone,
     .run = run,
+    .native_loop = native_loop,
     .fill = fill,
     .result = result,
     .expect = expect,

@@ -339,6 +339,11 @@ static int time_blocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_benc
 {
     int coll = bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_BARRIER;
 
+    /* The MPI's own call, timed as OMB times it (one root for the whole loop). */
+    if (c->impl->native && bc->native_loop != NULL && (!bc->rooted || !o->root_rotate)) {
+        set_root(c, bc, o, 0);
+        return bc->native_loop(c, iters, skip, t);
+    }
     if (MPI_Barrier(c->comm) != MPI_SUCCESS)
         return HPML_ERR_MPI;
     for (long i = 0; i < skip + iters; i++) {
