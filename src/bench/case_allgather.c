@@ -24,10 +24,10 @@ static int run(bench_ctx_t *c)
                                c->hcomm);
 }
 
-/* Every other block starts zeroed so that a block that never arrives is caught. */
 BENCH_NATIVE_LOOP(native_loop, BENCH_SEND_MPI(c), c->count,
                   MPI_Allgather(sbuf, count, dt, rbuf, count, dt, comm))
 
+/* Every other block starts zeroed so that a block that never arrives is caught. */
 static void fill(bench_ctx_t *c)
 {
     size_t blk = c->count * c->esize;

@@ -20,9 +20,9 @@ static int run(bench_ctx_t *c)
     return hpml_bcast_algo(c->impl->algo, c->rbuf, c->count, c->dtype, c->root, c->hcomm);
 }
 
-/* Non-roots start from zeros so that a broadcast that does nothing is caught. */
 BENCH_NATIVE_LOOP(native_loop, NULL, c->count, MPI_Bcast(rbuf, count, dt, root, comm))
 
+/* Non-roots start from zeros so that a broadcast that does nothing is caught. */
 static void fill(bench_ctx_t *c)
 {
     if (c->rank == c->root)
