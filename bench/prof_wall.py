@@ -33,11 +33,11 @@ one: the profiler's start and last snapshot, and the loading of the library (the
 give it to the ranks as `hpml prof` does, by the launcher's option: Hydra's -genv, Open
 MPI's -x, so that the launcher's own processes do not load it). The "ms" column, the
 median paired difference in milliseconds, shows a cost that does not grow with the
-run. --run takes one length for all, or a comma-separated list of SECONDS (the default)
-and WORKLOAD=SECONDS, a workload being an MPI or MPI:command: `--run
-0.42,mpich:kmeans=1.26` gives MPICH's kmeans longer runs in the same round-robin (its
-runs at 0.42 s move more from run to run than the others). --quick: tiny sizes and 2 blocks, no scaling, to check the script (not a
-measurement).
+run. --run takes one length for all, or a comma-separated list of SECONDS (for the
+workloads not named) and WORKLOAD=SECONDS, a workload being an MPI or MPI:command:
+`--run 0.42,mpich:kmeans=1.26` gives MPICH's kmeans longer runs in the same round-robin
+(its runs at 0.42 s move more from run to run than the others). --quick: tiny sizes and
+2 blocks, no scaling, to check the script (not a measurement).
 Three more modes take a statistics-mode cost apart (each paired with plain runs as
 above, against the same 1%): nolive (statistics with HPML_PROF_LIVE=0: the counters in
 ordinary memory instead of the .live mapping), nosites (HPML_PROF_CALLSITES=0: no call
@@ -241,9 +241,9 @@ def main():
             return LAUNCH[m][:1] + opt + LAUNCH[m][1:]
 
         def calibrate(m, c):
-            """Iterations for a plain run of runs[(m, c)] seconds (n/4 to 20n): the faster of two
-            plain runs at n and at 2n iterations give the time per iteration and the
-            fixed part."""
+            """Iterations for a plain run of runs[(m, c)] seconds (n/4 to 20n): the faster
+            of two plain runs at n and at 2n iterations give the time per iteration and
+            the fixed part."""
             n = iters[m][c]
             t = [min(run(LAUNCH[m] + [f"{repo}/build/{m}/bin/hpml"] + command(m, c, k), base,
                          f"{tmp}/err")[0] for _ in range(2)) for k in (n, 2 * n)]

@@ -58,7 +58,8 @@ typedef struct bench_case {
     int (*run)(bench_ctx_t *c);
     /* Optional: the whole blocking loop of the native implementation, as OMB writes it
      * (the MPI call's arguments in locals, the call itself between the two MPI_Wtime,
-     * no call through a pointer there); t as time_blocking fills it. */
+     * no call through a pointer there); t as time_blocking fills it, so only for cases
+     * whose time_scale is 1. */
     int (*native_loop)(bench_ctx_t *c, long iters, long skip, double *t);
     /* Nonblocking cases: start, test, wait. */
     int (*start)(bench_ctx_t *c);
