@@ -14,8 +14,10 @@
  *           call, whose offset in a line follows the process's heap (it differs between
  *           runs of either program); before timing, a freed chunk of that size at offset
  *           0 (48) is put on top of malloc's per-thread cache, so each call gets it back
- *   hloop   hpml bench's timing loop: the call through a case's function pointer (which
- *           tests which implementation runs), each iteration's time kept in an array
+ *   hloop   the loop hpml bench used for --impl mpi before 2221ace, and still uses for
+ *           hpml's own implementations: the call through a case's function pointer
+ *           (which tests which implementation runs), each iteration's time kept in an
+ *           array (--impl mpi now writes the MPI's call out, BENCH_NATIVE_LOOP)
  * For each size rank 0 prints the size and the nine Avg latencies (OMB's mean over ranks
  * of the per-rank mean), us. The thread level is the other factor: -t multiple.
  * bench/omb_factors.sh builds and runs it in rounds and compares the columns.
