@@ -5,9 +5,10 @@
 # allreduce --impl mpi4py,hpml` with plain calls and with --bind, one after the other,
 # with the C run's iteration and warm-up counts at every size (like with like), and the
 # plain calls twice more above 8 KiB: with OMB-Py's own counts (N/100+1 iterations there,
-# against C's N/10), and on buffers 64-byte aligned as `hpml bench`'s are (--align 64;
-# NumPy puts large arrays 16 bytes past a page). Per size the median of the rounds' averages is printed as a Markdown
-# table with the differences and ratios of docs/performance.md.
+# against C's N/10), and on 64-byte aligned buffers (--align 64; `hpml bench`'s start on a
+# page, NumPy puts large arrays 16 bytes past one). Per size the median of the rounds'
+# averages is printed as a Markdown table with the differences and ratios of
+# docs/performance.md.
 #   bench/run_python_allreduce.sh [--rounds N] [--min BYTES] [--max BYTES] [--iterations N]
 # --iterations N (default 10000, a multiple of 100): N up to 8 KiB, N/10 above (warm-up a
 # tenth of that), as `hpml bench -i N -x N/10` runs.
@@ -23,6 +24,7 @@ while [ $# -gt 0 ]; do
     --min) min=$2; shift 2 ;;
     --max) max=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "run_python_allreduce: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
