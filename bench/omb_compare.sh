@@ -7,7 +7,7 @@
 #
 #   bench/omb_compare.sh --omb-dir DIR [--mpi openmpi|mpich] [--rounds N] [--seconds S]
 #                        [--np N] [-m MIN:MAX] [-i N] [-x N] [--tolerance PCT] [--markdown]
-#                        [--omb-preload LIB[:LIB...]]
+#                        [--omb-preload LIB[:LIB...] | --omb-env NAME=VALUE]
 # (-m in bytes, as OMB takes it; default 4:1048576; --rounds default 20, at least 6 for
 # an interval; --seconds S: no round starts after S seconds, once 6 rounds are done, so
 # --rounds is then the most; --tolerance default 5)
@@ -29,17 +29,22 @@
 # gfortran), and two more tables: that program against osu_allreduce (what loading the
 # libraries alone does to OMB's own rows) and hpml against that program. The three run
 # in turns, each first in every third round.
+# --omb-env NAME=VALUE instead adds osu_allreduce with one more environment variable that
+# no program reads (e.g. PAD=xxxx...): OMB against itself with nothing changed but the size
+# of its environment. Its table is the method's own floor: how far OMB's rows move when
+# only the process's memory layout changes (docs/benchmarks.md).
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage (the
-# --omb-preload tables do not count).
+# third program's tables do not count).
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
 # bound to cores (BIND=none to unbind); OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1.
 set -eu
 mpi=openmpi omb='' rounds=20 np=2 sizes=4:1048576 iters='' warm='' tol=5 md=0 budget=''
-preload='' preload_set=0
+preload='' preload_set=0 penv='' penv_set=0
 omb_extra_opt() {
     case $1 in
     --omb-dir) omb=${2-}; omb_used=2 ;;
     --omb-preload) preload=${2-} preload_set=1; omb_used=2 ;;
+    --omb-env) penv=${2-} penv_set=1; omb_used=2 ;;
     --seconds) budget=${2-}; omb_used=2 ;;
     -i) iters=${2-}; omb_used=2 ;;
     -x) warm=${2-}; omb_used=2 ;;
@@ -48,7 +53,7 @@ omb_extra_opt() {
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/omb_common.sh
 . "$repo/bench/omb_common.sh"
-omb_parse omb_compare '2,35p' "$@"
+omb_parse omb_compare '2,39p' "$@"
 case $budget in *[!0-9]*) omb_usage omb_compare "--seconds must be a whole number" ;; esac
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 [ -n "$omb" ] || omb_usage omb_compare "--omb-dir DIR is required (see --help)"
@@ -63,6 +68,15 @@ if [ "$preload_set" = 1 ]; then
         [ -f "$l" ] || omb_usage omb_compare "--omb-preload: no file '$l'"
     done
 fi
+if [ "$penv_set" = 1 ]; then
+    [ "$preload_set" = 0 ] || omb_usage omb_compare "--omb-env and --omb-preload: one third program at most"
+    [[ $penv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || omb_usage omb_compare "--omb-env: '$penv' is not NAME=VALUE"
+fi
+# The third program: OMB with the preload or the extra variable (pre_env), or none.
+pre_env=()
+[ "$preload_set" = 1 ] && pre_env=("LD_PRELOAD=$preload")
+[ "$penv_set" = 1 ] && pre_env=("$penv")
+pre_desc=${pre_env[*]-}
 # The OMB binary must be linked against the same MPI as hpml.
 if ! ldd "$osu" | grep -q "lib$( [ "$mpi" = openmpi ] && echo mpi.so || echo mpich)"; then
     omb_usage omb_compare "$osu is not linked against $mpi"
@@ -77,8 +91,8 @@ run_omb() {
         { echo "omb_compare: osu_allreduce failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 run_pre() {
-    "${run[@]}" env LD_PRELOAD="$preload" "$osu" "${opts[@]}" >"$tmp/pre.$1" 2>"$tmp/err" ||
-        { echo "omb_compare: osu_allreduce with $preload preloaded failed: $(head -3 "$tmp/err")" >&2; exit 1; }
+    "${run[@]}" env "${pre_env[@]}" "$osu" "${opts[@]}" >"$tmp/pre.$1" 2>"$tmp/err" ||
+        { echo "omb_compare: osu_allreduce with $pre_desc failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 run_hpml() {
     "${run[@]}" "$hpml" bench allreduce --impl mpi --csv "${opts[@]}" >"$tmp/hpml.$1" 2>"$tmp/err" ||
@@ -87,14 +101,14 @@ run_hpml() {
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 feat=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|fma|f16c' | tr '\n' ' ')
 echo "# $mpi, $np ranks, bind-to $bind, paired rounds (at most $rounds${budget:+, $budget s}), -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
-echo "# $osu against $hpml bench allreduce --impl mpi --csv${preload:+, and against itself with LD_PRELOAD=$preload}"
+echo "# $osu against $hpml bench allreduce --impl mpi --csv${pre_desc:+, and against itself with $pre_desc}"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), hpml $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'), ${cpu:-unknown CPU} (${feat% }), load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS done=0
 for r in $(seq "$rounds"); do
     if [ -n "$budget" ] && [ "$done" -ge 6 ] && [ $((SECONDS - start)) -ge "$budget" ]; then
         break
     fi
-    if [ -n "$preload" ]; then
+    if [ -n "$pre_desc" ]; then
         case $((r % 3)) in
         1) run_omb "$r"; run_hpml "$r"; run_pre "$r" ;;
         2) run_hpml "$r"; run_pre "$r"; run_omb "$r" ;;
@@ -109,11 +123,11 @@ mdopt=()
 [ "$md" = 1 ] && mdopt=(--markdown)
 status=0
 /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" "${mdopt[@]}" || status=$?
-if [ -n "$preload" ]; then
-    echo "## osu_allreduce with LD_PRELOAD=$preload (pre) against osu_allreduce (omb)"
+if [ -n "$pre_desc" ]; then
+    echo "## osu_allreduce with $pre_desc (pre) against osu_allreduce (omb)"
     /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names omb,pre \
         "${mdopt[@]}" || [ $? -eq 1 ] || status=2
-    echo "## hpml bench (hpml) against osu_allreduce with LD_PRELOAD=$preload (pre)"
+    echo "## hpml bench (hpml) against osu_allreduce with $pre_desc (pre)"
     /usr/bin/python3 "$repo/bench/omb_compare_stats.py" "$tmp" "$rounds" "$tol" --names pre,hpml \
         "${mdopt[@]}" || [ $? -eq 1 ] || status=2
 fi

@@ -109,6 +109,16 @@ rc=$?
 if [ $rc -ne 2 ] || ! grep -q "^omb_compare: --omb-preload: no library named$" <<<"$err"; then
     fail "omb_compare.sh --omb-preload '': exit $rc, '$err'"
 fi
+# --omb-env takes one NAME=VALUE, and not with --omb-preload (one third program).
+for args in "--omb-env 1x=2" "--omb-env =x" "--omb-env PAD" "--omb-env" \
+    "--omb-env PAD=x --omb-preload $tmp/fake/osu_allreduce"; do
+    # shellcheck disable=SC2086
+    err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" $args 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: --omb-env" <<<"$err"; then
+        fail "omb_compare.sh $args: exit $rc, '$err'"
+    fi
+done
 # bench/omb_factors.sh shares the option parsing (bench/omb_common.sh) and its refusals.
 for args in "--bogus" "--rounds 0" "--rounds" "--mpi lam" "--np 1"; do
     # shellcheck disable=SC2086
