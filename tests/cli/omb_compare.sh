@@ -95,30 +95,30 @@ done
 mkdir "$tmp/fake"
 printf '#!/bin/sh\nexit 0\n' >"$tmp/fake/osu_allreduce"
 chmod +x "$tmp/fake/osu_allreduce"
-for args in "--omb-preload $tmp/none.so" "--omb-preload $tmp/none.so:$tmp/fake/osu_allreduce" \
-    "--omb-preload"; do
-    # shellcheck disable=SC2086
-    err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" $args 2>&1 >/dev/null)
+# refused OPTION ARGS: the script, on the stand-in, refuses ARGS in one line naming OPTION.
+refused() {
+    local opt=$1 err rc
+    shift
+    err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" "$@" 2>&1 >/dev/null)
     rc=$?
-    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: --omb-preload" <<<"$err"; then
-        fail "omb_compare.sh $args: exit $rc, '$err'"
+    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: $opt" <<<"$err"; then
+        fail "omb_compare.sh $*: exit $rc, '$err'"
     fi
-done
+}
+refused --omb-preload --omb-preload "$tmp/none.so"
+refused --omb-preload --omb-preload "$tmp/none.so:$tmp/fake/osu_allreduce"
+refused --omb-preload --omb-preload
 err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" --omb-preload '' 2>&1 >/dev/null)
 rc=$?
 if [ $rc -ne 2 ] || ! grep -q "^omb_compare: --omb-preload: no library named$" <<<"$err"; then
     fail "omb_compare.sh --omb-preload '': exit $rc, '$err'"
 fi
 # --omb-env takes one NAME=VALUE, and not with --omb-preload (one third program).
-for args in "--omb-env 1x=2" "--omb-env =x" "--omb-env PAD" "--omb-env" \
-    "--omb-env PAD=x --omb-preload $tmp/fake/osu_allreduce"; do
-    # shellcheck disable=SC2086
-    err=$(HPML=$tmp/fake/osu_allreduce "$script" --omb-dir "$tmp/fake" $args 2>&1 >/dev/null)
-    rc=$?
-    if [ $rc -ne 2 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q "^omb_compare: --omb-env" <<<"$err"; then
-        fail "omb_compare.sh $args: exit $rc, '$err'"
-    fi
+for v in 1x=2 =x PAD; do
+    refused --omb-env --omb-env "$v"
 done
+refused --omb-env --omb-env
+refused --omb-env --omb-env PAD=x --omb-preload "$tmp/fake/osu_allreduce"
 # bench/omb_factors.sh shares the option parsing (bench/omb_common.sh) and its refusals.
 for args in "--bogus" "--rounds 0" "--rounds" "--mpi lam" "--np 1"; do
     # shellcheck disable=SC2086
