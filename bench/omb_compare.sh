@@ -30,9 +30,9 @@
 # libraries alone does to OMB's own rows) and hpml against that program. The three run
 # in turns, each first in every third round.
 # --omb-env NAME=VALUE instead adds osu_allreduce with one more environment variable that
-# no program reads (e.g. PAD=xxxx...): OMB against itself with nothing changed but the size
-# of its environment. Its table is the method's own floor: how far OMB's rows move when
-# only the process's memory layout changes (docs/benchmarks.md).
+# no program reads (docs/performance.md uses PAD set to 200 characters): OMB against itself
+# with nothing changed but the size of its environment. Its table is the method's own
+# floor, how far OMB's rows move without any change to timed code (docs/benchmarks.md).
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage (the
 # third program's tables do not count).
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
