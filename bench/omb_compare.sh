@@ -7,7 +7,7 @@
 #
 #   bench/omb_compare.sh --omb-dir DIR [--mpi openmpi|mpich] [--rounds N] [--seconds S]
 #                        [--np N] [-m MIN:MAX] [-i N] [-x N] [--tolerance PCT] [--markdown]
-#                        [--omb-preload LIB[:LIB...] | --omb-env NAME=VALUE]
+#                        [--omb-preload LIB[:LIB...] | --omb-env NAME=VALUE] [--fixed-layout]
 # (-m in bytes, as OMB takes it; default 4:1048576; --rounds default 20, at least 6 for
 # an interval; --seconds S: no round starts after S seconds, once 6 rounds are done, so
 # --rounds is then the most; --tolerance default 5)
@@ -33,19 +33,26 @@
 # no program reads (docs/performance.md uses PAD set to 200 characters): OMB against itself
 # with nothing changed but the size of its environment. Its table is the method's own
 # floor, how far OMB's rows move without any change to timed code (docs/benchmarks.md).
+# Each launch of each program gets one more environment variable, OMB_COMPARE_PAD, of 0 to
+# 4,095 bytes drawn at random per launch: the size of a process's environment moves its
+# memory layout, and one fixed layout can read a few per cent high at one size and
+# reproducibly so (docs/benchmarks.md). Randomised, every program is measured over many
+# layouts, not one. --fixed-layout launches every program with the caller's environment
+# unchanged, as before 2026-11-27.
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage (the
 # third program's tables do not count).
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
 # bound to cores (BIND=none to unbind); OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1.
 set -eu
 mpi=openmpi omb='' rounds=20 np=2 sizes=4:1048576 iters='' warm='' tol=5 md=0 budget=''
-preload='' preload_set=0 penv='' penv_set=0
+preload='' preload_set=0 penv='' penv_set=0 fixed=0
 omb_extra_opt() {
     case $1 in
     --omb-dir) omb=${2-}; omb_used=2 ;;
     --omb-preload) preload=${2-} preload_set=1; omb_used=2 ;;
     --omb-env) penv=${2-} penv_set=1; omb_used=2 ;;
     --seconds) budget=${2-}; omb_used=2 ;;
+    --fixed-layout) fixed=1; omb_used=1 ;;
     -i) iters=${2-}; omb_used=2 ;;
     -x) warm=${2-}; omb_used=2 ;;
     esac
@@ -53,7 +60,7 @@ omb_extra_opt() {
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/omb_common.sh
 . "$repo/bench/omb_common.sh"
-omb_parse omb_compare '2,39p' "$@"
+omb_parse omb_compare '2,45p' "$@"
 case $budget in *[!0-9]*) omb_usage omb_compare "--seconds must be a whole number" ;; esac
 hpml=${HPML:-$repo/build/$mpi/bin/hpml}
 [ -n "$omb" ] || omb_usage omb_compare "--omb-dir DIR is required (see --help)"
@@ -86,22 +93,38 @@ opts=(-m "$sizes")
 [ -n "$warm" ] && opts+=(-x "$warm")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# layout: lay=(OMB_COMPARE_PAD=<a random number of bytes>) for the next launch, or none.
+lay=()
+layout() {
+    local pad
+    [ "$fixed" = 1 ] && return
+    printf -v pad '%*s' $((RANDOM % 4096)) ''
+    lay=("OMB_COMPARE_PAD=${pad// /x}")
+}
 run_omb() {
-    "${run[@]}" "$osu" "${opts[@]}" >"$tmp/omb.$1" 2>"$tmp/err" ||
+    layout
+    "${run[@]}" env "${lay[@]}" "$osu" "${opts[@]}" >"$tmp/omb.$1" 2>"$tmp/err" ||
         { echo "omb_compare: osu_allreduce failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 run_pre() {
-    "${run[@]}" env "${pre_env[@]}" "$osu" "${opts[@]}" >"$tmp/pre.$1" 2>"$tmp/err" ||
+    layout
+    "${run[@]}" env "${lay[@]}" "${pre_env[@]}" "$osu" "${opts[@]}" >"$tmp/pre.$1" 2>"$tmp/err" ||
         { echo "omb_compare: osu_allreduce with $pre_desc failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 run_hpml() {
-    "${run[@]}" "$hpml" bench allreduce --impl mpi --csv "${opts[@]}" >"$tmp/hpml.$1" 2>"$tmp/err" ||
+    layout
+    "${run[@]}" env "${lay[@]}" "$hpml" bench allreduce --impl mpi --csv "${opts[@]}" >"$tmp/hpml.$1" 2>"$tmp/err" ||
         { echo "omb_compare: hpml bench failed: $(head -3 "$tmp/err")" >&2; exit 1; }
 }
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 feat=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|fma|f16c' | tr '\n' ' ')
 echo "# $mpi, $np ranks, bind-to $bind, paired rounds (at most $rounds${budget:+, $budget s}), -m $sizes${iters:+ -i $iters}${warm:+ -x $warm}"
 echo "# $osu against $hpml bench allreduce --impl mpi --csv${pre_desc:+, and against itself with $pre_desc}"
+if [ "$fixed" = 1 ]; then
+    echo "# every launch with this environment (--fixed-layout)"
+else
+    echo "# every launch with OMB_COMPARE_PAD of 0-4095 random bytes added to its environment"
+fi
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), hpml $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'), ${cpu:-unknown CPU} (${feat% }), load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS done=0
 for r in $(seq "$rounds"); do
