@@ -2,8 +2,8 @@
 # bench/omb_compare.sh's statistics (bench/omb_compare_stats.py) on rounds whose answer is
 # known by hand: the median of the per-round ratios hpml / OMB, its sign-test interval
 # (10 rounds: the 2nd and 9th smallest ratios, coverage 97.9%) and the verdict against
-# +-5%, each program's printed resolution; and both scripts' refusals of bad usage (exit 2,
-# one line). No MPI run.
+# +-5%, each program's printed resolution; both scripts' refusals of bad usage (exit 2,
+# one line); and the random environment padding of every launch, with stand-in programs.
 # Env (from tests/run.sh): MPI.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -119,6 +119,69 @@ for v in 1x=2 =x PAD; do
 done
 refused --omb-env --omb-env
 refused --omb-env --omb-env PAD=x --omb-preload "$tmp/fake/osu_allreduce"
+
+# Every launch gets OMB_COMPARE_PAD of 0-4095 random bytes; --fixed-layout none. Stand-ins
+# under the real launcher log, on rank 0, the variable's length (-1: not set) and print one
+# row each: an osu_allreduce linked with the MPI (the script checks that with ldd) and an
+# hpml bench.
+mkdir "$tmp/lay"
+cat >"$tmp/lay/osu.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void)
+{
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK"), *pad = getenv("OMB_COMPARE_PAD");
+    int up;
+    FILE *f;
+
+    MPI_Initialized(&up); /* keeps the MPI linked */
+    if (rank == NULL)
+        rank = getenv("PMI_RANK");
+    if (rank != NULL && strcmp(rank, "0") != 0)
+        return 0;
+    if ((f = fopen(getenv("FAKE_LOG"), "a")) == NULL)
+        return 1;
+    fprintf(f, "%d\n", pad ? (int)strlen(pad) : -1);
+    fclose(f);
+    printf("# Size       Avg Latency(us)\n4 2.00\n");
+    return 0;
+}
+C
+cat >"$tmp/lay/hpml" <<'SH'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" = 0 ] || exit 0
+if [ -n "${OMB_COMPARE_PAD+set}" ]; then echo "${#OMB_COMPARE_PAD}"; else echo -1; fi >>"$FAKE_LOG"
+printf 'case,impl,size,avg_us\nallreduce,mpi,4,2.0000\n'
+SH
+chmod +x "$tmp/lay/hpml"
+if ! "mpicc.$MPI" -o "$tmp/lay/osu_allreduce" "$tmp/lay/osu.c"; then
+    fail "cannot build the stand-in osu_allreduce with mpicc.$MPI"
+else
+    for mode in random fixed; do
+        log=$tmp/lay/$mode.log
+        opt=()
+        [ $mode = fixed ] && opt=(--fixed-layout)
+        out=$(FAKE_LOG=$log HPML=$tmp/lay/hpml "$script" --omb-dir "$tmp/lay" --mpi "$MPI" \
+            --rounds 6 "${opt[@]}" 2>&1)
+        rc=$?
+        [ $rc -eq 0 ] || fail "stand-ins, $mode layout: exit $rc: $out"
+        lens=$(sort -n "$log" 2>/dev/null | uniq | tr '\n' ' ')
+        [ "$(wc -l <"$log" 2>/dev/null)" = 12 ] || fail "$mode layout: not 12 launches logged: $lens"
+        if [ $mode = fixed ]; then
+            [ "$lens" = "-1 " ] || fail "--fixed-layout: OMB_COMPARE_PAD set ($lens)"
+            grep -q "^# every launch with this environment (--fixed-layout)" <<<"$out" ||
+                fail "--fixed-layout: no header line: $out"
+        else
+            awk '$1 < 0 || $1 > 4095 { bad = 1 } END { exit bad }' "$log" ||
+                fail "random layout: a length outside 0-4095 ($lens)"
+            [ "$(wc -w <<<"$lens")" -ge 2 ] || fail "random layout: one length in 12 launches ($lens)"
+            grep -q "^# every launch with OMB_COMPARE_PAD of 0-4095 random bytes" <<<"$out" ||
+                fail "random layout: no header line: $out"
+        fi
+    done
+fi
 # bench/omb_factors.sh shares the option parsing (bench/omb_common.sh) and its refusals.
 for args in "--bogus" "--rounds 0" "--rounds" "--mpi lam" "--np 1"; do
     # shellcheck disable=SC2086
