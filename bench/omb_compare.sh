@@ -30,15 +30,15 @@
 # libraries alone does to OMB's own rows) and hpml against that program. The three run
 # in turns, each first in every third round.
 # --omb-env NAME=VALUE instead adds osu_allreduce with one more environment variable that
-# no program reads (docs/performance.md uses PAD set to 200 characters): OMB against itself
-# with nothing changed but the size of its environment. Its table is the method's own
+# no program reads (e.g. PAD set to 200 characters): OMB against itself with nothing
+# changed but the size of its environment. Its table is the method's own
 # floor, how far OMB's rows move without any change to timed code (docs/benchmarks.md).
 # Each launch of each program gets one more environment variable, OMB_COMPARE_PAD, of 0 to
 # 4,095 bytes drawn at random per launch: the size of a process's environment moves its
 # memory layout, and one fixed layout can read a few per cent high at one size and
 # reproducibly so (docs/benchmarks.md). Randomised, every program is measured over many
-# layouts, not one. --fixed-layout launches every program with the caller's environment
-# unchanged, as before 2026-11-27.
+# layouts, not one. --fixed-layout launches every program in the caller's environment,
+# unchanged.
 # Exit 0 when every size is within the tolerance, 1 otherwise, 2 on bad usage (the
 # third program's tables do not count).
 # Run on an otherwise idle machine (check `uptime`), best under `chrt -f 1`. Ranks are
