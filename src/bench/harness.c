@@ -266,61 +266,128 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Reduce this rank's per-iteration times t[0..n) (microseconds) into the row:
- * OMB's mean/min/max of per-rank averages, the mean of per-iteration maxima across
- * ranks, and OMB's percentiles (element-wise sum across ranks, sorted, / rank count). */
-static int reduce_stats(bench_ctx_t *c, const hpml_bench_opts_t *o, int rep, const double *t,
-                        long n, double *work, hpml_bench_row_t *row, double *my_avg)
+/* Between two sizes the ranks exchange only what OMB exchanges: three one-double
+ * reductions of the per-rank average to rank 0. The per-iteration times wait in a store
+ * and are reduced after the sweep (the slowest rank per iteration, the percentiles):
+ * 8 KB more of reductions between sizes moved Open MPI's next small-message times by
+ * 1-2% (docs/decisions/omb-compatible-timing.md). A store that would pass
+ * HPML_BENCH_STORE doubles (never fewer than one size's) is reduced early, between two
+ * sizes. */
+
+typedef struct {
+    hpml_bench_row_t *row;
+    size_t off; /* its times: t[off .. off + n) */
+    long n;
+    int rep; /* this rank reports */
+} pending_t;
+
+typedef struct {
+    double *t, *work; /* cap doubles each: this rank's times; the reductions' scratch */
+    size_t cap, used;
+    pending_t *pend; /* the rows whose times are in t, in sweep order */
+    size_t npend;
+    int nrep; /* ranks that report: the divisor of OMB's mean */
+} sweep_t;
+
+/* Reduce the stored times into their rows, on every rank: the mean over iterations of
+ * the per-iteration maximum across ranks, and OMB's percentiles (element-wise sum across
+ * ranks, sorted, / reporting ranks). Every rank stores the same rows in the same order,
+ * so the counts agree. */
+static int reduce_pending(bench_ctx_t *c, const hpml_bench_opts_t *o, sweep_t *w)
 {
-    double avg = 0, in[2], out[2], mn, mx;
-    int nrep;
+    if (w->used > 0) {
+        for (size_t k = 0; k < w->npend; k++) {
+            const pending_t *p = &w->pend[k];
+
+            for (long i = 0; i < p->n; i++)
+                w->work[p->off + (size_t)i] = p->rep ? w->t[p->off + (size_t)i] : -DBL_MAX;
+        }
+        if (MPI_Allreduce(MPI_IN_PLACE, w->work, (int)w->used, MPI_DOUBLE, MPI_MAX, c->comm) !=
+            MPI_SUCCESS)
+            return HPML_ERR_MPI;
+        for (size_t k = 0; k < w->npend; k++) {
+            const pending_t *p = &w->pend[k];
+            double m = 0;
+
+            for (long i = 0; i < p->n; i++)
+                m += w->work[p->off + (size_t)i];
+            p->row->maxrank = m / (double)p->n;
+        }
+    }
+    if (w->used > 0 && o->npct > 0) {
+        for (size_t k = 0; k < w->npend; k++) {
+            const pending_t *p = &w->pend[k];
+
+            for (long i = 0; !p->rep && i < p->n; i++)
+                w->t[p->off + (size_t)i] = 0;
+        }
+        if (MPI_Allreduce(MPI_IN_PLACE, w->t, (int)w->used, MPI_DOUBLE, MPI_SUM, c->comm) !=
+            MPI_SUCCESS)
+            return HPML_ERR_MPI;
+        for (size_t k = 0; k < w->npend; k++) {
+            const pending_t *p = &w->pend[k];
+            double *v = w->t + p->off;
+
+            qsort(v, (size_t)p->n, sizeof(double), cmp_double);
+            for (int j = 0; j < o->npct; j++) {
+                long idx = lround((double)p->n * o->pct[j] / 100.0) - 1;
+
+                if (idx < 0)
+                    idx = 0;
+                if (idx >= p->n)
+                    idx = p->n - 1;
+                p->row->pct[j] = v[idx] / w->nrep;
+            }
+        }
+    }
+    w->used = 0;
+    w->npend = 0;
+    return 0;
+}
+
+/* Where the next n per-iteration times go: the store's free end, reduced first when full. */
+static int store_slot(bench_ctx_t *c, const hpml_bench_opts_t *o, sweep_t *w, long n, double **t)
+{
+    int rc;
+
+    if (w->used + (size_t)n > w->cap && (rc = reduce_pending(c, o, w)) != 0)
+        return rc;
+    *t = w->t + w->used;
+    return 0;
+}
+
+/* OMB's statistics of one size from the n times at the store's free end: the per-rank
+ * averages' minimum, maximum and mean, by three one-double MPI_Reduce to rank 0 in
+ * osu_allreduce's order. Until the sweep ends only rank 0's row holds them. The times
+ * stay in the store for reduce_pending. */
+static int reduce_stats(bench_ctx_t *c, sweep_t *w, int rep, long n, hpml_bench_row_t *row,
+                        double *my_avg)
+{
+    const double *t = w->t + w->used;
+    double avg = 0, in, mn, mx, sum;
 
     for (long i = 0; i < n; i++)
         avg += t[i];
     avg /= (double)n;
     *my_avg = avg;
-    in[0] = rep ? avg : 0;
-    in[1] = rep ? 1 : 0;
-    if (MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+    in = rep ? avg : DBL_MAX;
+    if (MPI_Reduce(&in, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, c->comm) != MPI_SUCCESS)
         return HPML_ERR_MPI;
-    nrep = (int)out[1];
-    row->avg = out[0] / nrep;
-    in[0] = rep ? avg : DBL_MAX;
-    if (MPI_Allreduce(in, &mn, 1, MPI_DOUBLE, MPI_MIN, c->comm) != MPI_SUCCESS)
+    in = rep ? avg : -DBL_MAX;
+    if (MPI_Reduce(&in, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, c->comm) != MPI_SUCCESS)
         return HPML_ERR_MPI;
-    in[0] = rep ? avg : -DBL_MAX;
-    if (MPI_Allreduce(in, &mx, 1, MPI_DOUBLE, MPI_MAX, c->comm) != MPI_SUCCESS)
+    in = rep ? avg : 0;
+    if (MPI_Reduce(&in, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, c->comm) != MPI_SUCCESS)
         return HPML_ERR_MPI;
-    row->min = mn;
-    row->max = mx;
-
-    for (long i = 0; i < n; i++)
-        work[i] = rep ? t[i] : -DBL_MAX;
-    if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_MAX, c->comm) != MPI_SUCCESS)
-        return HPML_ERR_MPI;
-    row->maxrank = 0;
-    for (long i = 0; i < n; i++)
-        row->maxrank += work[i];
-    row->maxrank /= (double)n;
-
+    if (c->rank == 0) {
+        row->avg = sum / w->nrep;
+        row->min = mn;
+        row->max = mx;
+    }
     for (int k = 0; k < HPML_BENCH_MAX_PCT; k++)
         row->pct[k] = NAN;
-    if (o->npct > 0) {
-        for (long i = 0; i < n; i++)
-            work[i] = rep ? t[i] : 0;
-        if (MPI_Allreduce(MPI_IN_PLACE, work, (int)n, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
-            return HPML_ERR_MPI;
-        qsort(work, (size_t)n, sizeof(double), cmp_double);
-        for (int k = 0; k < o->npct; k++) {
-            long idx = lround((double)n * o->pct[k] / 100.0) - 1;
-
-            if (idx < 0)
-                idx = 0;
-            if (idx >= n)
-                idx = n - 1;
-            row->pct[k] = work[idx] / nrep;
-        }
-    }
+    w->pend[w->npend++] = (pending_t){row, w->used, n, rep};
+    w->used += (size_t)n;
     return 0;
 }
 
@@ -444,7 +511,7 @@ static double compute(bench_ctx_t *c, const bench_case_t *bc, double seconds, in
 /* OMB's overlap method: the pure communication time (start + wait), then each
  * iteration starts the operation, computes for as long as the mean pure time, waits. */
 static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o,
-                            long iters, long skip, double *t, double *work, hpml_bench_row_t *row)
+                            long iters, long skip, double *t, sweep_t *w, hpml_bench_row_t *row)
 {
     double pure_local = 0, comp_local = 0, target, sums[3], in[3], my_avg;
     int rc = 0;
@@ -486,13 +553,15 @@ static int time_nonblocking(bench_ctx_t *c, const bench_case_t *bc, const hpml_b
             return HPML_ERR_MPI;
     }
     comp_local /= (double)iters;
-    if ((rc = reduce_stats(c, o, 1, t, iters, work, row, &my_avg)) != 0)
+    if ((rc = reduce_stats(c, w, 1, iters, row, &my_avg)) != 0)
         return rc;
     in[0] = my_avg;
     in[1] = comp_local * 1e6;
     in[2] = pure_local * 1e6;
-    if (MPI_Allreduce(in, sums, 3, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+    if (MPI_Reduce(in, sums, 3, MPI_DOUBLE, MPI_SUM, 0, c->comm) != MPI_SUCCESS)
         return HPML_ERR_MPI;
+    if (c->rank != 0)
+        return 0; /* rank 0's row reaches every rank after the sweep */
     row->overall = sums[0] / c->size;
     row->compute = sums[1] / c->size;
     row->pure = sums[2] / c->size;
@@ -570,10 +639,10 @@ static int validate(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opt
 /* ---- one measurement -------------------------------------------------------------- */
 
 static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts_t *o, size_t size,
-                   double *t, double *work, hpml_bench_row_t *row)
+                   sweep_t *w, hpml_bench_row_t *row)
 {
     long iters, skip;
-    double my_avg = 0;
+    double my_avg = 0, *t;
     int rc, p = c->size;
 
     row->size = size;
@@ -585,15 +654,21 @@ static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts
     row->bw = row->msg_rate = row->algbw = row->busbw = NAN;
     row->overall = row->compute = row->pure = row->overlap = NAN;
     row->valid = -1;
+    if ((rc = store_slot(c, o, w, iters, &t)) != 0)
+        return rc;
 
     if (bc->kind == HPML_BENCH_KIND_NBC) {
-        rc = time_nonblocking(c, bc, o, iters, skip, t, work, row);
+        rc = time_nonblocking(c, bc, o, iters, skip, t, w, row);
     } else {
         int rep = bc->reports(c);
 
         if ((rc = time_blocking(c, bc, o, iters, skip, t)) != 0)
             return rc;
-        rc = reduce_stats(c, o, rep, t, iters, work, row, &my_avg);
+        rc = reduce_stats(c, w, rep, iters, row, &my_avg);
+        /* OMB's collective benchmarks close each size with a barrier. */
+        if (rc == 0 && (bc->kind == HPML_BENCH_KIND_COLL || bc->kind == HPML_BENCH_KIND_BARRIER) &&
+            MPI_Barrier(c->comm) != MPI_SUCCESS)
+            return HPML_ERR_MPI;
         if (rc == 0 && bc->iter_bytes != NULL) {
             /* Bandwidth: bytes per timed iteration over the time of one iteration, summed
              * over the reporting ranks (one sender for bw/bibw, every sender for mbw_mr). */
@@ -603,15 +678,17 @@ static int measure(bench_ctx_t *c, const bench_case_t *bc, const hpml_bench_opts
                 in[0] = bc->iter_bytes(c) / my_avg; /* bytes/us = MB/s */
                 in[1] = c->window / (my_avg * 1e-6);
             }
-            if (MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, c->comm) != MPI_SUCCESS)
+            if (MPI_Reduce(in, out, 2, MPI_DOUBLE, MPI_SUM, 0, c->comm) != MPI_SUCCESS)
                 return HPML_ERR_MPI;
-            row->bw = out[0];
-            row->msg_rate = out[1];
+            if (c->rank == 0) {
+                row->bw = out[0];
+                row->msg_rate = out[1];
+            }
         }
     }
     if (rc != 0)
         return rc;
-    if (bc->bus_factor != NULL) {
+    if (bc->bus_factor != NULL && c->rank == 0) {
         double lat = bc->kind == HPML_BENCH_KIND_NBC ? row->pure : row->avg;
 
         row->algbw = lat > 0 ? (double)size * bc->total_mult(p) / lat : 0;
@@ -751,10 +828,10 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     const bench_case_t *bc = hpml__bench_case_find(o->case_name);
     bench_ctx_t c = {0};
     hpml_bench_result_t *r = NULL;
-    size_t sizes[80], nsizes, max, maxbuf = 0;
+    size_t sizes[80], nsizes, max, maxbuf = 0, total = 0;
     long maxit = 1;
-    double *t = NULL, *work = NULL;
-    int rc, p, need_hpml = 0;
+    sweep_t w = {0};
+    int rc, p, need_hpml = 0, rep;
 
     *out = NULL;
     c.comm = MPI_COMM_NULL;
@@ -799,6 +876,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
         iterations(bc, o, sizes[i], &it, &sk);
         if (it > maxit)
             maxit = it;
+        total += (size_t)it * (size_t)o->nimpls;
         /* MPI counts are int: refuse sizes whose counts would not fit. */
         if ((s > rb ? s : rb) / c.esize > (size_t)INT32_MAX) {
             rc = hpml_set_error(HPML_ERR_RANGE, "size %zu too large for an MPI count", sizes[i]);
@@ -826,11 +904,39 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     c.rbuf = page_alloc(maxbuf);
     c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
     c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
-    t = malloc((size_t)maxit * sizeof(*t));
-    work = malloc((size_t)maxit * sizeof(*work));
-    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL ||
-        t == NULL || work == NULL) {
+    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL) {
         rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte message buffers", maxbuf);
+        goto out;
+    }
+    {
+        uint64_t cap = 2097152; /* the registry's default */
+        unsigned long long agreed;
+
+        hpml__setting_env(HPML__S_BENCH_STORE, &cap);
+        if (cap < (uint64_t)maxit)
+            cap = (uint64_t)maxit;
+        if (cap > total)
+            cap = total;
+        /* The reductions' counts must agree: every rank takes the smallest store. */
+        agreed = cap;
+        if (MPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c.comm) !=
+            MPI_SUCCESS) {
+            rc = HPML_ERR_MPI;
+            goto out;
+        }
+        w.cap = (size_t)agreed;
+    }
+    w.t = malloc((w.cap ? w.cap : 1) * sizeof(double));
+    w.work = malloc((w.cap ? w.cap : 1) * sizeof(double));
+    w.pend = malloc((nsizes * (size_t)o->nimpls + 1) * sizeof(*w.pend));
+    if (w.t == NULL || w.work == NULL || w.pend == NULL) {
+        rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte stores of times",
+                            w.cap * sizeof(double));
+        goto out;
+    }
+    rep = bc->reports(&c);
+    if (MPI_Allreduce(&rep, &w.nrep, 1, MPI_INT, MPI_SUM, c.comm) != MPI_SUCCESS) {
+        rc = HPML_ERR_MPI;
         goto out;
     }
     /* OMB's inputs: bytes of 1 to send, zeros to receive into, so that both programs
@@ -851,7 +957,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
                 o->progress(o->progress_arg, c.impl->name, sizes[s],
                             (int)(s * (size_t)o->nimpls + (size_t)i),
                             (int)(nsizes * (size_t)o->nimpls));
-            rc = measure(&c, bc, o, sizes[s], t, work, &r->rows[(size_t)i * nsizes + s]);
+            rc = measure(&c, bc, o, sizes[s], &w, &r->rows[(size_t)i * nsizes + s]);
             if (rc != 0) {
                 if (hpml_last_error()[0] == '\0')
                     hpml_set_error(rc, "%s %s size %zu: %s", bc->name, c.impl->name, sizes[s],
@@ -860,11 +966,17 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
             }
         }
     }
+    /* The statistics only rank 0 holds so far reach every rank. */
+    if ((rc = reduce_pending(&c, o, &w)) != 0 ||
+        (rc = BENCH_MPI(MPI_Bcast(r->rows, (int)(nsizes * (size_t)o->nimpls * sizeof(*r->rows)),
+                                  MPI_BYTE, 0, c.comm))) != 0)
+        goto out;
     *out = r;
     r = NULL;
 out:
-    free(t);
-    free(work);
+    free(w.t);
+    free(w.work);
+    free(w.pend);
     free(c.reqs);
     free(c.stats);
     free(c.sbuf);

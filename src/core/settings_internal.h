@@ -36,6 +36,7 @@ typedef enum {
     HPML__S_KMEANS_GEMM,
     HPML__S_KNN_DGEMM,
     HPML__S_BENCH_BREAK,
+    HPML__S_BENCH_STORE,
     HPML__S_COUNT
 } hpml__setting_id_t;
 

@@ -5,7 +5,8 @@
  * factor), HPML_BENCH_BREAK=drop-last turning every non-empty hpml row into a
  * validation failure while native MPI rows still pass, and alltoall's hpml implementation
  * refusing -l (hpml_alltoallv has no in-place form); hpml_bench_time_blocking on the
- * caller's buffers against MPI_Allreduce and MPI_Bcast, and its refusals.
+ * caller's buffers against MPI_Allreduce and MPI_Bcast, and its refusals; the statistics
+ * reduced after the sweep, from one store and from a store reduced between sizes.
  *
  * hpml-test: ranks=2 3 4
  * hpml-test: mpich-ranks=2
@@ -45,6 +46,72 @@ static void check_rows(const hpml_bench_result_t *r, int expect_break)
                 HPMLT_CHECK(w->valid == 1, "%s %s size %zu: validation %d (%s)", r->case_name,
                             r->impls[i].name, w->size, w->valid, w->note);
         }
+}
+
+/* The statistics reduced after the sweep (slowest rank per iteration, percentiles), with
+ * the whole sweep's times in one store and with HPML_BENCH_STORE=40 (two sizes' 16
+ * iterations fit, so the store is reduced between sizes): every row lands where it
+ * belongs, on every rank alike. 16 percentiles at 6.25, 12.5, ..., 100 are the 16 sorted
+ * per-iteration means across ranks, so their mean is avg exactly; a row given another
+ * row's times breaks that. The slowest rank's mean lies between max and ranks * p100. */
+static void check_deferred_stats(void)
+{
+    for (int cap = 0; cap < 2; cap++) {
+        hpml_bench_opts_t o;
+        hpml_bench_result_t *r = NULL;
+        char note[160];
+
+        if (cap)
+            setenv("HPML_BENCH_STORE", "40", 1);
+        hpml_bench_opts_init(&o);
+        o.case_name = "allreduce";
+        o.dtype = HPML_F32;
+        o.min_size = 4;
+        o.max_size = 8192; /* every size small: 16 iterations each */
+        o.iters = 16;
+        o.warmup = 2;
+        o.npct = 16;
+        for (int j = 0; j < 16; j++)
+            o.pct[j] = 6.25 * (j + 1);
+        HPMLT_CALL(hpml_bench_parse_impls("allreduce", "mpi,hpml", &o, note, sizeof(note)));
+        HPMLT_CALL(hpml_bench_run(MPI_COMM_WORLD, &o, &r));
+        unsetenv("HPML_BENCH_STORE");
+        if (r == NULL)
+            continue;
+        HPMLT_CHECK(r->nsizes == 12, "%zu sizes", r->nsizes);
+        for (size_t k = 0; k < r->nsizes * (size_t)r->nimpls; k++) {
+            const hpml_bench_row_t *w = &r->rows[k];
+            const double e = 1e-9;
+            double mean = 0;
+            int sorted = 1;
+
+            for (int j = 0; j < 16; j++) {
+                mean += w->pct[j] / 16;
+                sorted &= j == 0 || w->pct[j - 1] <= w->pct[j];
+            }
+            HPMLT_CHECK(w->iters == 16 && sorted && fabs(mean - w->avg) <= e * w->avg,
+                        "store %d size %zu: %ld iterations, percentiles sorted %d, their mean %.17g "
+                        "against avg %.17g",
+                        cap, w->size, w->iters, sorted, mean, w->avg);
+            HPMLT_CHECK(w->max <= w->maxrank * (1 + e) &&
+                            w->maxrank <= r->ranks * w->pct[15] * (1 + e),
+                        "store %d size %zu: max %g maxrank %g p100 %g", cap, w->size, w->max,
+                        w->maxrank, w->pct[15]);
+        }
+        /* Every rank holds rank 0's rows. */
+        {
+            size_t bytes = r->nsizes * (size_t)r->nimpls * sizeof(*r->rows);
+            hpml_bench_row_t *root = malloc(bytes);
+
+            if (hpmlt_rank() == 0)
+                memcpy(root, r->rows, bytes);
+            MPI_Bcast(root, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+            HPMLT_CHECK(memcmp(root, r->rows, bytes) == 0, "store %d: rows differ from rank 0's",
+                        cap);
+            free(root);
+        }
+        hpml_bench_result_free(r);
+    }
 }
 
 /* hpml_bench_time_blocking: allreduce (out of place and in place, hpml and mpi) and bcast
@@ -230,5 +297,6 @@ int main(int argc, char **argv)
     r = NULL;
     hpml_bench_result_free(NULL);
     check_time_blocking();
+    check_deferred_stats();
     return hpmlt_finish();
 }
