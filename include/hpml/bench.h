@@ -144,6 +144,9 @@ int hpml_bench_parse_impls(const char *case_name, const char *spec, hpml_bench_o
  * 2 ranks (mbw_mr and multi_lat an even number). On success *out holds the result on
  * every rank (free with hpml_bench_result_free). Validation failures are not errors:
  * they are recorded in the rows (valid == 0). Returns 0 or a negative HPML_ERR_*.
+ * Between two sizes the ranks exchange only OMB's three one-double reductions to rank 0;
+ * each rank keeps its per-iteration times (at most HPML_BENCH_STORE doubles, default
+ * 2097152, before it reduces them between sizes) for the reductions after the sweep.
  * The environment variable HPML_BENCH_BREAK=drop-last (tests only) zeroes the last
  * element of every hpml result before validation, to prove that validation catches it.
  */
