@@ -93,8 +93,8 @@ static const hpml_setting_t registry[HPML__S_COUNT] = {
     [HPML__S_BENCH_BREAK] = {"HPML_BENCH_BREAK", HPML_SETTING_CHOICE, "", 0, 0, "drop-last", 0,
                              "test aid: `hpml bench` corrupts the last element of hpml's "
                              "results, to show that -c validation catches it"},
-    [HPML__S_BENCH_STORE] = {"HPML_BENCH_STORE", HPML_SETTING_COUNT, "2097152", 1, INT32_MAX,
-                             NULL, 1,
+    [HPML__S_BENCH_STORE] = {"HPML_BENCH_STORE", HPML_SETTING_COUNT, "2097152", 1, INT32_MAX, NULL,
+                             1,
                              "per-iteration times (doubles) `hpml bench` keeps across sizes "
                              "before it reduces them between two sizes (at least one size's)"},
 };

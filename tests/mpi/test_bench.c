@@ -89,10 +89,11 @@ static void check_deferred_stats(void)
                 mean += w->pct[j] / 16;
                 sorted &= j == 0 || w->pct[j - 1] <= w->pct[j];
             }
-            HPMLT_CHECK(w->iters == 16 && sorted && fabs(mean - w->avg) <= e * w->avg,
-                        "store %d size %zu: %ld iterations, percentiles sorted %d, their mean %.17g "
-                        "against avg %.17g",
-                        cap, w->size, w->iters, sorted, mean, w->avg);
+            HPMLT_CHECK(
+                w->iters == 16 && sorted && fabs(mean - w->avg) <= e * w->avg,
+                "store %d size %zu: %ld iterations, percentiles sorted %d, their mean %.17g "
+                "against avg %.17g",
+                cap, w->size, w->iters, sorted, mean, w->avg);
             HPMLT_CHECK(w->max <= w->maxrank * (1 + e) &&
                             w->maxrank <= r->ranks * w->pct[15] * (1 + e),
                         "store %d size %zu: max %g maxrank %g p100 %g", cap, w->size, w->max,
