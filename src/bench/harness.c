@@ -904,14 +904,14 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     c.rbuf = page_alloc(maxbuf);
     c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
     c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
-    if (r->rows == NULL || c.sbuf == NULL || c.rbuf == NULL || c.reqs == NULL || c.stats == NULL) {
-        rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte message buffers", maxbuf);
-        goto out;
-    }
     {
         const char *env = getenv("HPML_BENCH_STORE");
-        uint64_t cap = 2097152;       /* the registry's default */
-        unsigned long long agreed[2]; /* the store; 1 when this rank's setting is well-formed */
+        uint64_t cap = 2097152; /* the registry's default */
+        int mine;
+        /* Agreed before the sweep, so that no rank stops alone and leaves the others in a
+         * collective: the store (the smallest: the reductions' counts must match), and 1
+         * when this rank's HPML_BENCH_STORE is well-formed, 1 when its buffers are there. */
+        unsigned long long agreed[3];
         char why[160] = "";
 
         agreed[1] = env == NULL || *env == '\0' ||
@@ -920,10 +920,14 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
             cap = (uint64_t)maxit;
         if (cap > total)
             cap = total;
-        /* The reductions' counts must agree: every rank takes the smallest store, and every
-         * rank stops when one rank's setting is malformed. */
+        w.t = malloc((cap ? cap : 1) * sizeof(double));
+        w.work = malloc((cap ? cap : 1) * sizeof(double));
+        w.pend = malloc((nsizes * (size_t)o->nimpls + 1) * sizeof(*w.pend));
+        mine = r->rows != NULL && c.sbuf != NULL && c.rbuf != NULL && c.reqs != NULL &&
+               c.stats != NULL && w.t != NULL && w.work != NULL && w.pend != NULL;
         agreed[0] = cap;
-        if (MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c.comm) !=
+        agreed[2] = (unsigned long long)mine;
+        if (MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c.comm) !=
             MPI_SUCCESS) {
             rc = HPML_ERR_MPI;
             goto out;
@@ -933,15 +937,16 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
                                 why[0] ? why : "HPML_BENCH_STORE is malformed on another rank");
             goto out;
         }
+        if (!agreed[2]) {
+            rc = mine ? hpml_set_error(HPML_ERR_NOMEM, "another rank could not allocate its "
+                                                       "message buffers or its store of times")
+                      : hpml_set_error(HPML_ERR_NOMEM,
+                                       "cannot allocate two %zu-byte message buffers and two "
+                                       "%llu-byte stores of times",
+                                       maxbuf, (unsigned long long)(cap * sizeof(double)));
+            goto out;
+        }
         w.cap = (size_t)agreed[0];
-    }
-    w.t = malloc((w.cap ? w.cap : 1) * sizeof(double));
-    w.work = malloc((w.cap ? w.cap : 1) * sizeof(double));
-    w.pend = malloc((nsizes * (size_t)o->nimpls + 1) * sizeof(*w.pend));
-    if (w.t == NULL || w.work == NULL || w.pend == NULL) {
-        rc = hpml_set_error(HPML_ERR_NOMEM, "cannot allocate two %zu-byte stores of times",
-                            w.cap * sizeof(double));
-        goto out;
     }
     /* Touched now, so that no size's loop takes the page faults of its first writes (OMB
      * keeps no per-iteration times; fresh pages there read 1-2% higher at 4-256 B). */
