@@ -823,6 +823,57 @@ static void *page_alloc(size_t bytes)
     return p;
 }
 
+/* The store for a sweep of `total` per-iteration times (at most maxit per size, nrows
+ * rows), agreed before the sweep so that no rank stops alone and leaves the others in a
+ * collective: its size (the smallest: the reductions' counts must match), that every
+ * rank's HPML_BENCH_STORE is well-formed, and that every rank has its buffers (bufs_ok:
+ * the caller's message buffers; maxbuf their size, for the message). Then the reporting
+ * ranks are counted. Collective; 0 or an error set on every rank. */
+static int sweep_init(bench_ctx_t *c, const bench_case_t *bc, sweep_t *w, size_t total, long maxit,
+                      size_t nrows, int bufs_ok, size_t maxbuf)
+{
+    const hpml__setting_id_t id = HPML__S_BENCH_STORE;
+    const char *env = getenv(hpml_setting_at(id)->name);
+    uint64_t cap = 0;
+    unsigned long long agreed[3]; /* the store; 1: the setting is well-formed; 1: memory */
+    char why[160] = "";
+    int mine, rep;
+
+    hpml__setting_parse(id, hpml_setting_at(id)->def, &cap, why, sizeof(why));
+    agreed[1] =
+        env == NULL || *env == '\0' || hpml__setting_parse(id, env, &cap, why, sizeof(why)) == 0;
+    if (cap < (uint64_t)maxit)
+        cap = (uint64_t)maxit;
+    if (cap > total)
+        cap = total;
+    w->t = malloc((cap ? cap : 1) * sizeof(double));
+    w->work = malloc((cap ? cap : 1) * sizeof(double));
+    w->pend = malloc((nrows + 1) * sizeof(*w->pend));
+    mine = bufs_ok && w->t != NULL && w->work != NULL && w->pend != NULL;
+    agreed[0] = cap;
+    agreed[2] = (unsigned long long)mine;
+    if (MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c->comm) !=
+        MPI_SUCCESS)
+        return HPML_ERR_MPI;
+    if (!agreed[1])
+        return hpml_set_error(HPML_ERR_INVAL, "%s",
+                              why[0] ? why : "HPML_BENCH_STORE is malformed on another rank");
+    if (!agreed[2])
+        return mine ? hpml_set_error(HPML_ERR_NOMEM, "another rank could not allocate its "
+                                                     "message buffers or its store of times")
+                    : hpml_set_error(HPML_ERR_NOMEM,
+                                     "cannot allocate two %zu-byte message buffers and two "
+                                     "%llu-byte stores of times",
+                                     maxbuf, (unsigned long long)(cap * sizeof(double)));
+    w->cap = (size_t)agreed[0];
+    /* Touched now, so that no size's loop takes the page faults of its first writes (OMB
+     * keeps no per-iteration times; fresh pages there read 1-2% higher at 4-256 B). */
+    memset(w->t, 0, w->cap * sizeof(double));
+    memset(w->work, 0, w->cap * sizeof(double));
+    rep = bc->reports(c);
+    return BENCH_MPI(MPI_Allreduce(&rep, &w->nrep, 1, MPI_INT, MPI_SUM, c->comm));
+}
+
 int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_t **out)
 {
     const bench_case_t *bc = hpml__bench_case_find(o->case_name);
@@ -831,7 +882,7 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     size_t sizes[80], nsizes, max, maxbuf = 0, total = 0;
     long maxit = 1;
     sweep_t w = {0};
-    int rc, p, need_hpml = 0, rep;
+    int rc, p, need_hpml = 0;
 
     *out = NULL;
     c.comm = MPI_COMM_NULL;
@@ -904,59 +955,12 @@ int hpml_bench_run(MPI_Comm comm, const hpml_bench_opts_t *o, hpml_bench_result_
     c.rbuf = page_alloc(maxbuf);
     c.reqs = calloc(2 * (size_t)c.window, sizeof(*c.reqs));
     c.stats = calloc(2 * (size_t)c.window, sizeof(*c.stats));
-    {
-        const char *env = getenv("HPML_BENCH_STORE");
-        uint64_t cap = 2097152; /* the registry's default */
-        int mine;
-        /* Agreed before the sweep, so that no rank stops alone and leaves the others in a
-         * collective: the store (the smallest: the reductions' counts must match), and 1
-         * when this rank's HPML_BENCH_STORE is well-formed, 1 when its buffers are there. */
-        unsigned long long agreed[3];
-        char why[160] = "";
-
-        agreed[1] = env == NULL || *env == '\0' ||
-                    hpml__setting_parse(HPML__S_BENCH_STORE, env, &cap, why, sizeof(why)) == 0;
-        if (cap < (uint64_t)maxit)
-            cap = (uint64_t)maxit;
-        if (cap > total)
-            cap = total;
-        w.t = malloc((cap ? cap : 1) * sizeof(double));
-        w.work = malloc((cap ? cap : 1) * sizeof(double));
-        w.pend = malloc((nsizes * (size_t)o->nimpls + 1) * sizeof(*w.pend));
-        mine = r->rows != NULL && c.sbuf != NULL && c.rbuf != NULL && c.reqs != NULL &&
-               c.stats != NULL && w.t != NULL && w.work != NULL && w.pend != NULL;
-        agreed[0] = cap;
-        agreed[2] = (unsigned long long)mine;
-        if (MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c.comm) !=
-            MPI_SUCCESS) {
-            rc = HPML_ERR_MPI;
-            goto out;
-        }
-        if (!agreed[1]) {
-            rc = hpml_set_error(HPML_ERR_INVAL, "%s",
-                                why[0] ? why : "HPML_BENCH_STORE is malformed on another rank");
-            goto out;
-        }
-        if (!agreed[2]) {
-            rc = mine ? hpml_set_error(HPML_ERR_NOMEM, "another rank could not allocate its "
-                                                       "message buffers or its store of times")
-                      : hpml_set_error(HPML_ERR_NOMEM,
-                                       "cannot allocate two %zu-byte message buffers and two "
-                                       "%llu-byte stores of times",
-                                       maxbuf, (unsigned long long)(cap * sizeof(double)));
-            goto out;
-        }
-        w.cap = (size_t)agreed[0];
-    }
-    /* Touched now, so that no size's loop takes the page faults of its first writes (OMB
-     * keeps no per-iteration times; fresh pages there read 1-2% higher at 4-256 B). */
-    memset(w.t, 0, w.cap * sizeof(double));
-    memset(w.work, 0, w.cap * sizeof(double));
-    rep = bc->reports(&c);
-    if (MPI_Allreduce(&rep, &w.nrep, 1, MPI_INT, MPI_SUM, c.comm) != MPI_SUCCESS) {
-        rc = HPML_ERR_MPI;
+    rc = sweep_init(&c, bc, &w, total, maxit, nsizes * (size_t)o->nimpls,
+                    r->rows != NULL && c.sbuf != NULL && c.rbuf != NULL && c.reqs != NULL &&
+                        c.stats != NULL,
+                    maxbuf);
+    if (rc != 0)
         goto out;
-    }
     /* OMB's inputs: bytes of 1 to send, zeros to receive into, so that both programs
      * reduce the same data. Every dtype reads them as a small finite value (f32 2.4e-38,
      * f64 7.8e-304 and bf16 are normal; f16 0x0101 is the subnormal 1.5e-5), and sums of
